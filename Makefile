@@ -1,0 +1,152 @@
+# Tumble: one Makefile for the server, the tools, the web client and the tests.
+#
+#   make            build everything into build/ (server, bench, load tool, tests, web client)
+#   make deps       install the Debian packages that are missing (as root), or name them
+#   make run        deps + build + start the server on http://localhost:8080
+#   make test       the whole suite: C unit tests (plain and ASan+UBSan), JS tests,
+#                   integration tests against a real server, fuzz corpus replay
+#   make bench      the benchmark programs (JSON lines on stdout)
+#   make fuzz       run every libFuzzer target for FUZZ_SECONDS each
+#   make clean
+#
+# Sources are found by folder, so adding a file needs no edit here:
+#   server/physics/*.c proto/c/*.c server/sim/*.c server/net/*.c  -> build/libtumble.a
+#   server/main.c                                                  -> build/tumble-server
+#   tests/bench/*.c                                                -> build/tumble-bench
+#   tests/unit/test_*.c        one cmocka program each             -> build/tests/, build/asan/tests/
+#   tests/fuzz/fuzz_*.c        one libFuzzer target each (clang)   -> build/fuzz/
+
+CC       ?= cc
+ifeq ($(origin CC),default)
+CC       := gcc
+endif
+CLANG    ?= clang
+BUILD    := build
+PKGS     := libuv libwebsockets msgpack
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+WARN     := -std=c11 -Wall -Wextra -Werror -Wno-unused-parameter
+INC      := -Iserver -Iproto/c -Itests
+CFLAGS_REL  := $(WARN) -O2 -g -DNDEBUG $(INC) $(PKG_CFLAGS)
+CFLAGS_ASAN := $(WARN) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+               -fno-omit-frame-pointer $(INC) $(PKG_CFLAGS)
+LDLIBS      := $(PKG_LIBS) -lpthread -lm
+
+LIB_SRC   := $(wildcard server/physics/*.c proto/c/*.c server/sim/*.c server/net/*.c)
+BENCH_SRC := $(wildcard tests/bench/*.c)
+LOAD_SRC  := $(wildcard tests/load/*.c)
+UNIT_SRC  := $(wildcard tests/unit/test_*.c)
+UNIT_HELP := $(filter-out tests/unit/test_%,$(wildcard tests/unit/*.c))
+FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
+
+rel_obj  = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+asan_obj = $(patsubst %.c,$(BUILD)/asan/obj/%.o,$(1))
+
+LIB_REL   := $(BUILD)/libtumble.a
+LIB_ASAN  := $(BUILD)/asan/libtumble.a
+UNIT_REL  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+UNIT_ASAN := $(patsubst tests/unit/%.c,$(BUILD)/asan/tests/%,$(UNIT_SRC))
+FUZZ_BIN  := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
+
+PROGRAMS := $(if $(wildcard server/main.c),$(BUILD)/tumble-server) \
+            $(if $(BENCH_SRC),$(BUILD)/tumble-bench) \
+            $(if $(LOAD_SRC),$(BUILD)/tumble-load)
+
+WEB_DIST := $(if $(wildcard client-web/build.mjs),client-web/dist/index.html)
+
+.SECONDARY:
+.PHONY: all deps deps-build run test test-c test-js test-integration bench fuzz clean
+.DEFAULT_GOAL := all
+
+all: $(PROGRAMS) $(UNIT_REL) $(UNIT_ASAN) $(WEB_DIST) node_modules/.package-lock.json
+
+deps:
+	@scripts/deps.sh test
+deps-build:
+	@scripts/deps.sh build
+
+# ---- objects and libraries -------------------------------------------------
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_REL) -MMD -MP -c $< -o $@
+
+$(BUILD)/asan/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ASAN) -MMD -MP -c $< -o $@
+
+$(LIB_REL): $(call rel_obj,$(LIB_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIB_ASAN): $(call asan_obj,$(LIB_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+# ---- programs ----------------------------------------------------------------
+
+$(BUILD)/tumble-server: $(call rel_obj,server/main.c) $(LIB_REL)
+	$(CC) $(CFLAGS_REL) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/asan/tumble-server: $(call asan_obj,server/main.c) $(LIB_ASAN)
+	$(CC) $(CFLAGS_ASAN) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/tumble-bench: $(call rel_obj,$(BENCH_SRC)) $(LIB_REL)
+	$(CC) $(CFLAGS_REL) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/tumble-load: $(call rel_obj,$(LOAD_SRC)) $(LIB_REL)
+	$(CC) $(CFLAGS_REL) $^ -o $@ $(LDLIBS)
+
+# ---- C unit tests (cmocka), each built plain and with sanitizers -------------
+
+$(BUILD)/tests/%: $(call rel_obj,tests/unit/%.c) $(call rel_obj,$(UNIT_HELP)) $(LIB_REL)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_REL) $^ -o $@ $(LDLIBS) -lcmocka
+
+$(BUILD)/asan/tests/%: $(call asan_obj,tests/unit/%.c) $(call asan_obj,$(UNIT_HELP)) $(LIB_ASAN)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ASAN) $^ -o $@ $(LDLIBS) -lcmocka
+
+# ---- fuzz targets (clang libFuzzer), linked against the codec sources --------
+
+FUZZ_LIB_SRC := $(wildcard proto/c/*.c)
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRC)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined $(INC) \
+	  $(shell pkg-config --cflags msgpack) $^ -o $@ $(shell pkg-config --libs msgpack) -lm
+
+FUZZ_SECONDS ?= 60
+fuzz: $(FUZZ_BIN)
+	@for f in $(FUZZ_BIN); do n=$$(basename $$f); mkdir -p $(BUILD)/fuzz/corpus-$$n; \
+	  echo "== $$n ($(FUZZ_SECONDS) s)"; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(BUILD)/fuzz/corpus-$$n tests/fuzz/corpus/$$n || exit 1; done
+
+# ---- JavaScript: one package.json at the top (codec, client build, JS tests) ----
+
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+client-web/dist/index.html: node_modules/.package-lock.json $(shell find client-web/src proto/js client-web/build.mjs -type f 2>/dev/null)
+	node client-web/build.mjs
+
+# ---- running and testing ---------------------------------------------------------
+
+run: deps-build
+	$(MAKE) $(BUILD)/tumble-server $(WEB_DIST)
+	$(BUILD)/tumble-server $(RUN_ARGS)
+
+test: deps
+	$(MAKE) all $(FUZZ_BIN)
+	tests/run-all.sh
+
+bench: deps-build
+	$(MAKE) $(BUILD)/tumble-bench
+	$(BUILD)/tumble-bench
+
+clean:
+	rm -rf $(BUILD) client-web/dist node_modules
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

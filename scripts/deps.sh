@@ -1,0 +1,32 @@
+#!/bin/sh
+# Installs the Debian packages that building and testing Tumble need, when they
+# are missing. As root it runs apt-get; as anyone else it names what to install.
+# Usage: scripts/deps.sh [build|test]   (test = build + what the suites need)
+set -eu
+what=${1:-test}
+
+pkgs="gcc make pkg-config libc6-dev libuv1-dev libwebsockets-dev libwebsockets-evlib-uv libmsgpack-dev"
+if [ "$what" = test ]; then
+  pkgs="$pkgs libcmocka-dev clang valgrind procps curl"
+fi
+
+missing=""
+for p in $pkgs; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+# Node.js and npm build the web client. Any node >= 18 will do (Debian 12 ships 18;
+# some machines carry a newer one from elsewhere, which must not be replaced).
+if ! command -v node >/dev/null 2>&1; then missing="$missing nodejs"; fi
+if ! command -v npm >/dev/null 2>&1; then missing="$missing npm"; fi
+
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+  echo "tumble: missing packages:$missing" >&2
+  echo "tumble: run as root: apt-get install -y$missing   (or: sudo make deps)" >&2
+  exit 1
+fi
+echo "tumble: installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q >/dev/null
+apt-get install -y -q --no-install-recommends $missing >/dev/null
