@@ -206,6 +206,7 @@ typedef struct tb_snap_blob {
     int type;            /* TB_MSG_SNAP_KEY or TB_MSG_SNAP_DELTA */
     uint32_t tick;       /* tick of the state it carries */
     uint32_t base_tick;  /* delta: the baseline tick the client must hold */
+    uint32_t fields;     /* envelope array length (the per-client prefix needs it) */
     const uint8_t *tail; size_t tail_len;
 } tb_snap_blob;
 

@@ -459,10 +459,11 @@ static int decode_server_fields(const msgpack_object *root, tb_proto_server_msg 
         TRY(tb_proto__uint(&f[3], TB_PROTO_MAX_BODIES, &m->u.snap.awake, "snap_key.awake", err));
         return TB_OK;
     case TB_MSG_SNAP_DELTA:
-        TRY(need(root, 7, "snap_delta", err));
+        TRY(need(root, 6, "snap_delta", err));
         TRY(tb_proto__uint(&f[1], UINT32_MAX, &m->u.snap.last_seq, "snap_delta.last_seq", err));
-        TRY(tb_proto__uint(&f[2], UINT32_MAX, &m->u.snap.tick_gap, "snap_delta.tick_gap", err));
-        TRY(tb_proto__uint(&f[3], TB_PROTO_MAX_BODIES, &m->u.snap.awake, "snap_delta.awake", err));
+        TRY(tb_proto__uint(&f[2], UINT32_MAX, &m->u.snap.tick, "snap_delta.tick", err));
+        TRY(tb_proto__uint(&f[3], UINT32_MAX, &m->u.snap.tick_gap, "snap_delta.tick_gap", err));
+        TRY(tb_proto__uint(&f[4], TB_PROTO_MAX_BODIES, &m->u.snap.awake, "snap_delta.awake", err));
         return TB_OK;
     case TB_MSG_CONTACTS: {
         TRY(need(root, 3, "contacts", err));

@@ -195,21 +195,28 @@ static int find_body(const tb_snap_body *b, uint32_t n, uint32_t id)
     return lo < n && b[lo].id == id ? (int)lo : -1;
 }
 
-/* [34, last_seq, tick_gap, awake, spawns, removes, bin|nil] */
+/* [34, last_seq, tick, tick_gap, awake, bin|nil, spawns?, removes?] */
 static int apply_delta(tb_snap_decoder *d, const msgpack_object *root, tb_proto_err *err)
 {
     if (!d->ready) return tb_proto__fail(err, TB_ERR_BAD_SNAPSHOT, "delta without a baseline");
-    TRY(tb_proto__array(root, 7, UINT32_MAX, "snap_delta", err));
+    TRY(tb_proto__array(root, 6, UINT32_MAX, "snap_delta", err));
     const msgpack_object *f = root->via.array.ptr;
-    uint32_t last_seq, gap, awake;
+    uint32_t last_seq, tick, gap, awake;
     TRY(tb_proto__uint(&f[1], UINT32_MAX, &last_seq, "snap_delta.last_seq", err));
-    TRY(tb_proto__uint(&f[2], UINT32_MAX, &gap, "snap_delta.tick_gap", err));
+    TRY(tb_proto__uint(&f[2], UINT32_MAX, &tick, "snap_delta.tick", err));
+    TRY(tb_proto__uint(&f[3], UINT32_MAX, &gap, "snap_delta.tick_gap", err));
     if (gap == 0) return tb_proto__fail(err, TB_ERR_BAD_VALUE, "snap_delta.tick_gap: must be >= 1");
-    TRY(tb_proto__uint(&f[3], TB_PROTO_MAX_BODIES, &awake, "snap_delta.awake", err));
-    TRY(tb_proto__array(&f[4], 0, d->max_bodies, "snap_delta.spawns", err));
-    TRY(tb_proto__array(&f[5], 0, d->cur_n, "snap_delta.removes", err));
-    const msgpack_object *sp = f[4].via.array.ptr, *rm = f[5].via.array.ptr;
-    uint32_t nsp = f[4].via.array.size, nrm = f[5].via.array.size;
+    if (tick - gap != d->tick)
+        return tb_proto__fail(err, TB_ERR_BAD_SNAPSHOT, "delta against tick %u, baseline is tick %u", tick - gap, d->tick);
+    TRY(tb_proto__uint(&f[4], TB_PROTO_MAX_BODIES, &awake, "snap_delta.awake", err));
+    static const msgpack_object empty = {.type = MSGPACK_OBJECT_ARRAY};
+    const msgpack_object *fsp = root->via.array.size > 6 ? &f[6] : &empty;
+    const msgpack_object *frm = root->via.array.size > 7 ? &f[7] : &empty;
+    const msgpack_object *fbin = &f[5];
+    TRY(tb_proto__array(fsp, 0, d->max_bodies, "snap_delta.spawns", err));
+    TRY(tb_proto__array(frm, 0, d->cur_n, "snap_delta.removes", err));
+    const msgpack_object *sp = fsp->via.array.ptr, *rm = frm->via.array.ptr;
+    uint32_t nsp = fsp->via.array.size, nrm = frm->via.array.size;
 
     /* removals: sorted, each present in the baseline */
     uint32_t prev_id = 0;
@@ -246,11 +253,11 @@ static int apply_delta(tb_snap_decoder *d, const msgpack_object *root, tb_proto_
         memcpy(d->nq[m], d->vq[m], n * sizeof(int32_t));
         memset(d->nv[m], 0, n * sizeof(int32_t));
     }
-    if (f[6].type == MSGPACK_OBJECT_NIL) {
+    if (fbin->type == MSGPACK_OBJECT_NIL) {
         if (nsp) return tb_proto__fail(err, TB_ERR_BAD_SNAPSHOT, "snap_delta: spawns without a bin");
     } else {
         tb_bitr r;
-        TRY(read_bin(&f[6], &r, "snap_delta.bin", err));
+        TRY(read_bin(fbin, &r, "snap_delta.bin", err));
         int pred = (int)tb_bitr_get(&r, 1), kp = (int)tb_bitr_get(&r, 4), kr = (int)tb_bitr_get(&r, 4);
         int mpred[TB_PROTO_MAX_MESHES], kv[TB_PROTO_MAX_MESHES];
         for (uint32_t m = 0; m < d->frame.mesh_count; m++) { mpred[m] = (int)tb_bitr_get(&r, 1); kv[m] = (int)tb_bitr_get(&r, 4); }
@@ -312,7 +319,7 @@ static int apply_delta(tb_snap_decoder *d, const msgpack_object *root, tb_proto_
     }
     d->next_n = total;
     commit(d);
-    d->tick += gap; d->last_seq = last_seq; d->awake = awake;
+    d->tick = tick; d->last_seq = last_seq; d->awake = awake;
     return TB_OK;
 }
 

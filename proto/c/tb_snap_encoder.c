@@ -150,7 +150,7 @@ const tb_snap_blob *tb_snap_encoder_key(tb_snap_encoder *e)
     for (uint32_t i = 0; i < e->cur_n; i++) tb_snap__pack_shape(&pk, e->cur[i].id, &e->cur[i].shape);
     msgpack_pack_bin(&pk, nbytes);
     msgpack_pack_bin_body(&pk, e->bits, nbytes);
-    e->key_blob = (tb_snap_blob){TB_MSG_SNAP_KEY, e->tick, 0, (const uint8_t *)e->key_sb.data, e->key_sb.size};
+    e->key_blob = (tb_snap_blob){TB_MSG_SNAP_KEY, e->tick, 0, 6, (const uint8_t *)e->key_sb.data, e->key_sb.size};
     e->key_valid = true;
     return &e->key_blob;
 }
@@ -285,27 +285,32 @@ static int encode_delta(tb_snap_encoder *e, uint32_t base_tick)
     size_t nbytes = (w.bit + 7) / 8;
     if (w.bit & 7) tb_bitw_put(&w, 0, (int)(8 - (w.bit & 7)));
 
-    /* tail of [34, last_seq, tick_gap, awake, spawns, removes, bin|nil] */
+    /* tail of [34, last_seq, tick, tick_gap, awake, bin|nil, spawns?, removes?]:
+     * spawns and removes are left out when both are empty (rest costs ~13 bytes). */
     msgpack_sbuffer_clear(&e->delta_sb);
     msgpack_packer pk;
     msgpack_packer_init(&pk, &e->delta_sb, msgpack_sbuffer_write);
+    msgpack_pack_uint32(&pk, e->tick);
     msgpack_pack_uint32(&pk, e->tick - base_tick);
     msgpack_pack_uint32(&pk, e->awake);
-    msgpack_pack_array(&pk, n_spawned);
-    for (i = 0, j = 0; j < e->next_n; j++) {
-        while (i < e->cur_n && e->cur[i].id < e->next[j].id) i++;
-        bool kept = i < e->cur_n && e->cur[i].id == e->next[j].id && tb_snap__shape_eq(&e->cur[i].shape, &e->next[j].shape);
-        if (!kept) tb_snap__pack_shape(&pk, e->next[j].id, &e->next[j].shape);
-    }
-    msgpack_pack_array(&pk, n_removed);
-    for (i = 0, j = 0; i < e->cur_n; i++) {
-        while (j < e->next_n && e->next[j].id < e->cur[i].id) j++;
-        bool kept = j < e->next_n && e->next[j].id == e->cur[i].id && tb_snap__shape_eq(&e->cur[i].shape, &e->next[j].shape);
-        if (!kept) msgpack_pack_uint16(&pk, e->cur[i].id);
-    }
     if (any) { msgpack_pack_bin(&pk, nbytes); msgpack_pack_bin_body(&pk, e->bits, nbytes); }
     else msgpack_pack_nil(&pk);
-    e->delta_blob = (tb_snap_blob){TB_MSG_SNAP_DELTA, e->tick, base_tick, (const uint8_t *)e->delta_sb.data, e->delta_sb.size};
+    if (n_spawned || n_removed) {
+        msgpack_pack_array(&pk, n_spawned);
+        for (i = 0, j = 0; j < e->next_n; j++) {
+            while (i < e->cur_n && e->cur[i].id < e->next[j].id) i++;
+            bool kept = i < e->cur_n && e->cur[i].id == e->next[j].id && tb_snap__shape_eq(&e->cur[i].shape, &e->next[j].shape);
+            if (!kept) tb_snap__pack_shape(&pk, e->next[j].id, &e->next[j].shape);
+        }
+        msgpack_pack_array(&pk, n_removed);
+        for (i = 0, j = 0; i < e->cur_n; i++) {
+            while (j < e->next_n && e->next[j].id < e->cur[i].id) j++;
+            bool kept = j < e->next_n && e->next[j].id == e->cur[i].id && tb_snap__shape_eq(&e->cur[i].shape, &e->next[j].shape);
+            if (!kept) msgpack_pack_uint16(&pk, e->cur[i].id);
+        }
+    }
+    e->delta_blob = (tb_snap_blob){TB_MSG_SNAP_DELTA, e->tick, base_tick, (n_spawned || n_removed) ? 8u : 6u,
+                                   (const uint8_t *)e->delta_sb.data, e->delta_sb.size};
     return TB_OK;
 }
 
@@ -367,7 +372,7 @@ int tb_snap_encoder_step(tb_snap_encoder *e, const tb_snap_input *in, tb_proto_e
 static size_t prefix(uint8_t *p, const tb_snap_blob *b, uint32_t last_seq)
 {
     size_t n = 0;
-    p[n++] = (uint8_t)(0x90 | (b->type == TB_MSG_SNAP_KEY ? 6 : 7));
+    p[n++] = (uint8_t)(0x90 | (b->fields & 0x0f));
     p[n++] = (uint8_t)b->type;
     if (last_seq < 0x80) p[n++] = (uint8_t)last_seq;
     else if (last_seq < 0x100) { p[n++] = 0xcc; p[n++] = (uint8_t)last_seq; }
