@@ -60,7 +60,8 @@
 #define TB_PROTO_POS_SCALE   2048   /* rigid positions: 1/2048 m grid, error <= 0.25 mm */
 #define TB_PROTO_VERT_SCALE  1024   /* cloth/soft vertices: 1/1024 m grid, error <= 0.5 mm */
 #define TB_PROTO_ROT_BITS    12     /* smallest-three component bits, error <= 0.07 deg */
-#define TB_PROTO_ROT_MAXQ    ((1 << TB_PROTO_ROT_BITS) - 1)
+#define TB_PROTO_ROT_HALF    2047   /* cell of component 0: zero is exact */
+#define TB_PROTO_ROT_MAXQ    (2 * TB_PROTO_ROT_HALF)   /* 4094; 4095 is never sent */
 #define TB_PROTO_GRID_MAX    ((1 << 24) - 1)   /* cells per axis, at most */
 
 /* ---- message types -------------------------------------------------------- */

@@ -75,6 +75,28 @@ bool tb_proto_room_id_valid(const char *s)
 
 /* ---- prescan ----------------------------------------------------------------- */
 
+/* Strict UTF-8: no overlongs, no surrogates, nothing above U+10FFFF. */
+static bool utf8_ok(const uint8_t *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        uint32_t c = s[i], need, min;
+        if (c < 0x80) { i++; continue; }
+        if ((c & 0xe0) == 0xc0) { need = 1; min = 0x80; c &= 0x1f; }
+        else if ((c & 0xf0) == 0xe0) { need = 2; min = 0x800; c &= 0x0f; }
+        else if ((c & 0xf8) == 0xf0) { need = 3; min = 0x10000; c &= 0x07; }
+        else return false;
+        if (n - i <= need) return false;
+        for (uint32_t k = 1; k <= need; k++) {
+            if ((s[i + k] & 0xc0) != 0x80) return false;
+            c = (c << 6) | (s[i + k] & 0x3f);
+        }
+        if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) return false;
+        i += need + 1;
+    }
+    return true;
+}
+
 static uint64_t be(const uint8_t *p, int n)
 {
     uint64_t v = 0;
@@ -97,7 +119,7 @@ int tb_proto__prescan(const uint8_t *buf, size_t len, int max_depth, tb_proto_er
         if (pos >= len) return tb_proto__fail(err, TB_ERR_MALFORMED, "truncated msgpack at byte %zu", pos);
         uint8_t b = buf[pos++];
         uint64_t skip = 0, count = 0; /* payload bytes to skip; child values to open */
-        int hdr = 0, container = 0;
+        int hdr = 0, container = 0, is_str = (b >= 0xa0 && b <= 0xbf) || b == 0xd9 || b == 0xda || b == 0xdb;
         if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3) {
             /* fixint, nil, bool */
         } else if (b >= 0x80 && b <= 0x8f) { count = 2u * (b & 0x0f); container = 1;
@@ -128,6 +150,8 @@ int tb_proto__prescan(const uint8_t *buf, size_t len, int max_depth, tb_proto_er
         }
         if (skip) {
             if (len - pos < skip) return tb_proto__fail(err, TB_ERR_MALFORMED, "truncated msgpack payload at byte %zu", pos);
+            if (is_str && !utf8_ok(buf + pos, (size_t)skip))
+                return tb_proto__fail(err, TB_ERR_MALFORMED, "string at byte %zu is not valid UTF-8", pos);
             pos += (size_t)skip;
         }
         if (container) {

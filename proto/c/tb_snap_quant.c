@@ -7,9 +7,11 @@
  *
  * Orientations: smallest three. Drop the largest |component| (first one on a
  * tie), flip the sign so it is positive, and quantize the other three, which
- * lie in [-1/sqrt2, 1/sqrt2], to B = 12 bits:
- *     c = floor((v + 1/sqrt2) * (2^B - 1)/sqrt2 + 0.5),  v = c * sqrt2/(2^B - 1) - 1/sqrt2.
- * Error bound: the step is s = sqrt2/4095 = 3.45e-4, so each component is off
+ * lie in [-1/sqrt2, 1/sqrt2], to 12 bits with zero exactly on a cell (so
+ * identity and axis-aligned orientations are exact):
+ *     c = 2047 + floor(v * 2047/(1/sqrt2) + 0.5) clamped to [0, 4094],
+ *     v = (c - 2047) * ((1/sqrt2) / 2047).
+ * Error bound: the step is s = (1/sqrt2)/2047 = 3.45e-4, so each component is off
  * by at most s/2 and the three by |d| <= sqrt3 s/2. Rebuilding the largest as
  * w = sqrt(1 - a^2 - b^2 - c^2) moves it by dw = -(a,b,c).d / w; with w >= 1/2
  * and |(a,b,c)| = sqrt(1 - w^2) that is at most sqrt3 |d|, so |dq| <= 2|d| =
@@ -20,7 +22,6 @@
 
 #include "tb_proto_internal.h"
 
-#define SQRT2   1.4142135623730951
 #define SQRT1_2 0.7071067811865476
 
 int32_t tb_proto_grid_max(double min, double max, int scale)
@@ -57,7 +58,7 @@ void tb_proto_quant_rot(const float qf[4], int *index, int32_t c[3])
     for (int i = 0, j = 0; i < 4; i++) {
         if (i == big) continue;
         double v = q[i] * sign / n;
-        double cq = floor((v + SQRT1_2) * ((double)TB_PROTO_ROT_MAXQ / SQRT2) + 0.5);
+        double cq = (double)TB_PROTO_ROT_HALF + floor(v * ((double)TB_PROTO_ROT_HALF / SQRT1_2) + 0.5);
         if (!(cq > 0.0)) cq = 0.0;
         if (cq > (double)TB_PROTO_ROT_MAXQ) cq = (double)TB_PROTO_ROT_MAXQ;
         c[j++] = (int32_t)cq;
@@ -69,7 +70,7 @@ void tb_proto_dequant_rot(int index, const int32_t c[3], double q[4])
 {
     double s = 0.0, v[3];
     for (int j = 0; j < 3; j++) {
-        v[j] = (double)c[j] * (SQRT2 / (double)TB_PROTO_ROT_MAXQ) - SQRT1_2;
+        v[j] = (double)(c[j] - TB_PROTO_ROT_HALF) * (SQRT1_2 / (double)TB_PROTO_ROT_HALF);
         s += v[j] * v[j];
     }
     double w = s < 1.0 ? sqrt(1.0 - s) : 0.0;

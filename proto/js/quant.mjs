@@ -5,7 +5,8 @@
 export const POS_SCALE = 2048;   // rigid positions: 1/2048 m cells
 export const VERT_SCALE = 1024;  // cloth/soft vertices: 1/1024 m cells
 export const ROT_BITS = 12;
-export const ROT_MAXQ = (1 << ROT_BITS) - 1;
+export const ROT_HALF = 2047;           // cell of component 0 (zero is exact)
+export const ROT_MAXQ = 2 * ROT_HALF;   // 4094; 4095 is never sent
 export const GRID_MAX = (1 << 24) - 1;
 
 /** Cells per axis for [min, max] at `scale`, or -1 when the bounds are unusable. */
@@ -35,8 +36,8 @@ export function dequantPos(q, min, scale) {
 
 /** Smallest three -> unit quaternion [x, y, z, w] (written into out at offset). */
 export function dequantRot(index, c0, c1, c2, out = new Float64Array(4), off = 0) {
-  const k = Math.SQRT2 / ROT_MAXQ;
-  const a = c0 * k - Math.SQRT1_2, b = c1 * k - Math.SQRT1_2, c = c2 * k - Math.SQRT1_2;
+  const k = Math.SQRT1_2 / ROT_HALF;
+  const a = (c0 - ROT_HALF) * k, b = (c1 - ROT_HALF) * k, c = (c2 - ROT_HALF) * k;
   const s = a * a + b * b + c * c;
   const w = s < 1 ? Math.sqrt(1 - s) : 0;
   let q0, q1, q2, q3;
@@ -53,7 +54,7 @@ export function dequantRot(index, c0, c1, c2, out = new Float64Array(4), off = 0
 
 /** Quaternion [x, y, z, w] -> {index, c: [3]} (the encoder's rule; used by tests and tools). */
 export function quantRot(q) {
-  let n = Math.hypot(q[0], q[1], q[2], q[3]);
+  let n = Math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
   let v = [q[0], q[1], q[2], q[3]];
   if (!Number.isFinite(n) || n < 1e-12) { v = [0, 0, 0, 1]; n = 1; }
   let big = 0;
@@ -62,7 +63,7 @@ export function quantRot(q) {
   const c = [];
   for (let i = 0; i < 4; i++) {
     if (i === big) continue;
-    let x = Math.floor((v[i] * sign / n + Math.SQRT1_2) * (ROT_MAXQ / Math.SQRT2) + 0.5);
+    let x = ROT_HALF + Math.floor(v[i] * sign / n * (ROT_HALF / Math.SQRT1_2) + 0.5);
     if (!(x > 0)) x = 0;
     if (x > ROT_MAXQ) x = ROT_MAXQ;
     c.push(x);
