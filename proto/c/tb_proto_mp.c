@@ -299,12 +299,16 @@ void tb_proto__pack_jsnum(msgpack_packer *pk, double v)
 
 void tb_bitw_put(tb_bitw *w, uint32_t v, int n)
 {
-    for (int i = n - 1; i >= 0; i--) {
+    /* whole bytes at a time: fill the current partial byte, then byte-sized chunks */
+    while (n > 0) {
         size_t byte = w->bit >> 3;
         if (byte >= w->cap) { w->overflow = 1; return; }
-        if ((w->bit & 7) == 0) w->buf[byte] = 0;
-        if ((v >> i) & 1u) w->buf[byte] |= (uint8_t)(0x80u >> (w->bit & 7));
-        w->bit++;
+        int used = (int)(w->bit & 7), room = 8 - used, take = n < room ? n : room;
+        if (used == 0) w->buf[byte] = 0;
+        uint32_t chunk = (v >> (n - take)) & ((1u << take) - 1u);
+        w->buf[byte] |= (uint8_t)(chunk << (room - take));
+        w->bit += (size_t)take;
+        n -= take;
     }
 }
 
@@ -329,9 +333,7 @@ void tb_bitw_eg(tb_bitw *w, uint32_t v, int k)
 int tb_eg_bits(uint32_t v, int k)
 {
     uint64_t m = (uint64_t)v + (1ull << k);
-    int n = 0;
-    while (n < 40 && (m >> n)) n++;
-    return 2 * n - 1 - k;
+    return 2 * (64 - __builtin_clzll(m)) - 1 - k;
 }
 
 uint32_t tb_bitr_get(tb_bitr *r, int n)
@@ -339,9 +341,12 @@ uint32_t tb_bitr_get(tb_bitr *r, int n)
     uint32_t v = 0;
     if (r->error) return 0;
     if ((r->len * 8 - r->bit) < (size_t)n) { r->error = 1; return 0; }
-    for (int i = 0; i < n; i++) {
-        v = (v << 1) | ((r->buf[r->bit >> 3] >> (7 - (r->bit & 7))) & 1u);
-        r->bit++;
+    while (n > 0) {
+        int used = (int)(r->bit & 7), room = 8 - used, take = n < room ? n : room;
+        uint32_t byte = r->buf[r->bit >> 3];
+        v = (v << take) | ((byte >> (room - take)) & ((1u << take) - 1u));
+        r->bit += (size_t)take;
+        n -= take;
     }
     return v;
 }
