@@ -307,6 +307,11 @@ int tb_proto_close_code(int code);
 /* Helpers shared by the codec and its users. */
 bool tb_proto_room_id_valid(const char *s);       /* [A-Za-z0-9_-]{1,32} */
 
+/* A capsule given by its segment a-b (world) as a body: centre, rotation taking
+ * +y to b - a, shape capsule (radius, half length). For moving figure parts. */
+void tb_proto_body_from_segment(tb_proto_body *out, uint16_t id, const float a[3], const float b[3],
+                                float radius, uint32_t color, uint8_t material);
+
 /* Quantization primitives (exposed for tests and the benchmark). */
 int32_t tb_proto_quant_pos(double p, double min, int32_t grid_max, int scale);
 double tb_proto_dequant_pos(int32_t q, double min, int scale);

@@ -127,3 +127,20 @@ void tb_snap__pack_shape(msgpack_packer *pk, uint16_t id, const tb_proto_shape *
     msgpack_pack_uint32(pk, s->color);
     msgpack_pack_uint8(pk, s->material);
 }
+
+void tb_proto_body_from_segment(tb_proto_body *out, uint16_t id, const float a[3], const float b[3],
+                                float radius, uint32_t color, uint8_t material)
+{
+    double d[3] = {(double)b[0] - a[0], (double)b[1] - a[1], (double)b[2] - a[2]};
+    double len = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+    out->id = id;
+    out->shape = (tb_proto_shape){TB_SHAPE_CAPSULE, material, color, {radius, (float)(0.5 * len), 0.0f}};
+    for (int k = 0; k < 3; k++) out->pos[k] = (float)(0.5 * ((double)a[k] + (double)b[k]));
+    if (len < 1e-9) { out->rot[0] = out->rot[1] = out->rot[2] = 0; out->rot[3] = 1; return; }
+    for (int k = 0; k < 3; k++) d[k] /= len;
+    /* shortest arc from +y to d: q = (y x d, 1 + y.d) normalised; antiparallel: half turn about x */
+    double q[4] = {d[2], 0.0, -d[0], 1.0 + d[1]};
+    if (q[3] < 1e-9) { q[0] = 1; q[1] = q[2] = q[3] = 0; }
+    double n = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+    for (int k = 0; k < 4; k++) out->rot[k] = (float)(q[k] / n);
+}

@@ -421,6 +421,27 @@ static void unsorted_bodies_are_an_encoder_error(void **s)
     tb_snap_encoder_destroy(enc);
 }
 
+static void a_segment_becomes_a_capsule_body_along_it(void **s)
+{
+    (void)s;
+    const float segs[][6] = {{0, 0, 0, 0, 2, 0}, {1, 1, 1, 1, 1, 3}, {0, 0, 0, 0, -1, 0}, {0, 1, 0, 0.6f, 0.2f, -0.3f}};
+    for (int i = 0; i < 4; i++) {
+        tb_proto_body b;
+        tb_proto_body_from_segment(&b, 9, segs[i], segs[i] + 3, 0.25f, 0x101010, 3);
+        float dx = segs[i][3] - segs[i][0], dy = segs[i][4] - segs[i][1], dz = segs[i][5] - segs[i][2];
+        float len = sqrtf(dx * dx + dy * dy + dz * dz);
+        assert_float_equal(b.shape.size[1], 0.5f * len, 1e-6f);
+        assert_int_equal(b.shape.kind, TB_SHAPE_CAPSULE);
+        /* rotate +y by q: y' = 2(xy - wz), 1 - 2(x^2 + z^2), 2(yz + wx) */
+        float x = b.rot[0], y = b.rot[1], z = b.rot[2], w = b.rot[3];
+        float ry[3] = {2 * (x * y - w * z), 1 - 2 * (x * x + z * z), 2 * (y * z + w * x)};
+        assert_float_equal(ry[0] * len, dx, 1e-5f);
+        assert_float_equal(ry[1] * len, dy, 1e-5f);
+        assert_float_equal(ry[2] * len, dz, 1e-5f);
+        assert_float_equal(b.pos[1], 0.5f * (segs[i][1] + segs[i][4]), 1e-6f);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -434,6 +455,7 @@ int main(void)
         cmocka_unit_test(a_delta_without_any_baseline_is_refused),
         cmocka_unit_test(corrupted_snapshots_never_crash_and_never_half_apply),
         cmocka_unit_test(unsorted_bodies_are_an_encoder_error),
+        cmocka_unit_test(a_segment_becomes_a_capsule_body_along_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
