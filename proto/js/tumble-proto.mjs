@@ -112,6 +112,8 @@ export function prescan(bytes, maxDepth = LIMITS.depth) {
   if (pos !== len) fail(ERR.malformed, `${len - pos} trailing bytes after the message`);
 }
 
+const decoders = new Map();
+
 function parse(bytes, maxLen, maxDepth) {
   if (!(bytes instanceof Uint8Array)) {
     if (bytes instanceof ArrayBuffer) bytes = new Uint8Array(bytes);
@@ -119,7 +121,9 @@ function parse(bytes, maxLen, maxDepth) {
   }
   if (bytes.length > maxLen) fail(ERR.too_big, `frame of ${bytes.length} bytes, limit ${maxLen}`);
   prescan(bytes, maxDepth);
-  const dec = new Decoder({ maxStrLength: maxLen, maxBinLength: maxLen, maxArrayLength: maxLen, maxMapLength: maxLen, maxExtLength: 0 });
+  const dec = decoders.get(maxLen) ?? decoders.set(maxLen, new Decoder({
+    maxStrLength: maxLen, maxBinLength: maxLen, maxArrayLength: maxLen, maxMapLength: maxLen, maxExtLength: 0,
+  })).get(maxLen);
   let v;
   try { v = dec.decode(bytes); } catch (e) { fail(ERR.malformed, `msgpack: ${e.message}`); }
   return v;
@@ -467,17 +471,53 @@ export function decodeServer(bytes) {
 
 // ---- snapshot state ------------------------------------------------------------------------
 
+/** Struct-of-arrays storage for up to `cap` bodies (quantized state). */
+class BodySet {
+  constructor(cap) {
+    this.n = 0;
+    this.ids = new Uint16Array(cap);
+    this.qp = new Int32Array(3 * cap); this.vp = new Int32Array(3 * cap);
+    this.ri = new Uint8Array(cap);
+    this.rc = new Int32Array(3 * cap); this.vr = new Int32Array(3 * cap);
+    this.shapes = new Array(cap);
+  }
+  copyFrom(o) {
+    const n = o.n;
+    this.n = n;
+    this.ids.set(o.ids.subarray(0, n));
+    this.qp.set(o.qp.subarray(0, 3 * n)); this.vp.set(o.vp.subarray(0, 3 * n));
+    this.ri.set(o.ri.subarray(0, n));
+    this.rc.set(o.rc.subarray(0, 3 * n)); this.vr.set(o.vr.subarray(0, 3 * n));
+    for (let i = 0; i < n; i++) this.shapes[i] = o.shapes[i];
+  }
+  copyOne(i, o, j) {
+    this.ids[i] = o.ids[j]; this.ri[i] = o.ri[j]; this.shapes[i] = o.shapes[j];
+    for (let a = 0; a < 3; a++) {
+      this.qp[3 * i + a] = o.qp[3 * j + a]; this.vp[3 * i + a] = o.vp[3 * j + a];
+      this.rc[3 * i + a] = o.rc[3 * j + a]; this.vr[3 * i + a] = o.vr[3 * j + a];
+    }
+  }
+  indexOf(id) {
+    let lo = 0, hi = this.n;
+    while (lo < hi) { const mid = (lo + hi) >> 1; if (this.ids[mid] < id) lo = mid + 1; else hi = mid; }
+    return lo < this.n && this.ids[lo] === id ? lo : -1;
+  }
+}
+
 /**
  * The client's copy of the room: static frame, bodies (ascending id) and mesh vertices,
  * kept quantized exactly like the server's encoder so deltas apply bit-exactly.
  *
  *   const st = new SnapshotState();
  *   ws.onmessage = (e) => { const m = decodeServer(new Uint8Array(e.data)); if (st.handles(m)) st.apply(m); };
- *   st.tick, st.lastSeq, st.awake, st.bodyCount, st.ids[i], st.shapes[i], st.pos (Float32Array 3n),
- *   st.rot (Float32Array 4n, x y z w), st.meshes[m].pos (Float32Array 3 * verts)
- *
- * apply() throws ProtoError(bad_snapshot) when a delta does not fit the baseline; the state
- * is then unchanged and the client should send {type: 'resync'} to get a keyframe.
+ *   st.tick, st.lastSeq, st.awake, st.bodyCount
+ *   st.ids[i], st.shapes[i] = {id, shape, size, color, material}        (i < bodyCount, ascending id)
+ *   st.pos  Float32Array(3 * bodyCount), st.rot Float32Array(4 * bodyCount) (x y z w)
+ *   st.meshes[m].pos  Float32Array(3 * verts)
+ * pos, rot and meshes[m].pos are fresh arrays after every apply(), so a client may keep the
+ * previous ones for interpolation. apply() throws ProtoError(bad_snapshot) when a delta does
+ * not fit the baseline; the state is then unchanged and the client should send
+ * {type: 'resync'} to get a keyframe.
  */
 export class SnapshotState {
   constructor({ maxBodies = LIMITS.bodies } = {}) {
@@ -485,40 +525,27 @@ export class SnapshotState {
     this.ready = false;
     this.static = null;
     this.tick = 0; this.lastSeq = 0; this.awake = 0;
-    this._setBodies([], 0);
+    this.cur = new BodySet(this.maxBodies);
+    this.next = new BodySet(this.maxBodies);
+    this.bodyCount = 0;
+    this.ids = this.cur.ids;
+    this.shapes = this.cur.shapes;
+    this.pos = new Float32Array(0);
+    this.rot = new Float32Array(0);
     this.meshes = [];
+    this._q = new Float64Array(4);
   }
 
-  handles(msg) { return ['welcome', 'scene', 'snap_key', 'snap_delta'].includes(msg.type); }
+  handles(msg) { return msg.type === 'welcome' || msg.type === 'scene' || msg.type === 'snap_key' || msg.type === 'snap_delta'; }
 
-  _setFrame(st) {
-    this.static = st;
-    this.min = st.bounds.min;
-    this.pmax = [0, 1, 2].map((a) => gridMax(st.bounds.min[a], st.bounds.max[a], POS_SCALE));
-    this.vmax = [0, 1, 2].map((a) => gridMax(st.bounds.min[a], st.bounds.max[a], VERT_SCALE));
-    this.pbits = this.pmax.map(bitsFor);
-    this.vbits = this.vmax.map(bitsFor);
-    this.meshes = st.meshes.map((m) => ({
-      verts: m.verts, q: new Int32Array(3 * m.verts), v: new Int32Array(3 * m.verts), pos: new Float32Array(3 * m.verts),
-    }));
-    this.ready = false;
-  }
-
-  _setBodies(list, n) {
-    // list: [{id, shape..., qp[3], vp[3], ri, rc[3], vr[3]}] in ascending id order
-    this.bodies = list;
-    this.bodyCount = n;
-    this.ids = list.map((b) => b.id);
-    this.shapes = list.map((b) => ({ shape: b.shape, size: b.size, color: b.color, material: b.material }));
-    this.pos = new Float32Array(3 * n);
-    this.rot = new Float32Array(4 * n);
-    const q = new Float64Array(4);
-    for (let i = 0; i < n; i++) {
-      const b = list[i];
-      for (let a = 0; a < 3; a++) this.pos[3 * i + a] = dequantPos(b.qp[a], this.min[a], POS_SCALE);
-      dequantRot(b.ri, b.rc[0], b.rc[1], b.rc[2], q);
-      this.rot.set(q, 4 * i);
-    }
+  _frameOf(st) {
+    return {
+      static: st,
+      min: st.bounds.min,
+      pmax: [0, 1, 2].map((a) => gridMax(st.bounds.min[a], st.bounds.max[a], POS_SCALE)),
+      vmax: [0, 1, 2].map((a) => gridMax(st.bounds.min[a], st.bounds.max[a], VERT_SCALE)),
+      meshes: st.meshes.map((m) => ({ verts: m.verts, q: new Int32Array(3 * m.verts), v: new Int32Array(3 * m.verts), pos: new Float32Array(3 * m.verts) })),
+    };
   }
 
   /** Apply a decoded welcome / scene / snap_key / snap_delta (or raw bytes). */
@@ -526,36 +553,34 @@ export class SnapshotState {
     if (msg instanceof Uint8Array || msg instanceof ArrayBuffer) msg = decodeServer(msg);
     switch (msg.type) {
       case 'welcome': case 'scene': {
-        const save = this._save();
-        this._setFrame(msg.static);
-        try { this._applyKey(msg.state); } catch (e) { this._restore(save); throw e; }
+        const fr = this._frameOf(msg.static);
+        this._applyKey(msg.state, fr);
         return this;
       }
-      case 'snap_key': if (!this.static) fail(ERR.bad_snapshot, 'keyframe before welcome'); this._applyKey(msg); return this;
+      case 'snap_key':
+        if (!this.static) fail(ERR.bad_snapshot, 'keyframe before welcome');
+        this._applyKey(msg, this);
+        return this;
       case 'snap_delta': this._applyDelta(msg); return this;
       default: fail(ERR.unknown_type, `message type ${msg.type} carries no snapshot`);
     }
     return this;
   }
 
-  _save() {
-    return { static: this.static, meshes: this.meshes, ready: this.ready, min: this.min, pmax: this.pmax, vmax: this.vmax, pbits: this.pbits, vbits: this.vbits };
-  }
-
-  _restore(s) { Object.assign(this, s); }
-
-  _readAbs(r, b, kp, kr) {
-    b.qp = [0, 1, 2].map((a) => r.get(this.pbits[a]));
-    for (let a = 0; a < 3; a++) if (b.qp[a] > this.pmax[a]) fail(ERR.bad_snapshot, 'snapshot bin: position outside the room grid');
-    b.ri = r.get(2);
-    b.rc = [r.get(ROT_BITS), r.get(ROT_BITS), r.get(ROT_BITS)];
-    b.vp = [unzigzag(r.eg(kp)), unzigzag(r.eg(kp)), unzigzag(r.eg(kp))];
-    b.vr = [unzigzag(r.eg(kr)), unzigzag(r.eg(kr)), unzigzag(r.eg(kr))];
+  // An ABS record into set index i (frame fr gives the grid).
+  static _readAbs(r, set, i, kp, kr, fr) {
+    const pbits0 = bitsFor(fr.pmax[0]), pbits1 = bitsFor(fr.pmax[1]), pbits2 = bitsFor(fr.pmax[2]);
+    const x = r.get(pbits0), y = r.get(pbits1), z = r.get(pbits2);
+    if (x > fr.pmax[0] || y > fr.pmax[1] || z > fr.pmax[2]) fail(ERR.bad_snapshot, 'snapshot bin: position outside the room grid');
+    set.qp[3 * i] = x; set.qp[3 * i + 1] = y; set.qp[3 * i + 2] = z;
+    set.ri[i] = r.get(2);
+    for (let a = 0; a < 3; a++) set.rc[3 * i + a] = r.get(ROT_BITS);
+    for (let a = 0; a < 3; a++) set.vp[3 * i + a] = unzigzag(r.eg(kp));
+    for (let a = 0; a < 3; a++) set.vr[3 * i + a] = unzigzag(r.eg(kr));
     for (let a = 0; a < 3; a++) {
-      if (Math.abs(b.vp[a]) > this.pmax[a] || Math.abs(b.vr[a]) > ROT_MAXQ) fail(ERR.bad_snapshot, 'snapshot bin: velocity state out of range');
+      if (Math.abs(set.vp[3 * i + a]) > fr.pmax[a] || Math.abs(set.vr[3 * i + a]) > ROT_MAXQ) fail(ERR.bad_snapshot, 'snapshot bin: velocity state out of range');
     }
     if (r.error) fail(ERR.bad_snapshot, 'snapshot bin: body record (bits run out or over-long code)');
-    return b;
   }
 
   static _finish(r) {
@@ -565,32 +590,39 @@ export class SnapshotState {
     if (r.get(left) !== 0) fail(ERR.bad_snapshot, 'snapshot bin: padding bits not zero');
   }
 
-  _applyKey(m) {
+  _applyKey(m, fr) {
     if (m.bodies.length > this.maxBodies) fail(ERR.bad_message, `snap_key.bodies: limit ${this.maxBodies}`);
-    const bodies = m.bodies.map((s, i) => {
+    const nx = this.next;
+    m.bodies.forEach((s, i) => {
       if (i > 0 && s.id <= m.bodies[i - 1].id) fail(ERR.bad_snapshot, 'snap_key.bodies: ids not increasing');
-      return { ...s };
+      nx.ids[i] = s.id;
+      nx.shapes[i] = s;
     });
+    nx.n = m.bodies.length;
     const r = new BitReader(m.bin);
     r.get(1);
     const kp = r.get(4), kr = r.get(4);
-    const kv = this.meshes.map(() => { r.get(1); return r.get(4); });
-    for (const b of bodies) this._readAbs(r, b, kp, kr);
-    const mq = this.meshes.map((mesh, mi) => {
+    const kv = fr.meshes.map(() => { r.get(1); return r.get(4); });
+    for (let i = 0; i < nx.n; i++) SnapshotState._readAbs(r, nx, i, kp, kr, fr);
+    const mq = fr.meshes.map((mesh, mi) => {
       const q = new Int32Array(3 * mesh.verts), v = new Int32Array(3 * mesh.verts);
+      const vb = fr.vmax.map(bitsFor);
       for (let i = 0; i < q.length; i++) {
-        q[i] = r.get(this.vbits[i % 3]);
-        if (q[i] > this.vmax[i % 3]) fail(ERR.bad_snapshot, 'snapshot bin: vertex outside the room grid');
+        q[i] = r.get(vb[i % 3]);
+        if (q[i] > fr.vmax[i % 3]) fail(ERR.bad_snapshot, 'snapshot bin: vertex outside the room grid');
       }
       for (let i = 0; i < v.length; i++) {
         v[i] = unzigzag(r.eg(kv[mi]));
-        if (Math.abs(v[i]) > this.vmax[i % 3]) fail(ERR.bad_snapshot, 'snapshot bin: vertex velocity out of range');
+        if (Math.abs(v[i]) > fr.vmax[i % 3]) fail(ERR.bad_snapshot, 'snapshot bin: vertex velocity out of range');
       }
       if (r.error) fail(ERR.bad_snapshot, 'snapshot bin: vertex records');
       return [q, v];
     });
     SnapshotState._finish(r);
-    this._commit(bodies, mq, m.tick, m.last_seq, m.awake);
+    if (fr !== this) {
+      this.static = fr.static; this.min = fr.min; this.pmax = fr.pmax; this.vmax = fr.vmax; this.meshes = fr.meshes;
+    }
+    this._commit(null, mq, m.tick, m.last_seq, m.awake);
     this.ready = true;
   }
 
@@ -599,54 +631,70 @@ export class SnapshotState {
     if (m.tick_gap === 0) fail(ERR.bad_value, 'snap_delta.tick_gap: must be >= 1');
     const base = (m.tick - m.tick_gap) >>> 0;
     if (base !== this.tick) fail(ERR.bad_snapshot, `delta against tick ${base}, baseline is tick ${this.tick}`);
-    const old = this.bodies;
-    const index = new Map(old.map((b, i) => [b.id, i]));
-    m.removes.forEach((id, k) => {
-      if (k > 0 && id <= m.removes[k - 1]) fail(ERR.bad_snapshot, 'snap_delta.removes: ids not increasing');
-      if (!index.has(id)) fail(ERR.bad_snapshot, `snap_delta.removes: unknown body ${id}`);
-    });
-    if (m.removes.length > old.length) fail(ERR.bad_message, 'snap_delta.removes: more than the bodies');
-    const removed = new Set(m.removes);
-    const kept = old.filter((b) => !removed.has(b.id)).map((b) => ({ ...b, vp: [0, 0, 0], vr: [0, 0, 0] }));
-    if (kept.length + m.spawns.length > this.maxBodies) fail(ERR.bad_snapshot, `snap_delta: more bodies than capacity ${this.maxBodies}`);
-    const keptIds = new Set(kept.map((b) => b.id));
-    const spawned = m.spawns.map((s, k) => {
-      if (k > 0 && s.id <= m.spawns[k - 1].id) fail(ERR.bad_snapshot, 'snap_delta.spawns: ids not increasing');
-      if (keptIds.has(s.id)) fail(ERR.bad_snapshot, `snap_delta.spawns: body ${s.id} already exists`);
-      return { ...s };
-    });
+    const old = this.cur, nx = this.next;
+    const simple = m.removes.length === 0 && m.spawns.length === 0;
+    let nkept;
+    if (simple) {
+      nx.copyFrom(old);
+      nx.vp.fill(0, 0, 3 * old.n); nx.vr.fill(0, 0, 3 * old.n);
+      nkept = old.n;
+    } else {
+      if (m.removes.length > old.n) fail(ERR.bad_message, 'snap_delta.removes: more than the bodies');
+      m.removes.forEach((id, k) => {
+        if (k > 0 && id <= m.removes[k - 1]) fail(ERR.bad_snapshot, 'snap_delta.removes: ids not increasing');
+        if (old.indexOf(id) < 0) fail(ERR.bad_snapshot, `snap_delta.removes: unknown body ${id}`);
+      });
+      nkept = 0;
+      for (let i = 0, k = 0; i < old.n; i++) {
+        while (k < m.removes.length && m.removes[k] < old.ids[i]) k++;
+        if (k < m.removes.length && m.removes[k] === old.ids[i]) continue;
+        nx.copyOne(nkept, old, i);
+        for (let a = 0; a < 3; a++) { nx.vp[3 * nkept + a] = 0; nx.vr[3 * nkept + a] = 0; }
+        nkept++;
+      }
+      nx.n = nkept;
+      if (nkept + m.spawns.length > this.maxBodies) fail(ERR.bad_snapshot, `snap_delta: more bodies than capacity ${this.maxBodies}`);
+      m.spawns.forEach((s, k) => {
+        if (k > 0 && s.id <= m.spawns[k - 1].id) fail(ERR.bad_snapshot, 'snap_delta.spawns: ids not increasing');
+        if (nx.indexOf(s.id) >= 0) fail(ERR.bad_snapshot, `snap_delta.spawns: body ${s.id} already exists`);
+        nx.ids[nkept + k] = s.id; nx.shapes[nkept + k] = s;
+      });
+    }
+    // kept bodies are nx[0, nkept); spawned ones nx[nkept, nkept + spawns)
     const mq = this.meshes.map((mesh) => [Int32Array.from(mesh.q), new Int32Array(mesh.q.length)]);
+    let changed = null;
     if (m.bin === null) {
-      if (spawned.length) fail(ERR.bad_snapshot, 'snap_delta: spawns without a bin');
+      if (m.spawns.length) fail(ERR.bad_snapshot, 'snap_delta: spawns without a bin');
     } else {
       const r = new BitReader(m.bin);
       const pred = r.get(1), kp = r.get(4), kr = r.get(4);
       const mp = this.meshes.map(() => [r.get(1), r.get(4)]);
-      for (const b of spawned) this._readAbs(r, b, kp, kr);
+      for (let k = 0; k < m.spawns.length; k++) SnapshotState._readAbs(r, nx, nkept + k, kp, kr, this);
       const nch = r.eg(0);
-      if (r.error || nch > kept.length) fail(ERR.bad_snapshot, 'snapshot bin: changed-body count');
+      if (r.error || nch > nkept) fail(ERR.bad_snapshot, 'snapshot bin: changed-body count');
+      changed = new Int32Array(nch);
       let idx = -1;
       for (let c = 0; c < nch; c++) {
         idx += r.eg(0) + 1;
-        if (r.error || idx >= kept.length) fail(ERR.bad_snapshot, 'snapshot bin: changed-body index');
-        const b = kept[idx], o = old[index.get(b.id)];
+        if (r.error || idx >= nkept) fail(ERR.bad_snapshot, 'snapshot bin: changed-body index');
+        changed[c] = idx;
+        const o = simple ? idx : old.indexOf(nx.ids[idx]);
         for (let a = 0; a < 3; a++) {
-          const q = o.qp[a] + pred * o.vp[a] + unzigzag(r.eg(kp));
+          const base3 = old.qp[3 * o + a];
+          const q = base3 + pred * old.vp[3 * o + a] + unzigzag(r.eg(kp));
           if (r.error || q < 0 || q > this.pmax[a]) fail(ERR.bad_snapshot, 'snapshot bin: body position outside the room grid');
-          b.qp = b.qp === o.qp ? [...o.qp] : b.qp;
-          b.qp[a] = q; b.vp[a] = q - o.qp[a];
+          nx.qp[3 * idx + a] = q; nx.vp[3 * idx + a] = q - base3;
         }
         if (r.get(1) === 0) {
-          b.rc = [...o.rc];
           for (let a = 0; a < 3; a++) {
-            const q = o.rc[a] + pred * o.vr[a] + unzigzag(r.eg(kr));
+            const base3 = old.rc[3 * o + a];
+            const q = base3 + pred * old.vr[3 * o + a] + unzigzag(r.eg(kr));
             if (r.error || q < 0 || q > ROT_MAXQ) fail(ERR.bad_snapshot, 'snapshot bin: rotation component out of range');
-            b.rc[a] = q; b.vr[a] = q - o.rc[a];
+            nx.rc[3 * idx + a] = q; nx.vr[3 * idx + a] = q - base3;
           }
         } else {
-          b.ri = r.get(2);
-          b.rc = [r.get(ROT_BITS), r.get(ROT_BITS), r.get(ROT_BITS)];
-          b.vr = [0, 0, 0];
+          nx.ri[idx] = r.get(2);
+          for (let a = 0; a < 3; a++) { nx.rc[3 * idx + a] = r.get(ROT_BITS); nx.vr[3 * idx + a] = 0; }
         }
         if (r.error) fail(ERR.bad_snapshot, 'snapshot bin: body record');
       }
@@ -669,28 +717,63 @@ export class SnapshotState {
       });
       SnapshotState._finish(r);
     }
-    const all = kept.concat(spawned).sort((a, b) => a.id - b.id);
-    this._commit(all, mq, m.tick, m.last_seq, m.awake);
+    if (!simple && m.spawns.length) {
+      // merge the spawned tail into id order (both runs ascending)
+      const total = nkept + m.spawns.length;
+      const tmp = this._tmp || (this._tmp = new BodySet(this.maxBodies));
+      let a = 0, b = nkept, o = 0;
+      while (a < nkept || b < total) tmp.copyOne(o++, nx, (b >= total || (a < nkept && nx.ids[a] < nx.ids[b])) ? a++ : b++);
+      tmp.n = total;
+      this._tmp = nx; this.next = tmp;
+    }
+    this._commit(simple ? changed : null, mq, m.tick, m.last_seq, m.awake);
   }
 
-  _commit(bodies, mq, tick, lastSeq, awake) {
-    this._setBodies(bodies, bodies.length);
+  // Swap next into cur; dequantize (only the changed bodies when the order is unchanged).
+  _commit(changed, mq, tick, lastSeq, awake) {
+    const nx = this.next;
+    this.next = this.cur; this.cur = nx;
+    const n = nx.n;
+    const pos = new Float32Array(3 * n), rot = new Float32Array(4 * n), q = this._q;
+    if (changed && this.pos.length === 3 * n) {
+      pos.set(this.pos); rot.set(this.rot);
+      for (let c = 0; c < changed.length; c++) this._dequantBody(changed[c], pos, rot, q);
+    } else {
+      for (let i = 0; i < n; i++) this._dequantBody(i, pos, rot, q);
+    }
+    this.pos = pos; this.rot = rot;
+    this.bodyCount = n; this.ids = nx.ids; this.shapes = nx.shapes;
     this.meshes.forEach((mesh, mi) => {
       mesh.q = mq[mi][0]; mesh.v = mq[mi][1];
-      for (let i = 0; i < mesh.q.length; i++) mesh.pos[i] = dequantPos(mesh.q[i], this.min[i % 3], VERT_SCALE);
+      const p = new Float32Array(mesh.q.length);
+      for (let i = 0; i < p.length; i++) p[i] = dequantPos(mesh.q[i], this.min[i % 3], VERT_SCALE);
+      mesh.pos = p;
     });
     this.tick = tick; this.lastSeq = lastSeq; this.awake = awake;
   }
 
+  _dequantBody(i, pos, rot, q) {
+    const set = this.cur;
+    for (let a = 0; a < 3; a++) pos[3 * i + a] = dequantPos(set.qp[3 * i + a], this.min[a], POS_SCALE);
+    dequantRot(set.ri[i], set.rc[3 * i], set.rc[3 * i + 1], set.rc[3 * i + 2], q);
+    rot[4 * i] = q[0]; rot[4 * i + 1] = q[1]; rot[4 * i + 2] = q[2]; rot[4 * i + 3] = q[3];
+  }
+
   /** Plain-object view (the form of the golden vectors' "state"). */
   toJSON() {
-    return {
-      tick: this.tick, last_seq: this.lastSeq, awake: this.awake,
-      bodies: this.bodies.map((b, i) => ({
-        id: b.id, shape: b.shape, size: b.size, color: b.color, material: b.material,
-        qp: b.qp, ri: b.ri, rc: b.rc, vp: b.vp, vr: b.vr,
+    const c = this.cur;
+    const bodies = [];
+    for (let i = 0; i < this.bodyCount; i++) {
+      const s = c.shapes[i];
+      bodies.push({
+        id: c.ids[i], shape: s.shape, size: s.size, color: s.color, material: s.material,
+        qp: Array.from(c.qp.subarray(3 * i, 3 * i + 3)), ri: c.ri[i], rc: Array.from(c.rc.subarray(3 * i, 3 * i + 3)),
+        vp: Array.from(c.vp.subarray(3 * i, 3 * i + 3)), vr: Array.from(c.vr.subarray(3 * i, 3 * i + 3)),
         pos: Array.from(this.pos.subarray(3 * i, 3 * i + 3)), rot: Array.from(this.rot.subarray(4 * i, 4 * i + 4)),
-      })),
+      });
+    }
+    return {
+      tick: this.tick, last_seq: this.lastSeq, awake: this.awake, bodies,
       meshes: this.meshes.map((m) => ({ q: Array.from(m.q), v: Array.from(m.v) })),
     };
   }
