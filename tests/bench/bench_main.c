@@ -12,8 +12,10 @@
 #include "bench/bench.h"
 
 /* Scenario entry points, one per file in tests/bench/; add a line to each list. */
+void tb_bench_proto(const tb_bench_opts *opts);
 
 static const struct { const char *name; tb_bench_fn fn; } scenarios[] = {
+    {"proto", tb_bench_proto},
     {NULL, NULL} /* end */
 };
 
