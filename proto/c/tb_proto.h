@@ -15,6 +15,16 @@
  *     per-client prefix (last input seq). tb_snap_decoder applies keyframes
  *     and deltas on the receiving side.
  *
+ * Using the snapshot encoder in a server (threads): the encoder and its blobs
+ * belong to the room's worker. A blob's tail points into the encoder and is
+ * overwritten by the next step, so copy it (once per room per tick, e.g. into
+ * a reference-counted buffer) before handing it to the network thread; there,
+ * tb_snap_write(out, cap, &blob_with_copied_tail, client_last_seq) frames it
+ * for each client. Send the delta to a client whose last written snapshot has
+ * tick == blob.base_tick; anyone else gets the keyframe (tb_snap_encoder_key,
+ * encoded at most once per step; a worker may simply produce both every tick).
+ * Step the encoder once before the first welcome: key() is NULL until then.
+ *
  * Encoders write into a msgpack_sbuffer the caller owns (inputs are trusted,
  * but still checked for finiteness). Decoders never trust their input: every
  * count is capped, every number checked, and nothing is allocated beyond a
@@ -231,7 +241,8 @@ tb_snap_decoder *tb_snap_decoder_create(uint32_t max_bodies);
 void tb_snap_decoder_destroy(tb_snap_decoder *dec);
 /* Applies a WELCOME or SCENE (sets the frame from the static description and
  * applies the embedded keyframe), a SNAP_KEY or a SNAP_DELTA frame. On error
- * the previous state is kept. Other message types: TB_ERR_UNKNOWN_TYPE. */
+ * the previous state is kept (a failing WELCOME/SCENE leaves the decoder not
+ * ready). Other message types: TB_ERR_UNKNOWN_TYPE. */
 int tb_snap_decoder_apply(tb_snap_decoder *dec, const uint8_t *buf, size_t len, tb_proto_err *err);
 bool tb_snap_decoder_ready(const tb_snap_decoder *dec);
 uint32_t tb_snap_decoder_tick(const tb_snap_decoder *dec);
@@ -270,7 +281,7 @@ typedef struct tb_proto_server_msg {
     union {
         tb_proto_welcome welcome;              /* WELCOME and SCENE (SCENE fills kind, scene, params, st) */
         struct { uint32_t last_seq, tick, tick_gap, awake; bool key; } snap;  /* header only: use tb_snap_decoder */
-        struct { uint32_t tick, count; const uint8_t *raw; } contacts;  /* raw: count*7 float32 LE */
+        struct { uint32_t tick, count; const uint8_t *raw; } contacts;  /* raw: count*7 float32 LE, points into buf */
         struct { uint32_t tick, count, sum; uint32_t faces[TB_PROTO_MAX_DICE]; } dice;
         struct { tb_proto_name name, by_name; double value; uint32_t by; } param_changed;
         struct { uint32_t id; tb_proto_name name; } peer;               /* joined (name) / left */
@@ -282,7 +293,8 @@ typedef struct tb_proto_server_msg {
     } u;
 } tb_proto_server_msg;
 
-/* Decode any server frame (hostile). The struct is large (~40 KB): keep it off small stacks. */
+/* Decode any server frame (hostile). The struct is large (~40 KB): keep it off small stacks.
+ * Pointers in it (mesh tris/pins, contacts) point into buf and live as long as buf. */
 int tb_proto_decode_server(const uint8_t *buf, size_t len, tb_proto_server_msg *out, tb_proto_err *err);
 /* Contact i of a decoded CONTACTS message. */
 void tb_proto_contact_get(const tb_proto_server_msg *m, uint32_t i, tb_proto_contact *out);
