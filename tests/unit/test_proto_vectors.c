@@ -676,6 +676,17 @@ static void tower_sequence(void)
     tb_snap_encoder_step(enc, &in, &err);
     tb_snap_write_sbuf(&sb, tb_snap_encoder_delta(enc), 300);
     server_vector("seq_tower_07_remove", &sb, dec);
+    /* a die appears with the smallest id, and body 3 is replaced by a ball under the same id
+     * (remove + spawn in one delta; spawns land between kept bodies) */
+    memmove(&b[1], &b[0], n * sizeof b[0]);
+    b[0] = (tb_proto_body){.id = 0, .shape = {TB_SHAPE_BOX, 2, 0xffffff, {0.25f, 0.25f, 0.25f}}, .pos = {-2, 3, 0.5f}, .rot = {0, 0, 0, 1}};
+    n++;
+    b[3].shape = (tb_proto_shape){TB_SHAPE_SPHERE, 5, 0xff0000, {0.22f, 0, 0}};
+    b[4].pos[1] += 0.1f;
+    in.body_count = n; in.tick = 1014; in.awake = 2;
+    tb_snap_encoder_step(enc, &in, &err);
+    tb_snap_write_sbuf(&sb, tb_snap_encoder_delta(enc), 301);
+    server_vector("seq_tower_08_replace", &sb, dec);
     msgpack_sbuffer_destroy(&sb);
     tb_snap_encoder_destroy(enc);
     tb_snap_decoder_destroy(dec);
