@@ -228,6 +228,13 @@ void tb_snap_encoder_destroy(tb_snap_encoder *enc);
  * holds the delta from the previous state (NULL after the first step). */
 int tb_snap_encoder_step(tb_snap_encoder *enc, const tb_snap_input *in, tb_proto_err *err);
 const tb_snap_blob *tb_snap_encoder_delta(tb_snap_encoder *enc);
+/* Error the encoder may spend to send fewer and smaller residuals (see
+ * tb_snap_encoder.c). Defaults below; capped at 0.49 mm, 0.095 degrees, 0.98 mm
+ * so the promised bounds hold; 0 sends the nearest cells (pure quantization). */
+#define TB_SNAP_TOL_POS      0.00049
+#define TB_SNAP_TOL_ROT_DEG  0.095
+#define TB_SNAP_TOL_VERT     0.00098
+void tb_snap_encoder_set_tolerance(tb_snap_encoder *enc, double pos_m, double rot_deg, double vert_m);
 /* Keyframe of the current state (encoded lazily, once per step). */
 const tb_snap_blob *tb_snap_encoder_key(tb_snap_encoder *enc);
 /* One client's frame: [type, last_seq, ...tail]. Returns bytes written, 0 if cap too small. */

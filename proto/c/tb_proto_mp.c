@@ -266,7 +266,7 @@ int tb_proto__str(const msgpack_object *o, int charset, char *out, size_t max_le
     }
     if (charset != TB_STR_TEXT && n == 0) ok = false;
     if (!ok) return tb_proto__fail(err, TB_ERR_BAD_VALUE, "%s: characters not allowed", what);
-    memcpy(out, s, n);
+    if (n) memcpy(out, s, n);   /* msgpack-c gives NULL for an empty str (found by fuzz_server_msg) */
     out[n] = '\0';
     return TB_OK;
 }

@@ -13,7 +13,18 @@
  * residual r = new - (old + p * velocity) with p in {0, 1} chosen per snapshot
  * and channel, zigzagged and written exp-Golomb with an order k chosen per
  * snapshot and channel to minimise the bits. Unchanged items are skipped by
- * a gap code, so a room at rest costs only the envelope. */
+ * a gap code, so a room at rest costs only the envelope.
+ *
+ * Spending the error budget (the decoder never knows): the protocol promises
+ * 0.5 mm, 0.1 degree and 1 mm, while the nearest cells are off by at most
+ * 0.24 mm, 0.069 degrees and 0.49 mm. So for each item the encoder knows the
+ * set of cells within a tolerance (default 0.49 mm, 0.095 degrees, 0.98 mm) of
+ * the true pose. If the baseline is in that set the item is not sent at all
+ * (jitter of awake bodies costs nothing); otherwise it sends the cell of the
+ * set closest to the prediction (position: per axis a clamp; orientation: from
+ * the nearest cells, step each component toward the prediction while the
+ * angle stays within tolerance), which makes most residuals 0 or 1. The error
+ * seen by clients stays within the tolerance, below the promised bounds. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +43,15 @@ struct tb_snap_encoder {
     uint32_t tick, awake;
     uint8_t *bits; size_t bits_cap;
     uint32_t *scratch; size_t scratch_cap;   /* zigzag residuals while choosing k */
+    /* what step() learnt about the new state, used by choose_*() */
+    int32_t *match;                  /* next body j -> baseline index, or -1 (spawned / shape changed) */
+    int32_t *plo, *phi;              /* per next body: acceptable position cells per axis */
+    double *trot;                    /* per next body: true unit quaternion */
+    tb_snap_body *nearest;           /* per next body: nearest cells */
+    tb_snap_body *alt;               /* next[] as chosen for the other predictor */
+    int32_t *altq, *altv;            /* same for one mesh */
+    int32_t *vlo[TB_PROTO_MAX_MESHES], *vhi[TB_PROTO_MAX_MESHES];
+    double tol_pos, tol_vert, cos_half_rot;
     msgpack_sbuffer delta_sb, key_sb;
     tb_snap_blob delta_blob, key_blob;
 };
@@ -46,15 +66,28 @@ tb_snap_encoder *tb_snap_encoder_create(const tb_proto_frame *frame, uint32_t ma
     e->max_bodies = max_bodies;
     e->cur = calloc(max_bodies + 1, sizeof *e->cur);
     e->next = calloc(max_bodies + 1, sizeof *e->next);
+    e->nearest = calloc(max_bodies + 1, sizeof *e->nearest);
+    e->alt = calloc(max_bodies + 1, sizeof *e->alt);
+    e->match = calloc(max_bodies + 1, sizeof *e->match);
+    e->plo = calloc(3u * (max_bodies + 1), sizeof *e->plo);
+    e->phi = calloc(3u * (max_bodies + 1), sizeof *e->phi);
+    e->trot = calloc(4u * (max_bodies + 1), sizeof *e->trot);
     size_t verts = 0;
-    bool ok = e->cur && e->next;
+    bool ok = e->cur && e->next && e->nearest && e->alt && e->match && e->plo && e->phi && e->trot;
+    size_t maxv = 0;
+    for (uint32_t m = 0; m < frame->mesh_count; m++) if (frame->mesh_verts[m] > maxv) maxv = frame->mesh_verts[m];
+    e->altq = calloc(3 * maxv + 1, sizeof(int32_t));
+    e->altv = calloc(3 * maxv + 1, sizeof(int32_t));
+    ok = ok && e->altq && e->altv;
     for (uint32_t m = 0; m < frame->mesh_count; m++) {
         size_t n = 3u * frame->mesh_verts[m] + 1;
         verts += frame->mesh_verts[m];
         e->vq[m] = calloc(n, sizeof(int32_t)); e->vv[m] = calloc(n, sizeof(int32_t));
         e->nq[m] = calloc(n, sizeof(int32_t)); e->nv[m] = calloc(n, sizeof(int32_t));
-        ok = ok && e->vq[m] && e->vv[m] && e->nq[m] && e->nv[m];
+        e->vlo[m] = calloc(n, sizeof(int32_t)); e->vhi[m] = calloc(n, sizeof(int32_t));
+        ok = ok && e->vq[m] && e->vv[m] && e->nq[m] && e->nv[m] && e->vlo[m] && e->vhi[m];
     }
+    tb_snap_encoder_set_tolerance(e, TB_SNAP_TOL_POS, TB_SNAP_TOL_ROT_DEG, TB_SNAP_TOL_VERT);
     /* Worst case per body: 3*24 + 2 + 36 + 6*55 bits; per vertex 3*24 + 3*55. */
     e->bits_cap = 64 + 56u * (max_bodies + 1) + 32u * verts;
     e->bits = malloc(e->bits_cap);
@@ -70,10 +103,22 @@ void tb_snap_encoder_destroy(tb_snap_encoder *e)
 {
     if (!e) return;
     free(e->cur); free(e->next); free(e->bits); free(e->scratch);
-    for (int m = 0; m < TB_PROTO_MAX_MESHES; m++) { free(e->vq[m]); free(e->vv[m]); free(e->nq[m]); free(e->nv[m]); }
+    free(e->nearest); free(e->alt); free(e->altq); free(e->altv); free(e->match); free(e->plo); free(e->phi); free(e->trot);
+    for (int m = 0; m < TB_PROTO_MAX_MESHES; m++) {
+        free(e->vq[m]); free(e->vv[m]); free(e->nq[m]); free(e->nv[m]); free(e->vlo[m]); free(e->vhi[m]);
+    }
     msgpack_sbuffer_destroy(&e->delta_sb);
     msgpack_sbuffer_destroy(&e->key_sb);
     free(e);
+}
+
+void tb_snap_encoder_set_tolerance(tb_snap_encoder *e, double pos_m, double rot_deg, double vert_m)
+{
+    /* never beyond the protocol's promises (0.5 mm, 0.1 degree, 1 mm), never negative */
+    e->tol_pos = pos_m > 0 ? (pos_m < 0.00049 ? pos_m : 0.00049) : 0;
+    e->tol_vert = vert_m > 0 ? (vert_m < 0.00098 ? vert_m : 0.00098) : 0;
+    double r = rot_deg > 0 ? (rot_deg < 0.095 ? rot_deg : 0.095) : 0;
+    e->cos_half_rot = cos(0.5 * r * 3.141592653589793 / 180.0);
 }
 
 /* Order k in 0..15 for n zigzag values. The cost of v at order k is 2n - 1 - k
@@ -169,7 +214,7 @@ const tb_snap_blob *tb_snap_encoder_delta(tb_snap_encoder *e)
     return e->have_delta ? &e->delta_blob : NULL;
 }
 
-/* Quantize input body b against its baseline `old` (NULL when spawned). */
+/* Nearest cells of input body b; velocities against `old` (NULL when spawned). */
 static void quantize_body(const tb_snap_encoder *e, const tb_proto_body *in, const tb_snap_body *old, tb_snap_body *out)
 {
     out->id = in->id;
@@ -185,8 +230,107 @@ static void quantize_body(const tb_snap_encoder *e, const tb_proto_body *in, con
     for (int j = 0; j < 3; j++) out->vr[j] = (old && old->ri == ri) ? out->rc[j] - old->rc[j] : 0;
 }
 
-/* Writes the delta cur -> next into delta_sb. */
-static int encode_delta(tb_snap_encoder *e, uint32_t base_tick)
+/* Cells within tol of p on one axis, always containing the nearest cell n. */
+static void cell_range(double p, double min, int scale, int32_t gmax, double tol, int32_t n, int32_t *lo, int32_t *hi)
+{
+    double l = ceil((p - tol - min) * (double)scale), h = floor((p + tol - min) * (double)scale);
+    *lo = n; *hi = n;
+    if (!isfinite(p) || tol <= 0) return;
+    if (l < (double)n) *lo = l < 0 ? 0 : (int32_t)l;
+    if (h > (double)n) *hi = h > (double)gmax ? gmax : (int32_t)h;
+}
+
+static inline int32_t clamp32(int64_t v, int32_t lo, int32_t hi) { return v < lo ? lo : v > hi ? hi : (int32_t)v; }
+
+static bool rot_within(const tb_snap_encoder *e, int ri, const int32_t c[3], const double *t)
+{
+    double q[4];
+    tb_proto_dequant_rot(ri, c, q);
+    return fabs(q[0] * t[0] + q[1] * t[1] + q[2] * t[2] + q[3] * t[3]) >= e->cos_half_rot;
+}
+
+/* Fills next[] for every kept body given predictor `pred` (0 or 1); returns the
+ * residual bits (at the best orders) it would cost, to compare predictors. */
+static uint64_t choose_bodies(tb_snap_encoder *e, int pred)
+{
+    size_t np = 0, nr = 0;
+    uint32_t *rp = e->scratch, *rr = e->scratch + 3u * (e->max_bodies + 1);
+    for (uint32_t j = 0; j < e->next_n; j++) {
+        tb_snap_body *b = &e->next[j];
+        const tb_snap_body *near = &e->nearest[j];
+        if (e->match[j] < 0) { *b = *near; continue; }
+        const tb_snap_body *o = &e->cur[e->match[j]];
+        const int32_t *lo = &e->plo[3 * j], *hi = &e->phi[3 * j];
+        const double *t = &e->trot[4 * j];
+        bool pos_ok = true;
+        for (int a = 0; a < 3; a++) pos_ok = pos_ok && o->qp[a] >= lo[a] && o->qp[a] <= hi[a];
+        bool rot_ok = rot_within(e, o->ri, o->rc, t);
+        b->id = near->id;
+        b->shape = near->shape;
+        if (pos_ok && rot_ok) {   /* the client's pose is good enough: not sent */
+            for (int a = 0; a < 3; a++) { b->qp[a] = o->qp[a]; b->rc[a] = o->rc[a]; b->vp[a] = 0; b->vr[a] = 0; }
+            b->ri = o->ri;
+            continue;
+        }
+        for (int a = 0; a < 3; a++) {
+            b->qp[a] = clamp32((int64_t)o->qp[a] + pred * (int64_t)o->vp[a], lo[a], hi[a]);
+            b->vp[a] = b->qp[a] - o->qp[a];
+            rp[np++] = tb_zz(b->qp[a] - (o->qp[a] + pred * o->vp[a]));
+        }
+        if (rot_ok || near->ri == o->ri) {
+            /* from an acceptable start, step each component toward the prediction while still acceptable */
+            int32_t c[3];
+            for (int a = 0; a < 3; a++) c[a] = rot_ok ? o->rc[a] : near->rc[a];
+            for (int a = 0; a < 3; a++) {
+                int32_t target = clamp32((int64_t)o->rc[a] + pred * (int64_t)o->vr[a], 0, TB_PROTO_ROT_MAXQ);
+                while (c[a] != target) {
+                    int32_t keep = c[a];
+                    c[a] += target > c[a] ? 1 : -1;
+                    if (!rot_within(e, o->ri, c, t)) { c[a] = keep; break; }
+                }
+            }
+            b->ri = o->ri;
+            for (int a = 0; a < 3; a++) {
+                b->rc[a] = c[a];
+                b->vr[a] = c[a] - o->rc[a];
+                rr[nr++] = tb_zz(c[a] - (o->rc[a] + pred * o->vr[a]));
+            }
+        } else {   /* the largest component changed: absolute, nearest */
+            b->ri = near->ri;
+            for (int a = 0; a < 3; a++) { b->rc[a] = near->rc[a]; b->vr[a] = 0; }
+        }
+    }
+    uint64_t bp, br;
+    best_k(rp, np, &bp);
+    best_k(rr, nr, &br);
+    return bp + br;
+}
+
+/* Same for the vertices of mesh m. */
+static uint64_t choose_mesh(tb_snap_encoder *e, uint32_t m, int pred)
+{
+    size_t n = 0;
+    uint32_t nv = e->frame.mesh_verts[m];
+    const int32_t *lo = e->vlo[m], *hi = e->vhi[m], *o = e->vq[m], *ov = e->vv[m];
+    int32_t *q = e->nq[m], *v = e->nv[m];
+    for (uint32_t i = 0; i < nv; i++) {
+        size_t at = 3u * i;
+        bool ok = o[at] >= lo[at] && o[at] <= hi[at] && o[at + 1] >= lo[at + 1] && o[at + 1] <= hi[at + 1] &&
+                  o[at + 2] >= lo[at + 2] && o[at + 2] <= hi[at + 2];
+        for (int a = 0; a < 3; a++) {
+            size_t k = at + (size_t)a;
+            q[k] = ok ? o[k] : clamp32((int64_t)o[k] + pred * (int64_t)ov[k], lo[k], hi[k]);
+            v[k] = q[k] - o[k];
+            if (!ok) e->scratch[n++] = tb_zz(q[k] - (o[k] + pred * ov[k]));
+        }
+    }
+    uint64_t bits;
+    best_k(e->scratch, n, &bits);
+    return bits;
+}
+
+/* Writes the delta cur -> next into delta_sb, with the predictors chosen. */
+static int encode_delta(tb_snap_encoder *e, uint32_t base_tick, int best_pred, const int *mpred)
 {
     /* Pass 1: classify bodies (merge by id). */
     uint32_t i = 0, j = 0, n_removed = 0, n_spawned = 0;
@@ -198,48 +342,33 @@ static int encode_delta(tb_snap_encoder *e, uint32_t base_tick)
             i++; j++;
         }
     }
-    /* Choose predictor and orders for bodies: residuals of kept, changed bodies. */
-    int best_pred = 0, kp = 0, kr = 0;
-    uint64_t best_bits = UINT64_MAX;
-    for (int pred = 0; pred < 2; pred++) {
+    /* Orders from the residuals of changed kept bodies and vertices. */
+    int kp = 0, kr = 0, kv[TB_PROTO_MAX_MESHES] = {0};
+    uint32_t mchanged[TB_PROTO_MAX_MESHES] = {0};
+    {
         size_t np = 0, nr = 0;
         uint32_t *rp = e->scratch, *rr = e->scratch + 3u * (e->max_bodies + 1);
-        for (i = 0, j = 0; i < e->cur_n && j < e->next_n;) {
-            if (e->cur[i].id < e->next[j].id) { i++; continue; }
-            if (e->next[j].id < e->cur[i].id) { j++; continue; }
-            const tb_snap_body *o = &e->cur[i], *b = &e->next[j];
-            if (tb_snap__shape_eq(&o->shape, &b->shape) && body_changed(o, b)) {
-                for (int a = 0; a < 3; a++) rp[np++] = tb_zz(b->qp[a] - (o->qp[a] + pred * o->vp[a]));
-                if (b->ri == o->ri)
-                    for (int a = 0; a < 3; a++) rr[nr++] = tb_zz(b->rc[a] - (o->rc[a] + pred * o->vr[a]));
-            }
-            i++; j++;
+        for (j = 0; j < e->next_n; j++) {
+            if (e->match[j] < 0) continue;
+            const tb_snap_body *o = &e->cur[e->match[j]], *b = &e->next[j];
+            if (!body_changed(o, b)) continue;
+            for (int a = 0; a < 3; a++) rp[np++] = tb_zz(b->qp[a] - (o->qp[a] + best_pred * o->vp[a]));
+            if (b->ri == o->ri)
+                for (int a = 0; a < 3; a++) rr[nr++] = tb_zz(b->rc[a] - (o->rc[a] + best_pred * o->vr[a]));
         }
-        uint64_t bp, br;
-        int kpp = best_k(rp, np, &bp), krr = best_k(rr, nr, &br);
-        if (bp + br < best_bits) { best_bits = bp + br; best_pred = pred; kp = kpp; kr = krr; }
+        kp = best_k(rp, np, NULL);
+        kr = best_k(rr, nr, NULL);
     }
-    int mpred[TB_PROTO_MAX_MESHES] = {0}, kv[TB_PROTO_MAX_MESHES] = {0};
-    uint32_t mchanged[TB_PROTO_MAX_MESHES] = {0};
     for (uint32_t m = 0; m < e->frame.mesh_count; m++) {
-        best_bits = UINT64_MAX;
-        uint32_t nv = e->frame.mesh_verts[m];
-        for (int pred = 0; pred < 2; pred++) {
-            size_t n = 0;
-            uint32_t changed = 0;
-            for (uint32_t v = 0; v < nv; v++) {
-                const int32_t *o = &e->vq[m][3 * v], *ov = &e->vv[m][3 * v], *q = &e->nq[m][3 * v];
-                if (o[0] == q[0] && o[1] == q[1] && o[2] == q[2]) continue;
-                changed++;
-                for (int a = 0; a < 3; a++) e->scratch[n++] = tb_zz(q[a] - (o[a] + pred * ov[a]));
-            }
-            uint64_t bits;
-            int k = best_k(e->scratch, n, &bits);
-            if (bits < best_bits) { best_bits = bits; mpred[m] = pred; kv[m] = k; }
-            mchanged[m] = changed;
+        size_t n = 0;
+        for (uint32_t v = 0; v < e->frame.mesh_verts[m]; v++) {
+            const int32_t *o = &e->vq[m][3 * v], *ov = &e->vv[m][3 * v], *q = &e->nq[m][3 * v];
+            if (o[0] == q[0] && o[1] == q[1] && o[2] == q[2]) continue;
+            mchanged[m]++;
+            for (int a = 0; a < 3; a++) e->scratch[n++] = tb_zz(q[a] - (o[a] + mpred[m] * ov[a]));
         }
+        kv[m] = best_k(e->scratch, n, NULL);
     }
-
     /* Pass 2: write the bin. */
     tb_bitw w = {e->bits, e->bits_cap, 0, 0};
     tb_bitw_put(&w, (uint32_t)best_pred, 1); tb_bitw_put(&w, (uint32_t)kp, 4); tb_bitw_put(&w, (uint32_t)kr, 4);
@@ -338,12 +467,23 @@ int tb_snap_encoder_step(tb_snap_encoder *e, const tb_snap_input *in, tb_proto_e
     for (uint32_t m = 0; m < e->frame.mesh_count; m++)
         if (e->frame.mesh_verts[m] && !in->verts[m]) return tb_proto__fail(err, TB_ERR_BAD_VALUE, "mesh %u: no vertices given", m);
 
+    /* What the new state allows: nearest cells, acceptable ranges, true orientations. */
     uint32_t i = 0;
     for (uint32_t k = 0; k < in->body_count; k++) {
-        while (i < e->cur_n && e->cur[i].id < in->bodies[k].id) i++;
-        const tb_snap_body *old = (e->have_state && i < e->cur_n && e->cur[i].id == in->bodies[k].id &&
-                                   tb_snap__shape_eq(&e->cur[i].shape, &in->bodies[k].shape)) ? &e->cur[i] : NULL;
-        quantize_body(e, &in->bodies[k], old, &e->next[k]);
+        const tb_proto_body *b = &in->bodies[k];
+        while (i < e->cur_n && e->cur[i].id < b->id) i++;
+        bool kept = e->have_state && i < e->cur_n && e->cur[i].id == b->id && tb_snap__shape_eq(&e->cur[i].shape, &b->shape);
+        e->match[k] = kept ? (int32_t)i : -1;
+        tb_snap_body *near = &e->nearest[k];
+        quantize_body(e, b, kept ? &e->cur[i] : NULL, near);
+        for (int a = 0; a < 3; a++)
+            cell_range(b->pos[a], e->frame.bounds_min[a], TB_PROTO_POS_SCALE, e->grid.pmax[a], e->tol_pos, near->qp[a],
+                       &e->plo[3 * k + a], &e->phi[3 * k + a]);
+        double *t = &e->trot[4 * k];
+        tb_proto_dequant_rot(near->ri, near->rc, t);     /* fallback for a degenerate input */
+        double n2 = 0;
+        for (int c = 0; c < 4; c++) n2 += (double)b->rot[c] * b->rot[c];
+        if (isfinite(n2) && n2 > 1e-24) for (int c = 0; c < 4; c++) t[c] = b->rot[c] / sqrt(n2);
     }
     e->next_n = in->body_count;
     for (uint32_t m = 0; m < e->frame.mesh_count; m++) {
@@ -352,8 +492,9 @@ int tb_snap_encoder_step(tb_snap_encoder *e, const tb_snap_input *in, tb_proto_e
             float p = in->verts[m][v];
             int32_t q = (!isfinite(p) && e->have_state) ? e->vq[m][v]
                       : tb_proto_quant_pos(p, e->frame.bounds_min[a], e->grid.vmax[a], TB_PROTO_VERT_SCALE);
+            cell_range(p, e->frame.bounds_min[a], TB_PROTO_VERT_SCALE, e->grid.vmax[a], e->tol_vert, q, &e->vlo[m][v], &e->vhi[m][v]);
             e->nq[m][v] = q;
-            e->nv[m][v] = e->have_state ? q - e->vq[m][v] : 0;
+            e->nv[m][v] = 0;
         }
     }
     uint32_t base_tick = e->tick;
@@ -362,9 +503,24 @@ int tb_snap_encoder_step(tb_snap_encoder *e, const tb_snap_input *in, tb_proto_e
     e->awake = in->awake;
     e->have_delta = false;
     if (had) {
-        int rc = encode_delta(e, base_tick);
+        /* choose cells for both predictors, keep the cheaper (per channel) */
+        uint64_t cost1 = choose_bodies(e, 1);
+        memcpy(e->alt, e->next, e->next_n * sizeof *e->next);
+        int pred = 0;
+        if (cost1 < choose_bodies(e, 0)) { memcpy(e->next, e->alt, e->next_n * sizeof *e->next); pred = 1; }
+        int mpred[TB_PROTO_MAX_MESHES] = {0};
+        for (uint32_t m = 0; m < e->frame.mesh_count; m++) {
+            size_t n = 3u * e->frame.mesh_verts[m] * sizeof(int32_t);
+            uint64_t c1 = choose_mesh(e, m, 1);
+            memcpy(e->altq, e->nq[m], n);
+            memcpy(e->altv, e->nv[m], n);
+            if (c1 < choose_mesh(e, m, 0)) { memcpy(e->nq[m], e->altq, n); memcpy(e->nv[m], e->altv, n); mpred[m] = 1; }
+        }
+        int rc = encode_delta(e, base_tick, pred, mpred);
         if (rc) return tb_proto__fail(err, rc, "delta encoding overflow");
         e->have_delta = true;
+    } else {
+        for (uint32_t k = 0; k < e->next_n; k++) e->next[k] = e->nearest[k];
     }
     tb_snap_body *t = e->cur; e->cur = e->next; e->next = t;
     e->cur_n = e->next_n;

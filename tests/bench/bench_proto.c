@@ -89,9 +89,13 @@ static void cap_free(capture *c)
 
 static double quat_angle_deg(const float a[4], const float b[4])
 {
+    /* 2 atan2(|a x b|-ish, |a.b|) would be better conditioned; acos of the normalised
+     * dot in double is good to ~1e-6 degrees here, and both are normalised (the
+     * decoded quaternion is float32, so its norm is 1 only to ~1e-7) */
     double d = fabs((double)a[0] * b[0] + (double)a[1] * b[1] + (double)a[2] * b[2] + (double)a[3] * b[3]);
     double na = sqrt((double)a[0] * a[0] + (double)a[1] * a[1] + (double)a[2] * a[2] + (double)a[3] * a[3]);
-    d /= na;
+    double nb = sqrt((double)b[0] * b[0] + (double)b[1] * b[1] + (double)b[2] * b[2] + (double)b[3] * b[3]);
+    d /= na * nb;
     return 2.0 * acos(d > 1.0 ? 1.0 : d) * 57.29577951308232;
 }
 
@@ -385,7 +389,7 @@ static void dough_scene(const tb_bench_opts *opts)
     tb_vec3 ra = tb_v3(p[3 * right], p[3 * right + 1], p[3 * right + 2]), la = tb_v3(p[3 * left], p[3 * left + 1], p[3 * left + 2]);
     if (tb_soft_world_grab_start(w, 1, 0, ra) != TB_SOFT_OK || tb_soft_world_grab_start(w, 2, 0, la) != TB_SOFT_OK)
         fprintf(stderr, "bench proto: dough grab refused\n");
-    tb_proto_frame f = {{-4.0, -1.0, -4.0}, {4.0, 5.0, 4.0}, 1, {(uint32_t)nv}};
+    tb_proto_frame f = {{-4.0, -2.0, -4.0}, {4.0, 4.0, 4.0}, 1, {(uint32_t)nv}};
     capture c;
     cap_init(&c, "dough_pull", &f, 1);
     int pull = opts->quick ? 120 : 180, steps = opts->quick ? 240 : 360;

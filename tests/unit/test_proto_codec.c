@@ -272,6 +272,31 @@ static void random_bytes_never_crash_either_decoder(void **s)
     print_message("%d random frames happened to be valid client messages\n", accepted);
 }
 
+/* Regression (fuzz_server_msg, UBSan): an empty str arrives from msgpack-c as a NULL
+ * pointer, and copying it with memcpy(out, NULL, 0) is undefined behaviour. */
+static void empty_strings_decode_without_touching_a_null_pointer(void **s)
+{
+    (void)s;
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    tb_proto_encode_error(&sb, TB_ERR_INTERNAL, "", -1);
+    tb_proto_err err;
+    assert_int_equal(tb_proto_decode_server((const uint8_t *)sb.data, sb.size, &smsg, &err), TB_OK);
+    assert_string_equal(smsg.u.error.text, "");
+    msgpack_sbuffer_clear(&sb);
+    tb_proto_encode_peer_joined(&sb, 4, "");   /* the fuzzer's input: [38, 4, ""] */
+    assert_int_equal(tb_proto_decode_server((const uint8_t *)sb.data, sb.size, &smsg, &err), TB_OK);
+    assert_string_equal(smsg.u.peer.name, "");
+    msgpack_sbuffer_clear(&sb);
+    tb_proto_client_msg m = {.type = TB_MSG_HELLO}, out;
+    m.u.hello.version = 1;
+    strcpy(m.u.hello.room, "r");
+    tb_proto_encode_client(&sb, &m);
+    assert_int_equal(tb_proto_decode_client((const uint8_t *)sb.data, sb.size, &out, &err), TB_OK);
+    assert_string_equal(out.u.hello.name, "");
+    msgpack_sbuffer_destroy(&sb);
+}
+
 static void room_ids_are_checked(void **s)
 {
     (void)s;
@@ -305,6 +330,7 @@ int main(void)
         cmocka_unit_test(a_header_promising_two_to_the_32_elements_allocates_nothing),
         cmocka_unit_test(nan_and_inf_in_every_numeric_field_are_bad_values),
         cmocka_unit_test(random_bytes_never_crash_either_decoder),
+        cmocka_unit_test(empty_strings_decode_without_touching_a_null_pointer),
         cmocka_unit_test(room_ids_are_checked),
         cmocka_unit_test(names_of_codes_and_types_are_stable),
     };
