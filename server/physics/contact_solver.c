@@ -1,0 +1,143 @@
+/* contact_solver.c: sequential impulses on contact points.
+ *
+ * Each contact has three rows: the normal n and two tangents t1, t2. For a
+ * direction d, the relative velocity of b against a at the contact is
+ *
+ *     v_d = (vb + wb x rb - va - wa x ra) . d
+ *         = (vb - va) . d + wb . (rb x d) - wa . (ra x d)
+ *
+ * and an impulse P = lambda d changes it by lambda K with
+ *
+ *     K = 1/ma + 1/mb + (ra x d) . Ia^-1 (ra x d) + (rb x d) . Ib^-1 (rb x d)
+ *
+ * (Ia^-1 the world inverse inertia). So the impulse that reaches a target
+ * velocity is lambda = (target - v_d) / K: "effective mass" 1/K times the
+ * velocity error. The arms r x d and Ia^-1 (r x d) do not change during the
+ * step, so prepare() computes them once and the iterations are dot products
+ * and multiply-adds.
+ *
+ * Sequential impulses clamp the ACCUMULATED impulse, not each increment:
+ * normal >= 0 (contacts push, never pull), friction within the Coulomb cone
+ * |jt| <= mu jn (per tangent, as in the seed). Friction is solved first in
+ * each iteration, then the normal, so the normal row has the last word on
+ * penetration.
+ *
+ * Normal target:
+ *   sep > 0 (speculative): -sep/dt, close at most the gap this step;
+ *   sep <= 0: Baumgarte, (0.2/dt) max(0, -sep - slop) pushes out a fifth of
+ *             the penetration beyond the 4 mm slop per step;
+ *   bouncing: if the closing speed vn0 exceeds 0.8 m/s and the contact would
+ *             be reached this step, at least -e vn0.
+ */
+#include "physics/rigid_core.h"
+
+static inline float effective_mass(float ima, float imb, tb_vec3 ra_d, tb_vec3 ia_d, tb_vec3 rb_d, tb_vec3 ib_d)
+{
+    float k = ima + imb + tb_v3_dot(ra_d, ia_d) + tb_v3_dot(rb_d, ib_d);
+    return k > 1e-9f ? 1.0f / k : 0.0f;
+}
+
+void tb_contact_solver_prepare(tb_rigid_world *w, float dt)
+{
+    const float inv_dt = 1.0f / dt;
+    for (int i = 0; i < w->contact_count; i++) {
+        tb_contact *c = &w->contacts[i];
+        const tb_contact_point *p = &w->points[i];
+        const tb_body *bb = &w->bodies[p->body_b];
+        int sa = p->body_a >= 0 ? w->solver_index[p->body_a] : 0;
+        int sb = w->solver_index[p->body_b];
+        tb_vec3 ra = p->body_a >= 0 ? tb_v3_sub(p->point, w->bodies[p->body_a].position) : tb_v3_zero();
+        tb_vec3 rb = tb_v3_sub(p->point, bb->position);
+        tb_vec3 n = c->n;
+        /* two tangents perpendicular to n (the seed's choice) */
+        tb_vec3 t1 = fabsf(n.x) > 0.57f ? tb_v3_norm(tb_v3(n.y, -n.x, 0.0f)) : tb_v3_norm(tb_v3(0.0f, n.z, -n.y));
+        tb_vec3 t2 = tb_v3_cross(n, t1);
+        const tb_mat3 ia = w->inv_inertia_world[sa], ib = w->inv_inertia_world[sb];
+        c->sa = sa;
+        c->sb = sb;
+        c->ima = w->inv_mass[sa];
+        c->imb = w->inv_mass[sb];
+        c->t1 = t1;
+        c->t2 = t2;
+        c->ra_n = tb_v3_cross(ra, n);
+        c->rb_n = tb_v3_cross(rb, n);
+        c->ra_t1 = tb_v3_cross(ra, t1);
+        c->rb_t1 = tb_v3_cross(rb, t1);
+        c->ra_t2 = tb_v3_cross(ra, t2);
+        c->rb_t2 = tb_v3_cross(rb, t2);
+        c->ia_n = tb_m3_mul_v3(ia, c->ra_n);
+        c->ib_n = tb_m3_mul_v3(ib, c->rb_n);
+        c->ia_t1 = tb_m3_mul_v3(ia, c->ra_t1);
+        c->ib_t1 = tb_m3_mul_v3(ib, c->rb_t1);
+        c->ia_t2 = tb_m3_mul_v3(ia, c->ra_t2);
+        c->ib_t2 = tb_m3_mul_v3(ib, c->rb_t2);
+        c->mass_n = effective_mass(c->ima, c->imb, c->ra_n, c->ia_n, c->rb_n, c->ib_n);
+        c->mass_t1 = effective_mass(c->ima, c->imb, c->ra_t1, c->ia_t1, c->rb_t1, c->ib_t1);
+        c->mass_t2 = effective_mass(c->ima, c->imb, c->ra_t2, c->ia_t2, c->rb_t2, c->ib_t2);
+
+        /* Seed warning: the bounce decision uses the velocity BEFORE warm
+         * starting. Read after it, the big support impulse already given to
+         * a lower plank looks like a hard hit and the tower jumps. */
+        const tb_solver_body *va = &w->solver_bodies[sa], *vb = &w->solver_bodies[sb];
+        float vn = tb_v3_dot(tb_v3_sub(vb->v, va->v), n) + tb_v3_dot(vb->w, c->rb_n) - tb_v3_dot(va->w, c->ra_n);
+        float sep = p->separation;
+        float target = sep > 0.0f ? -sep * inv_dt : TB_BAUMGARTE * inv_dt * tb_maxf(0.0f, -sep - TB_LINEAR_SLOP);
+        if (vn < -TB_RESTITUTION_THRESHOLD && sep < -vn * dt) target = tb_maxf(target, -w->restitution * vn);
+        c->target = target;
+        c->jn = c->jt1 = c->jt2 = 0.0f;
+    }
+}
+
+void tb_contact_solver_warm_apply(tb_rigid_world *w, int index)
+{
+    tb_contact *c = &w->contacts[index];
+    tb_solver_body *a = &w->solver_bodies[c->sa], *b = &w->solver_bodies[c->sb];
+    tb_vec3 p = tb_v3_add(tb_v3_add(tb_v3_scale(c->n, c->jn), tb_v3_scale(c->t1, c->jt1)), tb_v3_scale(c->t2, c->jt2));
+    tb_vec3 dwa = tb_v3_add(tb_v3_add(tb_v3_scale(c->ia_n, c->jn), tb_v3_scale(c->ia_t1, c->jt1)), tb_v3_scale(c->ia_t2, c->jt2));
+    tb_vec3 dwb = tb_v3_add(tb_v3_add(tb_v3_scale(c->ib_n, c->jn), tb_v3_scale(c->ib_t1, c->jt1)), tb_v3_scale(c->ib_t2, c->jt2));
+    a->v = tb_v3_mad(a->v, p, -c->ima);
+    a->w = tb_v3_sub(a->w, dwa);
+    b->v = tb_v3_mad(b->v, p, c->imb);
+    b->w = tb_v3_add(b->w, dwb);
+}
+
+/* One row: relative velocity along d, impulse increment dj applied to both. */
+#define ROW_VELOCITY(a, b, d, ra_d, rb_d) \
+    (tb_v3_dot(tb_v3_sub((b)->v, (a)->v), (d)) + tb_v3_dot((b)->w, (rb_d)) - tb_v3_dot((a)->w, (ra_d)))
+
+static inline void row_apply(tb_solver_body *a, tb_solver_body *b, float ima, float imb, tb_vec3 d, tb_vec3 ia_d,
+                             tb_vec3 ib_d, float dj)
+{
+    a->v = tb_v3_mad(a->v, d, -dj * ima);
+    a->w = tb_v3_mad(a->w, ia_d, -dj);
+    b->v = tb_v3_mad(b->v, d, dj * imb);
+    b->w = tb_v3_mad(b->w, ib_d, dj);
+}
+
+void tb_contact_solver_solve(tb_rigid_world *w)
+{
+    const float mu = w->friction;
+    tb_solver_body *bodies = w->solver_bodies;
+    for (int it = 0; it < w->iterations; it++) {
+        for (int i = 0; i < w->contact_count; i++) {
+            tb_contact *c = &w->contacts[i];
+            tb_solver_body *a = &bodies[c->sa], *b = &bodies[c->sb];
+            float max_friction = mu * c->jn;
+
+            float vt = ROW_VELOCITY(a, b, c->t1, c->ra_t1, c->rb_t1);
+            float j = tb_clampf(c->jt1 - vt * c->mass_t1, -max_friction, max_friction);
+            row_apply(a, b, c->ima, c->imb, c->t1, c->ia_t1, c->ib_t1, j - c->jt1);
+            c->jt1 = j;
+
+            vt = ROW_VELOCITY(a, b, c->t2, c->ra_t2, c->rb_t2);
+            j = tb_clampf(c->jt2 - vt * c->mass_t2, -max_friction, max_friction);
+            row_apply(a, b, c->ima, c->imb, c->t2, c->ia_t2, c->ib_t2, j - c->jt2);
+            c->jt2 = j;
+
+            float vn = ROW_VELOCITY(a, b, c->n, c->ra_n, c->rb_n);
+            j = tb_maxf(0.0f, c->jn + (c->target - vn) * c->mass_n);
+            row_apply(a, b, c->ima, c->imb, c->n, c->ia_n, c->ib_n, j - c->jn);
+            c->jn = j;
+        }
+    }
+}
