@@ -13,7 +13,10 @@
 
 /* Scenario entry points, one per file in tests/bench/; add a line to each list. */
 
+void tb_bench_rigid(const tb_bench_opts *opts);
+
 static const struct { const char *name; tb_bench_fn fn; } scenarios[] = {
+    {"rigid", tb_bench_rigid},
     {NULL, NULL} /* end */
 };
 
