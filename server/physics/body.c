@@ -25,6 +25,12 @@ tb_rigid_body_def tb_rigid_body_def_default(void)
 
 static bool size_ok(float s) { return isfinite(s) && s > 0.0f && s <= 50.0f; }
 
+static bool speed_ok(tb_vec3 v, tb_vec3 w)
+{
+    return tb_v3_len_sq(v) <= TB_RIGID_MAX_SPEED * TB_RIGID_MAX_SPEED &&
+           tb_v3_len_sq(w) <= TB_RIGID_MAX_SPIN * TB_RIGID_MAX_SPIN;
+}
+
 /* Mass properties from density.
  *   box, half extents (x, y, z):  m = 8 rho x y z,  I_xx = m (y^2 + z^2) / 3 (etc.)
  *     (the familiar m (b^2 + c^2) / 12 with full sizes b = 2y, c = 2z)
@@ -64,6 +70,7 @@ int tb_rigid_world_add_body(tb_rigid_world *world, const tb_rigid_body_def *def)
     if (!tb_v3_finite(def->position) || !tb_q_finite(def->rotation) || !tb_v3_finite(def->linear_velocity) ||
         !tb_v3_finite(def->angular_velocity) || tb_q_dot(def->rotation, def->rotation) < 1e-12f)
         return TB_RIGID_ERR_INVALID;
+    if (!speed_ok(def->linear_velocity, def->angular_velocity)) return TB_RIGID_ERR_RANGE;
     /* a body far outside any plausible room would overflow grid cells */
     if (fabsf(def->position.x) > 1e4f || fabsf(def->position.y) > 1e4f || fabsf(def->position.z) > 1e4f)
         return TB_RIGID_ERR_RANGE;
@@ -100,7 +107,14 @@ int tb_rigid_world_remove_body(tb_rigid_world *world, int id)
 {
     if (!tb_rigid_world_body_valid(world, id)) return TB_RIGID_ERR_NO_BODY;
     tb_body *b = &world->bodies[id];
-    /* also wakes the bodies that touched it: what rested on it must fall */
+    /* what rested on it must fall: wake every body near enough to touch it
+     * (sleeping pairs have no contacts to tell us who that is) */
+    for (int i = 0; i < world->body_end; i++) {
+        tb_body *o = &world->bodies[i];
+        if (i == id || !o->alive || !o->sleeping) continue;
+        float reach = b->radius + o->radius + 2.0f * TB_SPECULATIVE_MARGIN;
+        if (tb_v3_len_sq(tb_v3_sub(o->position, b->position)) <= reach * reach) tb_body_wake(o);
+    }
     tb_rigid_world_forget_body_contacts(world, id);
     memset(b, 0, sizeof *b);
     b->next_free = world->free_head;
@@ -171,7 +185,7 @@ int tb_rigid_body_apply_impulse(tb_rigid_world *world, int id, tb_vec3 impulse, 
     tb_vec3 dv = tb_v3_scale(impulse, b->inv_mass);
     tb_vec3 dw = world_inv_inertia_mul(b, tb_v3_cross(tb_v3_sub(world_point, b->position), impulse));
     tb_vec3 v = tb_v3_add(b->linear_velocity, dv), w = tb_v3_add(b->angular_velocity, dw);
-    if (!tb_v3_finite(v) || !tb_v3_finite(w)) return TB_RIGID_ERR_RANGE;
+    if (!speed_ok(v, w)) return TB_RIGID_ERR_RANGE;
     b->linear_velocity = v;
     b->angular_velocity = w;
     tb_body_wake(b);
@@ -182,6 +196,7 @@ int tb_rigid_body_set_velocity(tb_rigid_world *world, int id, tb_vec3 linear, tb
 {
     if (!tb_rigid_world_body_valid(world, id)) return TB_RIGID_ERR_NO_BODY;
     if (!tb_v3_finite(linear) || !tb_v3_finite(angular)) return TB_RIGID_ERR_INVALID;
+    if (!speed_ok(linear, angular)) return TB_RIGID_ERR_RANGE;
     tb_body *b = &world->bodies[id];
     b->linear_velocity = linear;
     b->angular_velocity = angular;

@@ -131,7 +131,9 @@ void tb_broad_phase_update_pairs(tb_rigid_world *w)
         int x0 = cell_coord(f->aabb_min.x, inv_cell), x1 = cell_coord(f->aabb_max.x, inv_cell);
         int y0 = cell_coord(f->aabb_min.y, inv_cell), y1 = cell_coord(f->aabb_max.y, inv_cell);
         int z0 = cell_coord(f->aabb_min.z, inv_cell), z1 = cell_coord(f->aabb_max.z, inv_cell);
-        if ((x1 - x0 + 1) * (y1 - y0 + 1) * (z1 - z0 + 1) > MAX_CELLS_PER_BODY) {
+        /* at most 2 cells per axis (2x2x2 = MAX_CELLS_PER_BODY); compared per
+         * axis so that a huge AABB cannot overflow a product */
+        if (x1 - x0 > 1 || y1 - y0 > 1 || z1 - z0 > 1) {
             bp->oversized[oversized++] = i;
             continue;
         }

@@ -54,6 +54,8 @@ const char *tb_rigid_strerror(int err);
 #define TB_RIGID_MAX_PLANES 8
 #define TB_RIGID_MAX_BODIES 65000     /* ids fit in 16 bits inside the contact keys */
 #define TB_RIGID_DT_MAX 0.05f         /* step() accepts 0 < dt <= 0.05 */
+#define TB_RIGID_MAX_SPEED 500.0f     /* m/s: velocities given or produced by an impulse */
+#define TB_RIGID_MAX_SPIN 1000.0f     /* rad/s, likewise (the step clamps to 60 anyway) */
 
 /* ---- value types -------------------------------------------------------------- */
 
@@ -187,9 +189,10 @@ int tb_rigid_world_add_body(tb_rigid_world *world, const tb_rigid_body_def *def)
 int tb_rigid_world_remove_body(tb_rigid_world *world, int id);
 bool tb_rigid_world_body_valid(const tb_rigid_world *world, int id);
 
-/* Impulse (N s) applied at a world point; wakes the body. */
+/* Impulse (N s) applied at a world point; wakes the body. An impulse that
+ * would exceed TB_RIGID_MAX_SPEED / TB_RIGID_MAX_SPIN is refused (RANGE). */
 int tb_rigid_body_apply_impulse(tb_rigid_world *world, int id, tb_vec3 impulse, tb_vec3 world_point);
-/* Sets both velocities; wakes the body. */
+/* Sets both velocities (within TB_RIGID_MAX_SPEED / _SPIN); wakes the body. */
 int tb_rigid_body_set_velocity(tb_rigid_world *world, int id, tb_vec3 linear, tb_vec3 angular);
 /* Teleports the body (rotation is normalised); wakes it. */
 int tb_rigid_body_set_pose(tb_rigid_world *world, int id, tb_vec3 position, tb_quat rotation);

@@ -77,6 +77,13 @@ int tb_rigid_world_save(const tb_rigid_world *w, void *buf, size_t cap, size_t *
     return TB_RIGID_OK;
 }
 
+static bool within(tb_vec3 v, float limit)
+{
+    return fabsf(v.x) <= limit && fabsf(v.y) <= limit && fabsf(v.z) <= limit;
+}
+
+/* Plausible bounds, not just finiteness: a finite but absurd value (a mass
+ * of 1e-30, a speed of 1e30) would overflow to Inf within a step. */
 static bool body_ok(const tb_body *b)
 {
     if (b->alive > 1 || b->sleeping > 1) return false;
@@ -85,7 +92,18 @@ static bool body_ok(const tb_body *b)
     const float *f = (const float *)b; /* the first 22 fields are floats */
     for (int i = 0; i < 22; i++)
         if (!isfinite(f[i])) return false;
-    return b->inv_mass > 0.0f && b->radius > 0.0f && b->next_free == -1;
+    if (!(b->inv_mass > 0.0f) || !(b->radius > 0.0f && b->radius <= 100.0f) || b->next_free != -1) return false;
+    if (!(b->inv_inertia.x > 0.0f && b->inv_inertia.y > 0.0f && b->inv_inertia.z > 0.0f)) return false;
+    if (b->shape == TB_RIGID_BOX && !(b->half_extents.x > 0.0f && b->half_extents.y > 0.0f && b->half_extents.z > 0.0f &&
+                                      b->half_extents.x <= 50.0f && b->half_extents.y <= 50.0f && b->half_extents.z <= 50.0f))
+        return false;
+    if (!(b->inv_mass <= 1e6f) || !(b->inv_inertia.x <= 1e9f && b->inv_inertia.y <= 1e9f && b->inv_inertia.z <= 1e9f))
+        return false;
+    if (!within(b->position, 1e5f) || !within(b->linear_velocity, 1e5f) || !within(b->angular_velocity, 1e5f))
+        return false;
+    if (!(b->sleep_time >= 0.0f)) return false;
+    float qq = tb_q_dot(b->rotation, b->rotation);
+    return qq > 0.98f && qq < 1.02f;
 }
 
 static int validate(const save_header *h, const tb_body *bodies, const tb_cache_entry *cache)
@@ -105,7 +123,7 @@ static int validate(const save_header *h, const tb_body *bodies, const tb_cache_
     for (int i = 0; i < h->cache_count; i++) {
         const tb_cache_entry *e = &cache[i];
         if (i > 0 && cache[i - 1].key > e->key) return TB_RIGID_ERR_FORMAT;
-        if (!isfinite(e->jn) || !tb_v3_finite(e->local_b) || !tb_v3_finite(e->friction)) return TB_RIGID_ERR_FORMAT;
+        if (!(fabsf(e->jn) <= 1e6f) || !within(e->local_b, 1e3f) || !within(e->friction, 1e6f)) return TB_RIGID_ERR_FORMAT;
     }
     return TB_RIGID_OK;
 }
@@ -132,9 +150,12 @@ tb_rigid_world *tb_rigid_world_load(const void *buf, size_t len, int *err)
         !(h.friction >= 0.0f && h.friction <= TB_RIGID_FRICTION_MAX) || h.iterations < TB_RIGID_ITERATIONS_MIN ||
         h.iterations > TB_RIGID_ITERATIONS_MAX || !isfinite(h.time))
         return NULL;
-    for (int i = 0; i < h.plane_count; i++)
-        for (int k = 0; k < 4; k++)
-            if (!isfinite(h.planes[i][k])) return NULL;
+    if (!within(g, 1e3f)) return NULL;
+    for (int i = 0; i < h.plane_count; i++) {
+        tb_vec3 n = tb_v3(h.planes[i][0], h.planes[i][1], h.planes[i][2]);
+        float nn = tb_v3_len_sq(n);
+        if (!(nn > 0.99f && nn < 1.01f) || !(fabsf(h.planes[i][3]) <= 1e5f)) return NULL;
+    }
 
     const unsigned char *in = (const unsigned char *)buf + sizeof h;
     tb_rigid_world_def def = tb_rigid_world_def_default();
