@@ -92,6 +92,7 @@ static void random_impulses_never_produce_nan(void **state)
     tb_rigid_rng rng = tb_rigid_rng_seed(77);
     tb_rigid_throw(w, TB_THROW_DIE, tb_v3(0, 2, 0), tb_v3(1, 0, 0), tb_v3(0, 5, 0), 0);
     tb_rigid_throw(w, TB_THROW_BALL, tb_v3(-1, 2, 1), tb_v3(-1, 0, 0), tb_v3_zero(), 1);
+    int refused = 0;
     for (int k = 0; k < 10000; k++) {
         int id = (int)(tb_rigid_rng_next(&rng) % (uint64_t)tb_rigid_world_body_capacity(w));
         if (tb_rigid_world_body_valid(w, id)) {
@@ -102,7 +103,10 @@ static void random_impulses_never_produce_nan(void **state)
                               (tb_rigid_rng_float(&rng) - 0.5f) * m);
             tb_vec3 at = tb_v3_add(p, tb_v3(tb_rigid_rng_float(&rng) - 0.5f, tb_rigid_rng_float(&rng) - 0.5f,
                                             tb_rigid_rng_float(&rng) - 0.5f));
-            assert_int_equal(tb_rigid_body_apply_impulse(w, id, j, at), TB_RIGID_OK);
+            /* a body already flying fast may refuse more (over TB_RIGID_MAX_SPEED) */
+            int rc = tb_rigid_body_apply_impulse(w, id, j, at);
+            assert_true(rc == TB_RIGID_OK || rc == TB_RIGID_ERR_RANGE);
+            refused += rc == TB_RIGID_ERR_RANGE;
         }
         assert_int_equal(tb_rigid_world_step(w, DT), TB_RIGID_OK);
         for (int b = tb_rigid_world_next_body(w, -1); b >= 0; b = tb_rigid_world_next_body(w, b)) {
@@ -117,6 +121,7 @@ static void random_impulses_never_produce_nan(void **state)
                          info.position.y, info.position.z);
         }
     }
+    print_message("impulses refused as too fast: %d\n", refused);
     tb_rigid_world_destroy(w);
 }
 
