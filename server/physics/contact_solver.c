@@ -101,19 +101,22 @@ void tb_contact_solver_warm_apply(tb_rigid_world *w, int index)
     b->w = tb_v3_add(b->w, dwb);
 }
 
-/* One row: relative velocity along d, impulse increment dj applied to both. */
-#define ROW_VELOCITY(a, b, d, ra_d, rb_d) \
-    (tb_v3_dot(tb_v3_sub((b)->v, (a)->v), (d)) + tb_v3_dot((b)->w, (rb_d)) - tb_v3_dot((a)->w, (ra_d)))
+/* One row on velocities held in locals: relative velocity along d, then the
+ * impulse increment dj applied to both bodies. */
+#define ROW_VELOCITY(d, ra_d, rb_d) \
+    (tb_v3_dot(tb_v3_sub(vb, va), (d)) + tb_v3_dot(wb, (rb_d)) - tb_v3_dot(wa, (ra_d)))
 
-static inline void row_apply(tb_solver_body *a, tb_solver_body *b, float ima, float imb, tb_vec3 d, tb_vec3 ia_d,
-                             tb_vec3 ib_d, float dj)
-{
-    a->v = tb_v3_mad(a->v, d, -dj * ima);
-    a->w = tb_v3_mad(a->w, ia_d, -dj);
-    b->v = tb_v3_mad(b->v, d, dj * imb);
-    b->w = tb_v3_mad(b->w, ib_d, dj);
-}
+#define ROW_APPLY(d, ia_d, ib_d, dj)              \
+    do {                                          \
+        va = tb_v3_mad(va, (d), -(dj) * c->ima);  \
+        wa = tb_v3_mad(wa, (ia_d), -(dj));        \
+        vb = tb_v3_mad(vb, (d), (dj) * c->imb);   \
+        wb = tb_v3_mad(wb, (ib_d), (dj));         \
+    } while (0)
 
+/* The velocities of both bodies are loaded once per contact and stored
+ * back after its three rows, so they stay in registers through the rows.
+ * (sa == sb only for two static sides, whose velocities stay zero.) */
 void tb_contact_solver_solve(tb_rigid_world *w)
 {
     const float mu = w->friction;
@@ -122,22 +125,37 @@ void tb_contact_solver_solve(tb_rigid_world *w)
         for (int i = 0; i < w->contact_count; i++) {
             tb_contact *c = &w->contacts[i];
             tb_solver_body *a = &bodies[c->sa], *b = &bodies[c->sb];
+            tb_vec3 va = a->v, wa = a->w, vb = b->v, wb = b->w;
             float max_friction = mu * c->jn;
+            float j, dj;
 
-            float vt = ROW_VELOCITY(a, b, c->t1, c->ra_t1, c->rb_t1);
-            float j = tb_clampf(c->jt1 - vt * c->mass_t1, -max_friction, max_friction);
-            row_apply(a, b, c->ima, c->imb, c->t1, c->ia_t1, c->ib_t1, j - c->jt1);
-            c->jt1 = j;
+            /* With no normal impulse (a speculative contact not yet closing)
+             * the friction cone is a point and both friction rows would
+             * compute an increment of exactly zero: skip them. */
+            if (max_friction > 0.0f || c->jt1 != 0.0f || c->jt2 != 0.0f) {
+                float vt = ROW_VELOCITY(c->t1, c->ra_t1, c->rb_t1);
+                j = tb_clampf(c->jt1 - vt * c->mass_t1, -max_friction, max_friction);
+                dj = j - c->jt1;
+                ROW_APPLY(c->t1, c->ia_t1, c->ib_t1, dj);
+                c->jt1 = j;
 
-            vt = ROW_VELOCITY(a, b, c->t2, c->ra_t2, c->rb_t2);
-            j = tb_clampf(c->jt2 - vt * c->mass_t2, -max_friction, max_friction);
-            row_apply(a, b, c->ima, c->imb, c->t2, c->ia_t2, c->ib_t2, j - c->jt2);
-            c->jt2 = j;
+                vt = ROW_VELOCITY(c->t2, c->ra_t2, c->rb_t2);
+                j = tb_clampf(c->jt2 - vt * c->mass_t2, -max_friction, max_friction);
+                dj = j - c->jt2;
+                ROW_APPLY(c->t2, c->ia_t2, c->ib_t2, dj);
+                c->jt2 = j;
+            }
 
-            float vn = ROW_VELOCITY(a, b, c->n, c->ra_n, c->rb_n);
+            float vn = ROW_VELOCITY(c->n, c->ra_n, c->rb_n);
             j = tb_maxf(0.0f, c->jn + (c->target - vn) * c->mass_n);
-            row_apply(a, b, c->ima, c->imb, c->n, c->ia_n, c->ib_n, j - c->jn);
+            dj = j - c->jn;
+            ROW_APPLY(c->n, c->ia_n, c->ib_n, dj);
             c->jn = j;
+
+            a->v = va;
+            a->w = wa;
+            b->v = vb;
+            b->w = wb;
         }
     }
 }
