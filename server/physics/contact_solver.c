@@ -114,48 +114,131 @@ void tb_contact_solver_warm_apply(tb_rigid_world *w, int index)
         wb = tb_v3_mad(wb, (ib_d), (dj));         \
     } while (0)
 
-/* The velocities of both bodies are loaded once per contact and stored
- * back after its three rows, so they stay in registers through the rows.
- * (sa == sb only for two static sides, whose velocities stay zero.) */
+/* One contact, scalar: for contacts that fit no colour of the graph. The
+ * velocities of both bodies are loaded once and stored back after the three
+ * rows, so they stay in registers. */
+static void solve_contact(tb_solver_body *bodies, tb_contact *c, float mu)
+{
+    tb_solver_body *a = &bodies[c->sa], *b = &bodies[c->sb];
+    tb_vec3 va = a->v, wa = a->w, vb = b->v, wb = b->w;
+    float max_friction = mu * c->jn;
+
+    float vt = ROW_VELOCITY(c->t1, c->ra_t1, c->rb_t1);
+    float j = tb_clampf(c->jt1 - vt * c->mass_t1, -max_friction, max_friction);
+    float dj = j - c->jt1;
+    ROW_APPLY(c->t1, c->ia_t1, c->ib_t1, dj);
+    c->jt1 = j;
+
+    vt = ROW_VELOCITY(c->t2, c->ra_t2, c->rb_t2);
+    j = tb_clampf(c->jt2 - vt * c->mass_t2, -max_friction, max_friction);
+    dj = j - c->jt2;
+    ROW_APPLY(c->t2, c->ia_t2, c->ib_t2, dj);
+    c->jt2 = j;
+
+    float vn = ROW_VELOCITY(c->n, c->ra_n, c->rb_n);
+    j = tb_maxf(0.0f, c->jn + (c->target - vn) * c->mass_n);
+    dj = j - c->jn;
+    ROW_APPLY(c->n, c->ia_n, c->ib_n, dj);
+    c->jn = j;
+
+    a->v = va;
+    a->w = wa;
+    b->v = vb;
+    b->w = wb;
+}
+
+/* ---- four lanes at once -------------------------------------------------------------- */
+
+static inline tb_f4 f4_splat(float x) { return (tb_f4){x, x, x, x}; }
+static inline tb_f4 f4_select(tb_i4 mask, tb_f4 a, tb_f4 b) { return (tb_f4)((mask & (tb_i4)a) | (~mask & (tb_i4)b)); }
+static inline tb_f4 f4_min(tb_f4 a, tb_f4 b) { return f4_select(a < b, a, b); }
+static inline tb_f4 f4_max(tb_f4 a, tb_f4 b) { return f4_select(a > b, a, b); }
+static inline tb_f4 dot4(tb_v3_4 a, tb_v3_4 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
+static inline tb_v3_4 sub4(tb_v3_4 a, tb_v3_4 b) { return (tb_v3_4){a.x - b.x, a.y - b.y, a.z - b.z}; }
+static inline tb_v3_4 mad4(tb_v3_4 a, tb_v3_4 b, tb_f4 s) { return (tb_v3_4){a.x + b.x * s, a.y + b.y * s, a.z + b.z * s}; }
+
+static inline void gather(const tb_solver_body *bodies, const int32_t idx[TB_LANES], tb_v3_4 *v, tb_v3_4 *w)
+{
+    const tb_solver_body *b0 = bodies + idx[0], *b1 = bodies + idx[1], *b2 = bodies + idx[2], *b3 = bodies + idx[3];
+    v->x = (tb_f4){b0->v.x, b1->v.x, b2->v.x, b3->v.x};
+    v->y = (tb_f4){b0->v.y, b1->v.y, b2->v.y, b3->v.y};
+    v->z = (tb_f4){b0->v.z, b1->v.z, b2->v.z, b3->v.z};
+    w->x = (tb_f4){b0->w.x, b1->w.x, b2->w.x, b3->w.x};
+    w->y = (tb_f4){b0->w.y, b1->w.y, b2->w.y, b3->w.y};
+    w->z = (tb_f4){b0->w.z, b1->w.z, b2->w.z, b3->w.z};
+}
+
+/* Lanes never share an awake body; they may share the static slot 0, whose
+ * velocity every lane leaves at zero. */
+static inline void scatter(tb_solver_body *bodies, const int32_t idx[TB_LANES], tb_v3_4 v, tb_v3_4 w)
+{
+    for (int k = 0; k < TB_LANES; k++) {
+        tb_solver_body *b = bodies + idx[k];
+        b->v = tb_v3(v.x[k], v.y[k], v.z[k]);
+        b->w = tb_v3(w.x[k], w.y[k], w.z[k]);
+    }
+}
+
+#define WROW_VELOCITY(d, ra_d, rb_d) (dot4(sub4(vb, va), (d)) + dot4(wb, (rb_d)) - dot4(wa, (ra_d)))
+#define WROW_APPLY(d, ia_d, ib_d, dj)          \
+    do {                                       \
+        va = mad4(va, (d), -(dj) * g->ima);    \
+        wa = mad4(wa, (ia_d), -(dj));          \
+        vb = mad4(vb, (d), (dj) * g->imb);     \
+        wb = mad4(wb, (ib_d), (dj));           \
+    } while (0)
+
+/* The same three rows as solve_contact, on four contacts of one colour. */
+static void solve_group(tb_solver_body *bodies, tb_contact_wide *g, tb_f4 mu)
+{
+    tb_v3_4 va, wa, vb, wb;
+    gather(bodies, g->sa, &va, &wa);
+    gather(bodies, g->sb, &vb, &wb);
+    const tb_f4 zero = f4_splat(0.0f);
+    tb_f4 max_friction = mu * g->jn;
+
+    tb_f4 vt = WROW_VELOCITY(g->t1, g->ra_t1, g->rb_t1);
+    tb_f4 j = f4_min(f4_max(g->jt1 - vt * g->mass_t1, -max_friction), max_friction);
+    tb_f4 dj = j - g->jt1;
+    WROW_APPLY(g->t1, g->ia_t1, g->ib_t1, dj);
+    g->jt1 = j;
+
+    vt = WROW_VELOCITY(g->t2, g->ra_t2, g->rb_t2);
+    j = f4_min(f4_max(g->jt2 - vt * g->mass_t2, -max_friction), max_friction);
+    dj = j - g->jt2;
+    WROW_APPLY(g->t2, g->ia_t2, g->ib_t2, dj);
+    g->jt2 = j;
+
+    tb_f4 vn = WROW_VELOCITY(g->n, g->ra_n, g->rb_n);
+    j = f4_max(zero, g->jn + (g->target - vn) * g->mass_n);
+    dj = j - g->jn;
+    WROW_APPLY(g->n, g->ia_n, g->ib_n, dj);
+    g->jn = j;
+
+    scatter(bodies, g->sa, va, wa);
+    scatter(bodies, g->sb, vb, wb);
+}
+
+/* Iterations: every colour group, then the overflow contacts one by one.
+ * Afterwards the accumulated impulses go back to the contacts (cache, debug). */
 void tb_contact_solver_solve(tb_rigid_world *w)
 {
-    const float mu = w->friction;
+    tb_constraint_graph *graph = &w->graph;
     tb_solver_body *bodies = w->solver_bodies;
+    const tb_f4 mu = f4_splat(w->friction);
     for (int it = 0; it < w->iterations; it++) {
-        for (int i = 0; i < w->contact_count; i++) {
-            tb_contact *c = &w->contacts[i];
-            tb_solver_body *a = &bodies[c->sa], *b = &bodies[c->sb];
-            tb_vec3 va = a->v, wa = a->w, vb = b->v, wb = b->w;
-            float max_friction = mu * c->jn;
-            float j, dj;
-
-            /* With no normal impulse (a speculative contact not yet closing)
-             * the friction cone is a point and both friction rows would
-             * compute an increment of exactly zero: skip them. */
-            if (max_friction > 0.0f || c->jt1 != 0.0f || c->jt2 != 0.0f) {
-                float vt = ROW_VELOCITY(c->t1, c->ra_t1, c->rb_t1);
-                j = tb_clampf(c->jt1 - vt * c->mass_t1, -max_friction, max_friction);
-                dj = j - c->jt1;
-                ROW_APPLY(c->t1, c->ia_t1, c->ib_t1, dj);
-                c->jt1 = j;
-
-                vt = ROW_VELOCITY(c->t2, c->ra_t2, c->rb_t2);
-                j = tb_clampf(c->jt2 - vt * c->mass_t2, -max_friction, max_friction);
-                dj = j - c->jt2;
-                ROW_APPLY(c->t2, c->ia_t2, c->ib_t2, dj);
-                c->jt2 = j;
-            }
-
-            float vn = ROW_VELOCITY(c->n, c->ra_n, c->rb_n);
-            j = tb_maxf(0.0f, c->jn + (c->target - vn) * c->mass_n);
-            dj = j - c->jn;
-            ROW_APPLY(c->n, c->ia_n, c->ib_n, dj);
-            c->jn = j;
-
-            a->v = va;
-            a->w = wa;
-            b->v = vb;
-            b->w = wb;
+        for (int i = 0; i < graph->group_count; i++) solve_group(bodies, &graph->groups[i], mu);
+        for (int i = 0; i < graph->overflow_count; i++)
+            solve_contact(bodies, &w->contacts[graph->overflow[i]], w->friction);
+    }
+    for (int i = 0; i < graph->group_count; i++) {
+        const tb_contact_wide *g = &graph->groups[i];
+        for (int k = 0; k < TB_LANES; k++) {
+            if (g->index[k] < 0) continue;
+            tb_contact *c = &w->contacts[g->index[k]];
+            c->jn = g->jn[k];
+            c->jt1 = g->jt1[k];
+            c->jt2 = g->jt2[k];
         }
     }
 }

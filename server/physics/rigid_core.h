@@ -117,6 +117,43 @@ typedef struct tb_cache_entry {
 
 _Static_assert(sizeof(tb_cache_entry) == 4 * 8, "tb_cache_entry has no implicit padding");
 
+/* ---- wide solver (constraint_graph.c, contact_solver.c) -------------------------------
+ *
+ * Four contacts that share no awake body are solved at once, one per SIMD
+ * lane. The vector type is a GCC/Clang extension (SSE on x86-64, NEON on
+ * ARM, plain code elsewhere); everything else in the physics is ISO C11. */
+typedef float tb_f4 __attribute__((vector_size(16)));
+typedef int32_t tb_i4 __attribute__((vector_size(16)));
+
+typedef struct tb_v3_4 {
+    tb_f4 x, y, z;
+} tb_v3_4;
+
+#define TB_LANES 4
+#define TB_GRAPH_COLORS 32 /* contacts that fit no color are solved one by one */
+
+typedef struct tb_contact_wide {
+    tb_v3_4 n, t1, t2;
+    tb_v3_4 ra_n, rb_n, ra_t1, rb_t1, ra_t2, rb_t2;
+    tb_v3_4 ia_n, ib_n, ia_t1, ib_t1, ia_t2, ib_t2;
+    tb_f4 ima, imb;
+    tb_f4 mass_n, mass_t1, mass_t2, target;
+    tb_f4 jn, jt1, jt2;
+    int32_t sa[TB_LANES], sb[TB_LANES];
+    int32_t index[TB_LANES]; /* contact index, -1 for an empty lane */
+} tb_contact_wide;
+
+typedef struct tb_constraint_graph {
+    int color_capacity_words;  /* uint64 words per color bitset */
+    uint64_t *body_bits;       /* TB_GRAPH_COLORS bitsets over solver bodies */
+    int32_t *color_of;         /* per contact: color, or -1 = overflow */
+    int32_t *order;            /* contacts sorted by color */
+    tb_contact_wide *groups;
+    int group_capacity, group_count;
+    int32_t *overflow;         /* contacts solved one by one */
+    int overflow_count;
+} tb_constraint_graph;
+
 /* ---- broad phase (broad_phase.c) --------------------------------------------------- */
 
 typedef struct tb_grid_entry {
@@ -179,6 +216,7 @@ struct tb_rigid_world {
     int contacts_dropped;
     tb_cache_entry *cache_next;
     uint8_t *cache_used;
+    tb_constraint_graph graph;
 };
 
 /* body.c */
@@ -203,6 +241,12 @@ void tb_manifold_warm_start(tb_rigid_world *world);
 void tb_contact_solver_prepare(tb_rigid_world *world, float dt);
 void tb_contact_solver_warm_apply(tb_rigid_world *world, int index);
 void tb_contact_solver_solve(tb_rigid_world *world);
+
+/* constraint_graph.c */
+int tb_constraint_graph_init(tb_constraint_graph *g, int body_capacity, int contact_capacity);
+void tb_constraint_graph_free(tb_constraint_graph *g);
+/* Colors the prepared contacts and packs them into wide groups. */
+void tb_constraint_graph_build(tb_rigid_world *world);
 
 /* rigid_world.c */
 void tb_rigid_world_forget_body_contacts(tb_rigid_world *world, int id);

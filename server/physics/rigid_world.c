@@ -6,7 +6,8 @@
  *   3. broad phase: candidate pairs (broad_phase.c)
  *   4. narrow phase + wake rule + plane contacts (manifold.c)
  *   5. solver: effective masses and targets (before warm start), warm start
- *      from the cache, then `iterations` sweeps (contact_solver.c)
+ *      from the cache, colouring into groups of four (constraint_graph.c),
+ *      then `iterations` sweeps (contact_solver.c)
  *   6. cache the impulses for the next step
  *   7. integrate positions and rotations; sleep timers
  * Sleeping bodies take no part except as static obstacles.
@@ -93,7 +94,8 @@ tb_rigid_world *tb_rigid_world_create(const tb_rigid_world_def *def)
     w->cache_used = calloc(ccap, 1);
     if (!w->bodies || !w->frames || !w->solver_index || !w->solver_bodies || !w->inv_inertia_world || !w->inv_mass ||
         !w->pairs || !w->pairs_tmp || !w->contacts || !w->points || !w->cache || !w->cache_next || !w->cache_used ||
-        tb_broad_phase_init(&w->broad_phase, d.body_capacity) != TB_RIGID_OK) {
+        tb_broad_phase_init(&w->broad_phase, d.body_capacity) != TB_RIGID_OK ||
+        tb_constraint_graph_init(&w->graph, d.body_capacity, d.contact_capacity) != TB_RIGID_OK) {
         tb_rigid_world_destroy(w);
         return NULL;
     }
@@ -118,6 +120,7 @@ void tb_rigid_world_destroy(tb_rigid_world *w)
     free(w->cache_next);
     free(w->cache_used);
     tb_broad_phase_free(&w->broad_phase);
+    tb_constraint_graph_free(&w->graph);
     free(w);
 }
 
@@ -320,6 +323,7 @@ int tb_rigid_world_step(tb_rigid_world *w, float dt)
     build_solver_bodies(w);
     tb_contact_solver_prepare(w, dt);
     tb_manifold_warm_start(w);
+    tb_constraint_graph_build(w);
     tb_contact_solver_solve(w);
     tb_manifold_store_cache(w);
     integrate_positions(w, dt);
