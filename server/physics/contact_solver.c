@@ -29,6 +29,8 @@
  *   bouncing: if the closing speed vn0 exceeds 0.8 m/s and the contact would
  *             be reached this step, at least -e vn0.
  */
+#include <string.h>
+
 #include "physics/rigid_core.h"
 
 static inline float effective_mass(float ima, float imb, tb_vec3 ra_d, tb_vec3 ia_d, tb_vec3 rb_d, tb_vec3 ib_d)
@@ -157,25 +159,57 @@ static inline tb_f4 dot4(tb_v3_4 a, tb_v3_4 b) { return a.x * b.x + a.y * b.y + 
 static inline tb_v3_4 sub4(tb_v3_4 a, tb_v3_4 b) { return (tb_v3_4){a.x - b.x, a.y - b.y, a.z - b.z}; }
 static inline tb_v3_4 mad4(tb_v3_4 a, tb_v3_4 b, tb_f4 s) { return (tb_v3_4){a.x + b.x * s, a.y + b.y * s, a.z + b.z * s}; }
 
+/* Four bodies' (x, y, z, pad) rows to x, y, z lane vectors and back: a 4x4
+ * transpose in shuffles instead of 24 scalar lane moves. */
+#if defined(__clang__)
+#define SHUFFLE(a, b, i0, i1, i2, i3) __builtin_shufflevector(a, b, i0, i1, i2, i3)
+#else
+#define SHUFFLE(a, b, i0, i1, i2, i3) __builtin_shuffle(a, b, (tb_i4){i0, i1, i2, i3})
+#endif
+
+static inline tb_f4 load_row(const tb_vec3 *v)
+{
+    tb_f4 r;
+    memcpy(&r, v, sizeof r); /* the vec3 and the pad float after it */
+    return r;
+}
+
+static inline tb_v3_4 transpose_in(tb_f4 r0, tb_f4 r1, tb_f4 r2, tb_f4 r3)
+{
+    tb_f4 t0 = SHUFFLE(r0, r1, 0, 4, 1, 5), t1 = SHUFFLE(r2, r3, 0, 4, 1, 5);
+    tb_f4 t2 = SHUFFLE(r0, r1, 2, 6, 3, 7), t3 = SHUFFLE(r2, r3, 2, 6, 3, 7);
+    return (tb_v3_4){SHUFFLE(t0, t1, 0, 1, 4, 5), SHUFFLE(t0, t1, 2, 3, 6, 7), SHUFFLE(t2, t3, 0, 1, 4, 5)};
+}
+
+static inline void transpose_out(tb_v3_4 v, tb_f4 r[4])
+{
+    const tb_f4 zero = {0.0f, 0.0f, 0.0f, 0.0f};
+    tb_f4 t0 = SHUFFLE(v.x, v.y, 0, 4, 1, 5), t1 = SHUFFLE(v.x, v.y, 2, 6, 3, 7);
+    tb_f4 t2 = SHUFFLE(v.z, zero, 0, 4, 1, 5), t3 = SHUFFLE(v.z, zero, 2, 6, 3, 7);
+    r[0] = SHUFFLE(t0, t2, 0, 1, 4, 5);
+    r[1] = SHUFFLE(t0, t2, 2, 3, 6, 7);
+    r[2] = SHUFFLE(t1, t3, 0, 1, 4, 5);
+    r[3] = SHUFFLE(t1, t3, 2, 3, 6, 7);
+}
+
 static inline void gather(const tb_solver_body *bodies, const int32_t idx[TB_LANES], tb_v3_4 *v, tb_v3_4 *w)
 {
     const tb_solver_body *b0 = bodies + idx[0], *b1 = bodies + idx[1], *b2 = bodies + idx[2], *b3 = bodies + idx[3];
-    v->x = (tb_f4){b0->v.x, b1->v.x, b2->v.x, b3->v.x};
-    v->y = (tb_f4){b0->v.y, b1->v.y, b2->v.y, b3->v.y};
-    v->z = (tb_f4){b0->v.z, b1->v.z, b2->v.z, b3->v.z};
-    w->x = (tb_f4){b0->w.x, b1->w.x, b2->w.x, b3->w.x};
-    w->y = (tb_f4){b0->w.y, b1->w.y, b2->w.y, b3->w.y};
-    w->z = (tb_f4){b0->w.z, b1->w.z, b2->w.z, b3->w.z};
+    *v = transpose_in(load_row(&b0->v), load_row(&b1->v), load_row(&b2->v), load_row(&b3->v));
+    *w = transpose_in(load_row(&b0->w), load_row(&b1->w), load_row(&b2->w), load_row(&b3->w));
 }
 
 /* Lanes never share an awake body; they may share the static slot 0, whose
  * velocity every lane leaves at zero. */
 static inline void scatter(tb_solver_body *bodies, const int32_t idx[TB_LANES], tb_v3_4 v, tb_v3_4 w)
 {
+    tb_f4 rv[4], rw[4];
+    transpose_out(v, rv);
+    transpose_out(w, rw);
     for (int k = 0; k < TB_LANES; k++) {
         tb_solver_body *b = bodies + idx[k];
-        b->v = tb_v3(v.x[k], v.y[k], v.z[k]);
-        b->w = tb_v3(w.x[k], w.y[k], w.z[k]);
+        memcpy(&b->v, &rv[k], sizeof rv[k]);
+        memcpy(&b->w, &rw[k], sizeof rw[k]);
     }
 }
 

@@ -74,8 +74,12 @@ typedef struct tb_body_frame {
  * planes and sleeping bodies so the inner loop has no branches. */
 typedef struct tb_solver_body {
     tb_vec3 v;
+    float pad_v; /* v and w each fill 16 bytes: the wide solver loads them whole */
     tb_vec3 w;
+    float pad_w;
 } tb_solver_body;
+
+_Static_assert(sizeof(tb_solver_body) == 32, "solver body is two 16-byte rows");
 
 /* ---- contacts ------------------------------------------------------------------------ */
 

@@ -262,7 +262,7 @@ static void integrate_velocities(tb_rigid_world *w, float dt)
 static void build_solver_bodies(tb_rigid_world *w)
 {
     int n = 1;
-    w->solver_bodies[0].v = w->solver_bodies[0].w = tb_v3_zero();
+    memset(&w->solver_bodies[0], 0, sizeof w->solver_bodies[0]);
     memset(&w->inv_inertia_world[0], 0, sizeof w->inv_inertia_world[0]);
     w->inv_mass[0] = 0.0f;
     for (int i = 0; i < w->body_end; i++) {
