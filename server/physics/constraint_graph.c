@@ -125,7 +125,8 @@ void tb_constraint_graph_build(tb_rigid_world *w)
     }
 
     /* pack each colour into groups of four lanes */
-    static const tb_contact empty; /* zero masses and arms: a lane that moves nothing */
+    tb_contact empty; /* zero masses and arms: a lane that moves nothing */
+    memset(&empty, 0, sizeof empty);
     int n = 0;
     for (int k = 0; k < TB_GRAPH_COLORS; k++) {
         for (int i = start[k]; i < start[k + 1]; i += TB_LANES) {

@@ -99,6 +99,18 @@ static double median_of(scene_run *runs, int n, size_t offset)
     return tb_bench_median(v, (size_t)n);
 }
 
+/* The least disturbed run: on a shared machine the other processes only
+ * ever add time, so the minimum is the better estimate of the code's cost. */
+static double min_of(scene_run *runs, int n, size_t offset)
+{
+    double m = 1e300;
+    for (int i = 0; i < n; i++) {
+        double v = *(double *)((char *)&runs[i] + offset);
+        if (v < m) m = v;
+    }
+    return m;
+}
+
 static void bench_scene(const tb_bench_opts *opts, const char *name, int scene, int n, double seconds)
 {
     int steps = (int)(seconds * 120.0 + 0.5);
@@ -106,10 +118,10 @@ static void bench_scene(const tb_bench_opts *opts, const char *name, int scene, 
     scene_run *r = calloc((size_t)runs, sizeof *r);
     for (int i = 0; i < runs; i++) run_scene(scene, n, steps, &r[i]);
     printf("{\"scene\":\"%s\",\"n\":%d,\"steps\":%d,\"runs\":%d,\"median_us\":%.2f,\"mean_us\":%.2f,"
-           "\"mean_us_window\":%.2f,\"asleep_end\":%d,\"max_contacts\":%d",
+           "\"mean_us_window\":%.2f,\"min_run_mean_us_window\":%.2f,\"asleep_end\":%d,\"max_contacts\":%d",
            name, n, steps, runs, median_of(r, runs, offsetof(scene_run, median_us)),
            median_of(r, runs, offsetof(scene_run, mean_us)), median_of(r, runs, offsetof(scene_run, mean_us_window)),
-           r[0].asleep_end, r[0].max_contacts);
+           min_of(r, runs, offsetof(scene_run, mean_us_window)), r[0].asleep_end, r[0].max_contacts);
     if (scene == SCENE_TOWER)
         printf(",\"all_planks_asleep_before_launch\":%s,\"planks_asleep_at_s\":%.3f,"
                "\"max_plank_speed_0_5_to_1_5\":%.5f,\"min_plank_y\":%.4f",
