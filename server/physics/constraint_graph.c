@@ -3,8 +3,9 @@
  * Two contacts may share a SIMD group only if they touch no common awake
  * body (otherwise both lanes would read the same velocity and one update
  * would be lost). Greedy colouring in contact order: each contact takes the
- * first colour whose body set holds neither of its awake bodies; static
- * sides (planes, sleeping bodies: solver index 0) never conflict. Contacts
+ * lowest colour holding neither of its awake bodies, found in one step from
+ * a 32-bit mask of colours per body; static sides (planes, sleeping bodies:
+ * solver index 0) never conflict. Contacts
  * that fit none of the TB_GRAPH_COLORS go to an overflow list solved one by
  * one. Each colour is then cut into groups of four lanes (the last one
  * padded with empty lanes that move nothing).
@@ -17,17 +18,18 @@
 
 #include "physics/rigid_core.h"
 
+_Static_assert(TB_GRAPH_COLORS == 32, "one bit per colour in a uint32_t");
+
 int tb_constraint_graph_init(tb_constraint_graph *g, int body_capacity, int contact_capacity)
 {
     memset(g, 0, sizeof *g);
-    g->color_capacity_words = (body_capacity + 1 + 63) / 64;
     g->group_capacity = contact_capacity / TB_LANES + TB_GRAPH_COLORS + 1;
-    g->body_bits = calloc((size_t)TB_GRAPH_COLORS * (size_t)g->color_capacity_words, sizeof *g->body_bits);
+    g->body_colors = calloc((size_t)body_capacity + 1, sizeof *g->body_colors);
     g->color_of = malloc(sizeof *g->color_of * (size_t)contact_capacity);
     g->order = malloc(sizeof *g->order * (size_t)contact_capacity);
     g->overflow = malloc(sizeof *g->overflow * (size_t)contact_capacity);
     g->groups = aligned_alloc(64, ((sizeof *g->groups * (size_t)g->group_capacity) + 63) / 64 * 64);
-    if (!g->body_bits || !g->color_of || !g->order || !g->overflow || !g->groups) {
+    if (!g->body_colors || !g->color_of || !g->order || !g->overflow || !g->groups) {
         tb_constraint_graph_free(g);
         return TB_RIGID_ERR_NO_MEMORY;
     }
@@ -36,17 +38,13 @@ int tb_constraint_graph_init(tb_constraint_graph *g, int body_capacity, int cont
 
 void tb_constraint_graph_free(tb_constraint_graph *g)
 {
-    free(g->body_bits);
+    free(g->body_colors);
     free(g->color_of);
     free(g->order);
     free(g->overflow);
     free(g->groups);
     memset(g, 0, sizeof *g);
 }
-
-static inline bool bit_get(const uint64_t *bits, int i) { return (bits[i >> 6] >> (i & 63)) & 1u; }
-static inline void bit_set(uint64_t *bits, int i) { bits[i >> 6] |= (uint64_t)1 << (i & 63); }
-static inline void bit_clear(uint64_t *bits, int i) { bits[i >> 6] &= ~((uint64_t)1 << (i & 63)); }
 
 #define LANE_SET(vec, k, value) ((vec)[k] = (value))
 
@@ -89,39 +87,36 @@ static void put_lane(tb_contact_wide *g, int k, const tb_contact *c, int index)
 void tb_constraint_graph_build(tb_rigid_world *w)
 {
     tb_constraint_graph *g = &w->graph;
-    const int words = g->color_capacity_words;
     int color_count[TB_GRAPH_COLORS] = {0};
     g->overflow_count = 0;
 
     for (int i = 0; i < w->contact_count; i++) {
         const tb_contact *c = &w->contacts[i];
-        int color = -1;
-        for (int k = 0; k < TB_GRAPH_COLORS; k++) {
-            uint64_t *bits = g->body_bits + (size_t)k * (size_t)words;
-            if ((c->sa && bit_get(bits, c->sa)) || (c->sb && bit_get(bits, c->sb))) continue;
-            if (c->sa) bit_set(bits, c->sa);
-            if (c->sb) bit_set(bits, c->sb);
-            color = k;
-            break;
+        /* slot 0 is static: its mask stays 0 so it never blocks a colour */
+        uint32_t used = g->body_colors[c->sa] | g->body_colors[c->sb];
+        if (used == 0xFFFFFFFFu) {
+            g->color_of[i] = -1;
+            g->overflow[g->overflow_count++] = i;
+            continue;
         }
+        int color = __builtin_ctz(~used);
+        if (c->sa) g->body_colors[c->sa] |= 1u << color;
+        if (c->sb) g->body_colors[c->sb] |= 1u << color;
         g->color_of[i] = color;
-        if (color < 0) g->overflow[g->overflow_count++] = i;
-        else color_count[color]++;
+        color_count[color]++;
     }
 
-    /* contacts by colour (counting sort), clearing the bits on the way */
+    /* contacts by colour (counting sort), clearing the masks on the way */
     int start[TB_GRAPH_COLORS + 1];
     start[0] = 0;
     for (int k = 0; k < TB_GRAPH_COLORS; k++) start[k + 1] = start[k] + color_count[k];
     int fill[TB_GRAPH_COLORS];
     memcpy(fill, start, sizeof fill);
     for (int i = 0; i < w->contact_count; i++) {
+        g->body_colors[w->contacts[i].sa] = 0;
+        g->body_colors[w->contacts[i].sb] = 0;
         int color = g->color_of[i];
-        if (color < 0) continue;
-        g->order[fill[color]++] = i;
-        uint64_t *bits = g->body_bits + (size_t)color * (size_t)words;
-        if (w->contacts[i].sa) bit_clear(bits, w->contacts[i].sa);
-        if (w->contacts[i].sb) bit_clear(bits, w->contacts[i].sb);
+        if (color >= 0) g->order[fill[color]++] = i;
     }
 
     /* pack each colour into groups of four lanes */

@@ -39,54 +39,76 @@ static inline float effective_mass(float ima, float imb, tb_vec3 ra_d, tb_vec3 i
     return k > 1e-9f ? 1.0f / k : 0.0f;
 }
 
+/* Arms and effective mass of one side for the three directions; a static
+ * side (slot 0: plane or sleeping body) contributes nothing. */
+static inline void side_rows(tb_vec3 r, const tb_mat3 *inv_inertia, bool dynamic, tb_vec3 n, tb_vec3 t1, tb_vec3 t2,
+                             tb_vec3 *r_n, tb_vec3 *r_t1, tb_vec3 *r_t2, tb_vec3 *i_n, tb_vec3 *i_t1, tb_vec3 *i_t2)
+{
+    if (!dynamic) {
+        *r_n = *r_t1 = *r_t2 = *i_n = *i_t1 = *i_t2 = tb_v3_zero();
+        return;
+    }
+    *r_n = tb_v3_cross(r, n);
+    *r_t1 = tb_v3_cross(r, t1);
+    *r_t2 = tb_v3_cross(r, t2);
+    *i_n = tb_m3_mul_v3(*inv_inertia, *r_n);
+    *i_t1 = tb_m3_mul_v3(*inv_inertia, *r_t1);
+    *i_t2 = tb_m3_mul_v3(*inv_inertia, *r_t2);
+}
+
+/* Per manifold (the run of points sharing a pair key): the tangents, the
+ * bodies and their inverse inertia are common; per point: arms, effective
+ * masses and the target velocity. */
 void tb_contact_solver_prepare(tb_rigid_world *w, float dt)
 {
     const float inv_dt = 1.0f / dt;
-    for (int i = 0; i < w->contact_count; i++) {
-        tb_contact *c = &w->contacts[i];
-        const tb_contact_point *p = &w->points[i];
-        const tb_body *bb = &w->bodies[p->body_b];
-        int sa = p->body_a >= 0 ? w->solver_index[p->body_a] : 0;
-        int sb = w->solver_index[p->body_b];
-        tb_vec3 ra = p->body_a >= 0 ? tb_v3_sub(p->point, w->bodies[p->body_a].position) : tb_v3_zero();
-        tb_vec3 rb = tb_v3_sub(p->point, bb->position);
-        tb_vec3 n = c->n;
+    int i = 0;
+    while (i < w->contact_count) {
+        const tb_contact_point *first = &w->points[i];
+        int end = i + 1;
+        while (end < w->contact_count && w->points[end].key == first->key) end++;
+
+        const tb_body *bb = &w->bodies[first->body_b];
+        const tb_body *ba = first->body_a >= 0 ? &w->bodies[first->body_a] : NULL;
+        int sa = ba ? w->solver_index[first->body_a] : 0;
+        int sb = w->solver_index[first->body_b];
+        tb_vec3 n = w->contacts[i].n;
         /* two tangents perpendicular to n (the seed's choice) */
         tb_vec3 t1 = fabsf(n.x) > 0.57f ? tb_v3_norm(tb_v3(n.y, -n.x, 0.0f)) : tb_v3_norm(tb_v3(0.0f, n.z, -n.y));
         tb_vec3 t2 = tb_v3_cross(n, t1);
-        const tb_mat3 ia = w->inv_inertia_world[sa], ib = w->inv_inertia_world[sb];
-        c->sa = sa;
-        c->sb = sb;
-        c->ima = w->inv_mass[sa];
-        c->imb = w->inv_mass[sb];
-        c->t1 = t1;
-        c->t2 = t2;
-        c->ra_n = tb_v3_cross(ra, n);
-        c->rb_n = tb_v3_cross(rb, n);
-        c->ra_t1 = tb_v3_cross(ra, t1);
-        c->rb_t1 = tb_v3_cross(rb, t1);
-        c->ra_t2 = tb_v3_cross(ra, t2);
-        c->rb_t2 = tb_v3_cross(rb, t2);
-        c->ia_n = tb_m3_mul_v3(ia, c->ra_n);
-        c->ib_n = tb_m3_mul_v3(ib, c->rb_n);
-        c->ia_t1 = tb_m3_mul_v3(ia, c->ra_t1);
-        c->ib_t1 = tb_m3_mul_v3(ib, c->rb_t1);
-        c->ia_t2 = tb_m3_mul_v3(ia, c->ra_t2);
-        c->ib_t2 = tb_m3_mul_v3(ib, c->rb_t2);
-        c->mass_n = effective_mass(c->ima, c->imb, c->ra_n, c->ia_n, c->rb_n, c->ib_n);
-        c->mass_t1 = effective_mass(c->ima, c->imb, c->ra_t1, c->ia_t1, c->rb_t1, c->ib_t1);
-        c->mass_t2 = effective_mass(c->ima, c->imb, c->ra_t2, c->ia_t2, c->rb_t2, c->ib_t2);
-
-        /* Seed warning: the bounce decision uses the velocity BEFORE warm
-         * starting. Read after it, the big support impulse already given to
-         * a lower plank looks like a hard hit and the tower jumps. */
+        const tb_mat3 *ia = &w->inv_inertia_world[sa], *ib = &w->inv_inertia_world[sb];
+        float ima = w->inv_mass[sa], imb = w->inv_mass[sb];
         const tb_solver_body *va = &w->solver_bodies[sa], *vb = &w->solver_bodies[sb];
-        float vn = tb_v3_dot(tb_v3_sub(vb->v, va->v), n) + tb_v3_dot(vb->w, c->rb_n) - tb_v3_dot(va->w, c->ra_n);
-        float sep = p->separation;
-        float target = sep > 0.0f ? -sep * inv_dt : TB_BAUMGARTE * inv_dt * tb_maxf(0.0f, -sep - TB_LINEAR_SLOP);
-        if (vn < -TB_RESTITUTION_THRESHOLD && sep < -vn * dt) target = tb_maxf(target, -w->restitution * vn);
-        c->target = target;
-        c->jn = c->jt1 = c->jt2 = 0.0f;
+
+        for (int k = i; k < end; k++) {
+            tb_contact *c = &w->contacts[k];
+            const tb_contact_point *p = &w->points[k];
+            tb_vec3 ra = ba ? tb_v3_sub(p->point, ba->position) : tb_v3_zero();
+            tb_vec3 rb = tb_v3_sub(p->point, bb->position);
+            c->sa = sa;
+            c->sb = sb;
+            c->ima = ima;
+            c->imb = imb;
+            c->t1 = t1;
+            c->t2 = t2;
+            side_rows(ra, ia, sa != 0, n, t1, t2, &c->ra_n, &c->ra_t1, &c->ra_t2, &c->ia_n, &c->ia_t1, &c->ia_t2);
+            side_rows(rb, ib, sb != 0, n, t1, t2, &c->rb_n, &c->rb_t1, &c->rb_t2, &c->ib_n, &c->ib_t1, &c->ib_t2);
+            c->mass_n = effective_mass(ima, imb, c->ra_n, c->ia_n, c->rb_n, c->ib_n);
+            c->mass_t1 = effective_mass(ima, imb, c->ra_t1, c->ia_t1, c->rb_t1, c->ib_t1);
+            c->mass_t2 = effective_mass(ima, imb, c->ra_t2, c->ia_t2, c->rb_t2, c->ib_t2);
+
+            /* Seed warning: the bounce decision uses the velocity BEFORE warm
+             * starting (warm starting happens after every contact is
+             * prepared). Read after it, the big support impulse already given
+             * to a lower plank looks like a hard hit and the tower jumps. */
+            float vn = tb_v3_dot(tb_v3_sub(vb->v, va->v), n) + tb_v3_dot(vb->w, c->rb_n) - tb_v3_dot(va->w, c->ra_n);
+            float sep = p->separation;
+            float target = sep > 0.0f ? -sep * inv_dt : TB_BAUMGARTE * inv_dt * tb_maxf(0.0f, -sep - TB_LINEAR_SLOP);
+            if (vn < -TB_RESTITUTION_THRESHOLD && sep < -vn * dt) target = tb_maxf(target, -w->restitution * vn);
+            c->target = target;
+            c->jn = c->jt1 = c->jt2 = 0.0f;
+        }
+        i = end;
     }
 }
 

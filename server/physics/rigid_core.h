@@ -148,8 +148,7 @@ typedef struct tb_contact_wide {
 } tb_contact_wide;
 
 typedef struct tb_constraint_graph {
-    int color_capacity_words;  /* uint64 words per color bitset */
-    uint64_t *body_bits;       /* TB_GRAPH_COLORS bitsets over solver bodies */
+    uint32_t *body_colors;     /* per solver body: bit k set = colour k holds it */
     int32_t *color_of;         /* per contact: color, or -1 = overflow */
     int32_t *order;            /* contacts sorted by color */
     tb_contact_wide *groups;
