@@ -60,9 +60,12 @@ static inline float face_separation(tb_vec3 t, tb_vec3 axis, float own_half, con
 bool tb_box_box_sat(const tb_collide_box *a, const tb_collide_box *b, float margin, tb_sat_result *out)
 {
     tb_vec3 t = tb_v3_sub(b->center, a->center);
-    float c[3][3];
+    float r[3][3], c[3][3]; /* r = a_i . b_j, c = |r| + eps (eps: parallel edges stay conservative) */
     for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) c[i][j] = fabsf(tb_v3_dot(a->axis[i], b->axis[j])) + 1e-6f;
+        for (int j = 0; j < 3; j++) {
+            r[i][j] = tb_v3_dot(a->axis[i], b->axis[j]);
+            c[i][j] = fabsf(r[i][j]) + 1e-6f;
+        }
 
     float best_a = -FLT_MAX, best_b = -FLT_MAX;
     int ia = 0, ib = 0;
@@ -92,19 +95,25 @@ bool tb_box_box_sat(const tb_collide_box *a, const tb_collide_box *b, float marg
     float best_edge = -FLT_MAX;
     int ei = -1, ej = -1;
     tb_vec3 edge_axis = tb_v3_zero();
+    /* Edge axes L = a_i x b_j, unnormalised (|L|^2 = 1 - r_ij^2). The box
+     * radii along L come from r alone: a_k . (a_i x b_j) = (a_k x a_i) . b_j,
+     * which is +-r_(i+-1)j, so
+     *   rA |L| = hA_(i+1) |r_(i+2)j| + hA_(i+2) |r_(i+1)j|
+     *   rB |L| = hB_(j+1) |r_i(j+2)| + hB_(j+2) |r_i(j+1)|
+     * Swapping A and B transposes r and negates L and t: the same numbers. */
     for (int i = 0; i < 3; i++) {
+        int i1 = (i + 1) % 3, i2 = (i + 2) % 3;
         for (int j = 0; j < 3; j++) {
+            if (1.0f - r[i][j] * r[i][j] < PARALLEL_EDGES * PARALLEL_EDGES) continue;
+            int j1 = (j + 1) % 3, j2 = (j + 2) % 3;
             tb_vec3 l = tb_v3_cross(a->axis[i], b->axis[j]);
-            float len = tb_v3_len(l);
-            if (len < PARALLEL_EDGES) continue;
-            l = tb_v3_scale(l, 1.0f / len);
-            float ra = a->half[0] * fabsf(tb_v3_dot(a->axis[0], l)) + a->half[1] * fabsf(tb_v3_dot(a->axis[1], l)) +
-                       a->half[2] * fabsf(tb_v3_dot(a->axis[2], l));
-            float rb = b->half[0] * fabsf(tb_v3_dot(b->axis[0], l)) + b->half[1] * fabsf(tb_v3_dot(b->axis[1], l)) +
-                       b->half[2] * fabsf(tb_v3_dot(b->axis[2], l));
-            float s = fabsf(tb_v3_dot(t, l)) - (ra + rb);
+            float len_sq = tb_v3_len_sq(l); /* 1 - r^2 loses digits for nearly parallel edges */
+            float ra = a->half[i1] * fabsf(r[i2][j]) + a->half[i2] * fabsf(r[i1][j]);
+            float rb = b->half[j1] * fabsf(r[i][j2]) + b->half[j2] * fabsf(r[i][j1]);
+            float inv_len = 1.0f / sqrtf(len_sq);
+            float s = (fabsf(tb_v3_dot(t, l)) - (ra + rb)) * inv_len;
             if (s > margin) { out->separation = s; return false; }
-            if (s > best_edge) { best_edge = s; ei = i; ej = j; edge_axis = l; }
+            if (s > best_edge) { best_edge = s; ei = i; ej = j; edge_axis = tb_v3_scale(l, inv_len); }
         }
     }
 
