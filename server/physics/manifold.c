@@ -57,7 +57,7 @@ static int collide_pair(tb_rigid_world *w, int ia, int ib, float margin, tb_mani
     return tb_collide_sphere_sphere(a->position, a->radius, b->position, b->radius, margin, m);
 }
 
-void tb_manifold_collide(tb_rigid_world *w, float dt)
+void tb_manifold_collide(tb_rigid_world *w)
 {
     tb_manifold m;
     w->contact_count = 0;
@@ -96,7 +96,6 @@ void tb_manifold_collide(tb_rigid_world *w, float dt)
             if (count) add_manifold(w, ((uint32_t)i << 16) | (TB_PLANE_KEY_BASE + (uint32_t)k), -1, i, &m);
         }
     }
-    (void)dt;
 }
 
 /* First cache entry with key >= key (binary search). */

@@ -169,6 +169,19 @@ int tb_rigid_world_body_count(const tb_rigid_world *world);   /* live bodies */
 int tb_rigid_world_awake_count(const tb_rigid_world *world);
 int tb_rigid_world_body_capacity(const tb_rigid_world *world);
 
+/* Counters of the last step, for /metrics and the debug overlay. */
+typedef struct tb_rigid_world_stats {
+    int bodies, awake;
+    int pairs;             /* broad-phase candidate pairs */
+    int contacts;          /* contact points solved */
+    int solver_groups;     /* 4-lane groups */
+    int overflow_contacts; /* contacts solved one by one (no free colour) */
+    int contacts_dropped;  /* over contact_capacity: raise it if this is not 0 */
+    int pairs_dropped;     /* over the pair capacity (16 per body) */
+} tb_rigid_world_stats;
+
+void tb_rigid_world_get_stats(const tb_rigid_world *world, tb_rigid_world_stats *out);
+
 /* Iterate live bodies in id order: for (id = next(w, -1); id >= 0; id = next(w, id)). */
 int tb_rigid_world_next_body(const tb_rigid_world *world, int after);
 

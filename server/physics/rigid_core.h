@@ -236,7 +236,7 @@ void tb_broad_phase_free(tb_broad_phase *bp);
 void tb_broad_phase_update_pairs(tb_rigid_world *world);
 
 /* manifold.c: narrow phase into the contact arrays, wake rules, warm-start cache */
-void tb_manifold_collide(tb_rigid_world *world, float dt);
+void tb_manifold_collide(tb_rigid_world *world);
 void tb_manifold_store_cache(tb_rigid_world *world);
 void tb_manifold_warm_start(tb_rigid_world *world);
 

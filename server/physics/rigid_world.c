@@ -132,6 +132,8 @@ void tb_rigid_world_clear(tb_rigid_world *w)
     w->cache_count = 0;
     w->contact_count = 0;
     w->pair_count = 0;
+    w->graph.group_count = 0;
+    w->graph.overflow_count = 0;
 }
 
 int tb_rigid_world_add_plane(tb_rigid_world *w, tb_vec3 normal, float offset)
@@ -196,6 +198,19 @@ int tb_rigid_world_awake_count(const tb_rigid_world *w)
     int n = 0;
     for (int i = 0; i < w->body_end; i++) n += w->bodies[i].alive && !w->bodies[i].sleeping;
     return n;
+}
+
+void tb_rigid_world_get_stats(const tb_rigid_world *w, tb_rigid_world_stats *out)
+{
+    assert(w && out);
+    out->bodies = w->body_count;
+    out->awake = tb_rigid_world_awake_count(w);
+    out->pairs = w->pair_count;
+    out->contacts = w->contact_count;
+    out->solver_groups = w->graph.group_count;
+    out->overflow_contacts = w->graph.overflow_count;
+    out->contacts_dropped = w->contacts_dropped;
+    out->pairs_dropped = w->broad_phase.pairs_dropped;
 }
 
 int tb_rigid_world_next_body(const tb_rigid_world *w, int after)
@@ -318,8 +333,9 @@ int tb_rigid_world_step(tb_rigid_world *w, float dt)
     integrate_velocities(w, dt);
     for (int i = 0; i < w->body_end; i++)
         if (w->bodies[i].alive) tb_body_compute_frame(&w->bodies[i], &w->frames[i], dt, TB_SPECULATIVE_MARGIN);
+    w->broad_phase.pairs_dropped = 0;
     tb_broad_phase_update_pairs(w);
-    tb_manifold_collide(w, dt);
+    tb_manifold_collide(w);
     build_solver_bodies(w);
     tb_contact_solver_prepare(w, dt);
     tb_manifold_warm_start(w);

@@ -174,6 +174,15 @@ static void resting_box_reports_four_floor_contacts_carrying_its_weight(void **s
         assert_float_equal(c[i].point.y, 0.0f, 0.005f);
         total += c[i].normal_impulse;
     }
+    tb_rigid_world_stats stats;
+    tb_rigid_world_get_stats(w, &stats);
+    assert_int_equal(stats.contacts, 4);
+    assert_int_equal(stats.bodies, 1);
+    assert_int_equal(stats.awake, 1);
+    assert_int_equal(stats.contacts_dropped, 0);
+    /* the four points share the box, so each takes its own colour: 4 groups */
+    assert_int_equal(stats.solver_groups, 4);
+    assert_int_equal(stats.overflow_contacts, 0);
     tb_rigid_body_info info;
     tb_rigid_body_get_info(w, id, &info);
     /* the floor carries the weight: sum of impulses = m g dt */
