@@ -5,10 +5,16 @@
  * per-step scratch, rebuilt from that state at the start of every step, sized
  * at creation so that step() never allocates.
  *
- * Data layout: the solver's inner loop reads only tb_contact (hot, one array)
- * and tb_solver_body (velocities of awake bodies, one array). Poses, shapes
- * and sleep timers live in tb_body; debug/caching data of a contact lives in
- * tb_contact_point, apart from the hot constraint rows.
+ * Data layout: the solver's inner loop reads only tb_contact_wide (four
+ * contacts' rows side by side, in colour order) and tb_solver_body (the
+ * velocities of awake bodies, 32 bytes each). Poses, shapes and sleep timers
+ * live in tb_body; where a contact came from (key, point, local anchor) lives
+ * in tb_contact_point, apart from the constraint rows in tb_contact.
+ *
+ * Files: body.c (bodies), broad_phase.c (grid), collide_*.c (geometry),
+ * manifold.c (narrow phase, wake rule, warm-start cache), contact_solver.c
+ * (sequential impulses), constraint_graph.c (colouring for the wide solver),
+ * raycast.c, rigid_save.c, rigid_scenes.c, rigid_world.c (the step).
  */
 #ifndef TB_RIGID_CORE_H
 #define TB_RIGID_CORE_H
