@@ -13,6 +13,9 @@
  * Pairs are then radix-sorted by key (lower id, higher id), which fixes the
  * solver's order independently of the hash: determinism (handbook 168) and a
  * monotone walk through the warm-start cache.
+ *
+ * Worlds of at most SMALL_WORLD (32) bodies skip the grid and test all pairs,
+ * which is cheaper at that size; the grid takes over beyond it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -110,12 +113,34 @@ static void sort_pairs(tb_pair *pairs, tb_pair *tmp, int n)
     if (src != pairs) memcpy(pairs, src, sizeof *pairs * (size_t)n);
 }
 
+/* A handful of bodies (the tower, the dice tray) is cheaper to test all
+ * against all than to hash into a grid: 300 AABB tests for 25 bodies cost
+ * less than clearing and scanning the bucket table. The pairs come out in
+ * key order directly. */
+#define SMALL_WORLD 32
+
+static void all_pairs(tb_rigid_world *w)
+{
+    const tb_body *bodies = w->bodies;
+    for (int i = 0; i < w->body_end; i++) {
+        if (!bodies[i].alive) continue;
+        for (int j = i + 1; j < w->body_end; j++) {
+            if (!bodies[j].alive || (bodies[i].sleeping && bodies[j].sleeping)) continue;
+            if (aabb_overlap(&w->frames[i], &w->frames[j])) add_pair(w, i, j);
+        }
+    }
+}
+
 void tb_broad_phase_update_pairs(tb_rigid_world *w)
 {
     tb_broad_phase *bp = &w->broad_phase;
     const tb_body *bodies = w->bodies;
     const tb_body_frame *frames = w->frames;
     w->pair_count = 0;
+    if (w->body_count <= SMALL_WORLD) {
+        all_pairs(w);
+        return;
+    }
 
     /* cell size: the largest AABB among non-moving extents (bounding diameter) */
     float cell = 0.1f;

@@ -188,7 +188,7 @@ static void grid_pairs_match_all_pairs_aabb_test(void **state)
         tb_rigid_world_def def = tb_rigid_world_def_default();
         def.body_capacity = 300;
         tb_rigid_world *w = tb_rigid_world_create(&def);
-        int n = 50 + (int)(tb_rigid_rng_next(&r) % 250);
+        int n = 50 + (int)(tb_rigid_rng_next(&r) % 250); /* above the all-pairs shortcut (32) */
         for (int i = 0; i < n; i++) {
             tb_rigid_body_def d = tb_rigid_body_def_default();
             d.shape = tb_rigid_rng_float(&r) < 0.3f ? TB_RIGID_SPHERE : TB_RIGID_BOX;
