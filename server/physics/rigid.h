@@ -79,7 +79,7 @@ typedef struct tb_rigid_look {
 
 typedef struct tb_rigid_world_def {
     int body_capacity;    /* fixed for the world's life (1..TB_RIGID_MAX_BODIES) */
-    int contact_capacity; /* contact points per step; 0 = 24 per body. Extra points are dropped */
+    int contact_capacity; /* contact points per step; 0 = 12 per body + 512. Extra points are dropped */
     tb_vec3 gravity;      /* (0, -9.81, 0) */
     float restitution;    /* 0.3, in [0, 0.9] */
     float friction;       /* 0.5, in [0, 1.2] */

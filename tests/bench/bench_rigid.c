@@ -28,6 +28,7 @@ typedef struct scene_run {
     double max_plank_speed;
     double min_plank_y;
     int max_contacts;
+    int contacts_dropped; /* summed over steps: must be 0 (capacity is enough) */
 } scene_run;
 
 enum { SCENE_TOWER, SCENE_DICE, SCENE_PILE };
@@ -53,6 +54,7 @@ static void run_scene(int scene, int n, int steps, scene_run *out)
     out->planks_asleep_at = -1.0;
     out->all_planks_asleep_before_launch = 0;
     out->max_contacts = 0;
+    out->contacts_dropped = 0;
     for (int s = 0; s < steps; s++) {
         double t = (double)s * DT; /* time at the start of this step */
         if (scene == SCENE_TOWER && !launched && t >= TB_TOWER_LAUNCH_TIME - 1e-6) {
@@ -67,8 +69,10 @@ static void run_scene(int scene, int n, int steps, scene_run *out)
         times[s] = tb_bench_now_us() - t0;
         double t_end = (double)(s + 1) * DT;
         if (t >= win_lo && t < win_hi) { win_sum += times[s]; win_n++; }
-        int c = tb_rigid_world_contact_count(w);
-        if (c > out->max_contacts) out->max_contacts = c;
+        tb_rigid_world_stats stats;
+        tb_rigid_world_get_stats(w, &stats);
+        if (stats.contacts > out->max_contacts) out->max_contacts = stats.contacts;
+        out->contacts_dropped += stats.contacts_dropped + stats.pairs_dropped;
         if (scene == SCENE_TOWER) {
             int asleep = 0;
             for (int i = 0; i < TB_TOWER_PLANKS; i++) {
@@ -118,10 +122,11 @@ static void bench_scene(const tb_bench_opts *opts, const char *name, int scene, 
     scene_run *r = calloc((size_t)runs, sizeof *r);
     for (int i = 0; i < runs; i++) run_scene(scene, n, steps, &r[i]);
     printf("{\"scene\":\"%s\",\"n\":%d,\"steps\":%d,\"runs\":%d,\"median_us\":%.2f,\"mean_us\":%.2f,"
-           "\"mean_us_window\":%.2f,\"min_run_mean_us_window\":%.2f,\"asleep_end\":%d,\"max_contacts\":%d",
+           "\"mean_us_window\":%.2f,\"min_run_mean_us_window\":%.2f,\"asleep_end\":%d,\"max_contacts\":%d,\"dropped\":%d",
            name, n, steps, runs, median_of(r, runs, offsetof(scene_run, median_us)),
            median_of(r, runs, offsetof(scene_run, mean_us)), median_of(r, runs, offsetof(scene_run, mean_us_window)),
-           min_of(r, runs, offsetof(scene_run, mean_us_window)), r[0].asleep_end, r[0].max_contacts);
+           min_of(r, runs, offsetof(scene_run, mean_us_window)), r[0].asleep_end, r[0].max_contacts,
+           r[0].contacts_dropped);
     if (scene == SCENE_TOWER)
         printf(",\"all_planks_asleep_before_launch\":%s,\"planks_asleep_at_s\":%.3f,"
                "\"max_plank_speed_0_5_to_1_5\":%.5f,\"min_plank_y\":%.4f",
