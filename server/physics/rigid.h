@@ -19,6 +19,21 @@
  * programmer error (assert).
  *
  * Units: metres, kilograms, seconds; y is up. Quaternions are (x, y, z, w).
+ *
+ * A room's use of it (scenes and throws are in rigid_scenes.h):
+ *
+ *     tb_rigid_world_def def = tb_rigid_world_def_default();
+ *     def.body_capacity = TB_SCENE_TOWER_BODIES + 16;    // room for throws
+ *     tb_rigid_world *w = tb_rigid_world_create(&def);
+ *     tb_rigid_scene_tower(w, NULL);
+ *     ...every 1/120 s: apply inputs (tb_rigid_body_apply_impulse,
+ *        tb_rigid_throw, tb_rigid_scene_tower_launch_ball), then
+ *        tb_rigid_world_step(w, 1.0f / 120.0f);
+ *     ...snapshot: for (id = tb_rigid_world_next_body(w, -1); id >= 0;
+ *                       id = tb_rigid_world_next_body(w, id))
+ *                      tb_rigid_body_get_pose(w, id, &p, &q);
+ *     ...saving a room: tb_rigid_world_save / tb_rigid_world_load
+ *     tb_rigid_world_destroy(w);
  */
 #ifndef TB_RIGID_H
 #define TB_RIGID_H
