@@ -52,11 +52,15 @@ void tb_broad_phase_free(tb_broad_phase *bp)
     memset(bp, 0, sizeof *bp);
 }
 
+/* floor(x / cell), clamped to the packable range. Truncation plus a fix-up
+ * for negatives: floorf is a library call without SSE4.1, and this runs nine
+ * times per body and pair. */
 static inline int cell_coord(float x, float inv_cell)
 {
-    float c = floorf(x * inv_cell);
     /* positions are bounded (|x| <= 1e4 at creation), but velocities are not */
-    return (int)tb_clampf(c, -(float)(CELL_BIAS - 2), (float)(CELL_BIAS - 2));
+    float c = tb_clampf(x * inv_cell, -(float)(CELL_BIAS - 2), (float)(CELL_BIAS - 2));
+    int i = (int)c;
+    return (float)i > c ? i - 1 : i;
 }
 
 static inline uint64_t cell_pack(int x, int y, int z)
