@@ -12,9 +12,10 @@
  *
  * Manifold: for a face axis, the face of the "reference" box whose normal is
  * the axis, and the "incident" face of the other box most anti-parallel to
- * it; the incident quad is clipped by the four side planes of the reference
- * face (Sutherland-Hodgman), and each clipped vertex within the margin of the
- * reference plane is a contact (up to 8). For an edge axis, one point: the
+ * it; the incident quad, expressed in the reference face's frame, is clipped
+ * by the face's four sides (Sutherland-Hodgman against |u| <= hu, |w| <= hw),
+ * and each clipped vertex within the margin of the reference plane is a
+ * contact (up to 8, then reduced to the 4 that span the most area). For an edge axis, one point: the
  * midpoint of the closest points of the two edges.
  */
 #include "physics/collide.h"
@@ -138,16 +139,28 @@ bool tb_box_box_sat(const tb_collide_box *a, const tb_collide_box *b, float marg
     return true;
 }
 
-/* Keeps the part of polygon `in` (n vertices) where dot(plane, p) <= offset. */
-static int clip_polygon(const tb_vec3 *in, int n, tb_vec3 *out, tb_vec3 plane, float offset)
+/* A vertex in the reference face's frame: u, w along the face, h the height
+ * above it (along the contact normal), so the side planes are |u| <= hu and
+ * |w| <= hw and h is the vertex's separation. */
+typedef struct face_vertex {
+    float u, w, h;
+} face_vertex;
+
+/* Keeps the part of polygon `in` (n vertices) where sign * (u or w) <= limit;
+ * h is linear along an edge, so interpolating it is exact. */
+static int clip_face(const face_vertex *in, int n, face_vertex *out, int along_w, float sign, float limit)
 {
     int m = 0;
     for (int i = 0; i < n; i++) {
-        tb_vec3 p = in[i], q = in[(i + 1) % n];
-        float dp = tb_v3_dot(plane, p) - offset;
-        float dq = tb_v3_dot(plane, q) - offset;
+        face_vertex p = in[i], q = in[(i + 1) % n];
+        float dp = sign * (along_w ? p.w : p.u) - limit;
+        float dq = sign * (along_w ? q.w : q.u) - limit;
         if (dp <= 0.0f) out[m++] = p;
-        if ((dp <= 0.0f) != (dq <= 0.0f)) out[m++] = tb_v3_lerp(p, q, dp / (dp - dq));
+        if ((dp <= 0.0f) != (dq <= 0.0f)) {
+            float t = dp / (dp - dq);
+            face_vertex r = {p.u + (q.u - p.u) * t, p.w + (q.w - p.w) * t, p.h + (q.h - p.h) * t};
+            out[m++] = r;
+        }
     }
     return m;
 }
@@ -225,28 +238,32 @@ static int face_manifold(const tb_collide_box *ref, const tb_collide_box *inc, i
     tb_vec3 fc = tb_v3_mad(inc->center, inc->axis[k], -sign_of(tb_v3_dot(inc->axis[k], n)) * inc->half[k]);
     tb_vec3 e1 = tb_v3_scale(inc->axis[(k + 1) % 3], inc->half[(k + 1) % 3]);
     tb_vec3 e2 = tb_v3_scale(inc->axis[(k + 2) % 3], inc->half[(k + 2) % 3]);
-    tb_vec3 poly[16], tmp[16];
-    poly[0] = tb_v3_add(tb_v3_add(fc, e1), e2);
-    poly[1] = tb_v3_add(tb_v3_sub(fc, e1), e2);
-    poly[2] = tb_v3_sub(tb_v3_sub(fc, e1), e2);
-    poly[3] = tb_v3_sub(tb_v3_add(fc, e1), e2);
-    int count = 4;
 
+    /* the incident quad in the reference face's frame (u, w, n), then
+     * clipped by the four side planes |u| <= hu, |w| <= hw */
     tb_vec3 u = ref->axis[(axis + 1) % 3], w = ref->axis[(axis + 2) % 3];
     float hu = ref->half[(axis + 1) % 3], hw = ref->half[(axis + 2) % 3];
-    float uc = tb_v3_dot(u, ref->center), wc = tb_v3_dot(w, ref->center);
-    count = clip_polygon(poly, count, tmp, u, uc + hu);
-    count = clip_polygon(tmp, count, poly, tb_v3_neg(u), -uc + hu);
-    count = clip_polygon(poly, count, tmp, w, wc + hw);
-    count = clip_polygon(tmp, count, poly, tb_v3_neg(w), -wc + hw);
+    tb_vec3 rel = tb_v3_sub(fc, face_center);
+    face_vertex c = {tb_v3_dot(rel, u), tb_v3_dot(rel, w), tb_v3_dot(rel, n)};
+    face_vertex a1 = {tb_v3_dot(e1, u), tb_v3_dot(e1, w), tb_v3_dot(e1, n)};
+    face_vertex a2 = {tb_v3_dot(e2, u), tb_v3_dot(e2, w), tb_v3_dot(e2, n)};
+    face_vertex poly[16], tmp[16];
+    poly[0] = (face_vertex){c.u + a1.u + a2.u, c.w + a1.w + a2.w, c.h + a1.h + a2.h};
+    poly[1] = (face_vertex){c.u - a1.u + a2.u, c.w - a1.w + a2.w, c.h - a1.h + a2.h};
+    poly[2] = (face_vertex){c.u - a1.u - a2.u, c.w - a1.w - a2.w, c.h - a1.h - a2.h};
+    poly[3] = (face_vertex){c.u + a1.u - a2.u, c.w + a1.w - a2.w, c.h + a1.h - a2.h};
+    int count = clip_face(poly, 4, tmp, 0, 1.0f, hu);
+    count = clip_face(tmp, count, poly, 0, -1.0f, hu);
+    count = clip_face(poly, count, tmp, 1, 1.0f, hw);
+    count = clip_face(tmp, count, poly, 1, -1.0f, hw);
 
     int out = 0;
     for (int i = 0; i < count && out < TB_MANIFOLD_MAX; i++) {
-        tb_vec3 p = poly[i];
-        float s = tb_v3_dot(n, tb_v3_sub(p, face_center));
+        float s = poly[i].h;
         if (s > margin) continue;
+        /* the point midway between the reference face and the incident vertex */
+        tb_vec3 mid = tb_v3_mad(tb_v3_mad(tb_v3_mad(face_center, u, poly[i].u), w, poly[i].w), n, 0.5f * s);
         /* clipping can leave two vertices at (nearly) one place: keep one */
-        tb_vec3 mid = tb_v3_mad(p, n, -0.5f * s);
         bool dup = false;
         for (int j = 0; j < out && !dup; j++) {
             tb_vec3 q = tb_v3_abs(tb_v3_sub(points[j], mid));
