@@ -102,11 +102,12 @@ bool tb_box_box_sat(const tb_collide_box *a, const tb_collide_box *b, float marg
      *   rA |L| = hA_(i+1) |r_(i+2)j| + hA_(i+2) |r_(i+1)j|
      *   rB |L| = hB_(j+1) |r_i(j+2)| + hB_(j+2) |r_i(j+1)|
      * Swapping A and B transposes r and negates L and t: the same numbers. */
+    static const int next[3] = {1, 2, 0}, after[3] = {2, 0, 1}; /* (i + 1) % 3, (i + 2) % 3 */
     for (int i = 0; i < 3; i++) {
-        int i1 = (i + 1) % 3, i2 = (i + 2) % 3;
+        int i1 = next[i], i2 = after[i];
         for (int j = 0; j < 3; j++) {
             if (1.0f - r[i][j] * r[i][j] < PARALLEL_EDGES * PARALLEL_EDGES) continue;
-            int j1 = (j + 1) % 3, j2 = (j + 2) % 3;
+            int j1 = next[j], j2 = after[j];
             tb_vec3 l = tb_v3_cross(a->axis[i], b->axis[j]);
             float len_sq = tb_v3_len_sq(l); /* 1 - r^2 loses digits for nearly parallel edges */
             float ra = a->half[i1] * fabsf(r[i2][j]) + a->half[i2] * fabsf(r[i1][j]);
@@ -152,7 +153,7 @@ static int clip_face(const face_vertex *in, int n, face_vertex *out, int along_w
 {
     int m = 0;
     for (int i = 0; i < n; i++) {
-        face_vertex p = in[i], q = in[(i + 1) % n];
+        face_vertex p = in[i], q = in[i + 1 < n ? i + 1 : 0];
         float dp = sign * (along_w ? p.w : p.u) - limit;
         float dq = sign * (along_w ? q.w : q.u) - limit;
         if (dp <= 0.0f) out[m++] = p;
