@@ -270,5 +270,10 @@ void tb_constraint_graph_build(tb_rigid_world *world);
 
 /* rigid_world.c */
 void tb_rigid_world_forget_body_contacts(tb_rigid_world *world, int id);
+/* Expensive consistency check of the whole state (tests call it every step):
+ * counts and free list, finiteness, sorted cache and contacts, and that no
+ * two lanes of a solver group share an awake body. Returns NULL when all is
+ * well, else a description of the first broken invariant. */
+const char *tb_rigid_world_validate(const tb_rigid_world *world);
 
 #endif /* TB_RIGID_CORE_H */

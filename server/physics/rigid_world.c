@@ -254,6 +254,55 @@ void tb_rigid_world_forget_body_contacts(tb_rigid_world *w, int id)
     }
 }
 
+/* ---- validation (tests) ------------------------------------------------------------- */
+
+const char *tb_rigid_world_validate(const tb_rigid_world *w)
+{
+    int alive = 0, end = 0;
+    for (int i = 0; i < w->capacity; i++) {
+        const tb_body *b = &w->bodies[i];
+        if (!b->alive) continue;
+        alive++;
+        end = i + 1;
+        if (!tb_v3_finite(b->position) || !tb_q_finite(b->rotation) || !tb_v3_finite(b->linear_velocity) ||
+            !tb_v3_finite(b->angular_velocity))
+            return "body state not finite";
+        if (fabsf(tb_q_dot(b->rotation, b->rotation) - 1.0f) > 1e-4f) return "rotation not unit";
+        if (b->sleeping && (tb_v3_len_sq(b->linear_velocity) > 0.0f || tb_v3_len_sq(b->angular_velocity) > 0.0f))
+            return "sleeping body moves";
+    }
+    if (alive != w->body_count) return "body count";
+    if (end != w->body_end) return "body end";
+    int free_slots = 0;
+    for (int i = w->free_head; i != -1; i = w->bodies[i].next_free) {
+        if (i < 0 || i >= w->capacity || w->bodies[i].alive) return "free list";
+        if (++free_slots > w->capacity) return "free list loops";
+    }
+    if (free_slots != w->capacity - alive) return "free list length";
+    for (int i = 1; i < w->cache_count; i++)
+        if (w->cache[i - 1].key > w->cache[i].key) return "cache not sorted";
+    for (int i = 0; i < w->contact_count; i++) {
+        const tb_contact_point *p = &w->points[i];
+        if (!tb_rigid_world_body_valid(w, p->body_b) || (p->body_a >= 0 && !tb_rigid_world_body_valid(w, p->body_a)))
+            return "contact with a dead body";
+        if (!(w->contacts[i].jn >= 0.0f) || !isfinite(w->contacts[i].jt1) || !isfinite(w->contacts[i].jt2))
+            return "contact impulse";
+        if (i > 0 && (p->body_a >= 0) == (w->points[i - 1].body_a >= 0) && w->points[i - 1].key > p->key)
+            return "contacts not sorted";
+    }
+    for (int g = 0; g < w->graph.group_count; g++) {
+        const tb_contact_wide *group = &w->graph.groups[g];
+        for (int a = 0; a < TB_LANES; a++)
+            for (int b = a + 1; b < TB_LANES; b++) {
+                const int32_t sa[2] = {group->sa[a], group->sb[a]}, sb[2] = {group->sa[b], group->sb[b]};
+                for (int x = 0; x < 2; x++)
+                    for (int y = 0; y < 2; y++)
+                        if (sa[x] != 0 && sa[x] == sb[y]) return "two lanes share an awake body";
+            }
+    }
+    return NULL;
+}
+
 /* ---- the step ----------------------------------------------------------------------------- */
 
 static void integrate_velocities(tb_rigid_world *w, float dt)
