@@ -36,7 +36,8 @@ int tb_broad_phase_init(tb_broad_phase *bp, int body_capacity)
     bp->sorted = malloc(sizeof *bp->sorted * (size_t)bp->entry_capacity);
     bp->bucket_start = malloc(sizeof *bp->bucket_start * ((size_t)table + 1));
     bp->oversized = malloc(sizeof *bp->oversized * (size_t)body_capacity);
-    if (!bp->entries || !bp->sorted || !bp->bucket_start || !bp->oversized) {
+    bp->min_cell = malloc(sizeof *bp->min_cell * 3 * (size_t)body_capacity);
+    if (!bp->entries || !bp->sorted || !bp->bucket_start || !bp->oversized || !bp->min_cell) {
         tb_broad_phase_free(bp);
         return TB_RIGID_ERR_NO_MEMORY;
     }
@@ -49,6 +50,7 @@ void tb_broad_phase_free(tb_broad_phase *bp)
     free(bp->sorted);
     free(bp->bucket_start);
     free(bp->oversized);
+    free(bp->min_cell);
     memset(bp, 0, sizeof *bp);
 }
 
@@ -160,6 +162,9 @@ void tb_broad_phase_update_pairs(tb_rigid_world *w)
         int x0 = cell_coord(f->aabb_min.x, inv_cell), x1 = cell_coord(f->aabb_max.x, inv_cell);
         int y0 = cell_coord(f->aabb_min.y, inv_cell), y1 = cell_coord(f->aabb_max.y, inv_cell);
         int z0 = cell_coord(f->aabb_min.z, inv_cell), z1 = cell_coord(f->aabb_max.z, inv_cell);
+        bp->min_cell[3 * i] = x0;
+        bp->min_cell[3 * i + 1] = y0;
+        bp->min_cell[3 * i + 2] = z0;
         /* at most 2 cells per axis (2x2x2 = MAX_CELLS_PER_BODY); compared per
          * axis so that a huge AABB cannot overflow a product */
         if (x1 - x0 > 1 || y1 - y0 > 1 || z1 - z0 > 1) {
@@ -207,10 +212,13 @@ void tb_broad_phase_update_pairs(tb_rigid_world *w)
                 if (bi->sleeping && bj->sleeping) continue;
                 const tb_body_frame *fi = &frames[ei->body], *fj = &frames[ej->body];
                 if (!aabb_overlap(fi, fj)) continue;
-                /* report in the cell holding the overlap's minimum corner only */
-                int cx = cell_coord(tb_maxf(fi->aabb_min.x, fj->aabb_min.x), inv_cell);
-                int cy = cell_coord(tb_maxf(fi->aabb_min.y, fj->aabb_min.y), inv_cell);
-                int cz = cell_coord(tb_maxf(fi->aabb_min.z, fj->aabb_min.z), inv_cell);
+                /* report in the cell holding the overlap's minimum corner only:
+                 * floor is monotonic, so that cell is the max of the two
+                 * bodies' minimum cells */
+                const int32_t *mi = &bp->min_cell[3 * ei->body], *mj = &bp->min_cell[3 * ej->body];
+                int cx = mi[0] > mj[0] ? mi[0] : mj[0];
+                int cy = mi[1] > mj[1] ? mi[1] : mj[1];
+                int cz = mi[2] > mj[2] ? mi[2] : mj[2];
                 if (cell_pack(cx, cy, cz) != ei->cell) continue;
                 add_pair(w, ei->body, ej->body);
             }

@@ -188,6 +188,7 @@ typedef struct tb_broad_phase {
     tb_grid_entry *entries, *sorted;
     uint32_t *bucket_start; /* table_capacity + 1 */
     int32_t *oversized;     /* bodies spanning too many cells, tested against all */
+    int32_t *min_cell;      /* per body: cell of its AABB's minimum corner (x, y, z) */
     int pairs_dropped;
 } tb_broad_phase;
 
