@@ -20,12 +20,6 @@ _Static_assert(sizeof(tb_cloth_state) ==
                        TB_CLOTH_MAX_PIECES * sizeof(tb_cloth_piece_state),
                "saved state has no padding, so its bytes (and hash) are fully defined");
 
-/* Seed stiffness per iteration at 1/60 s, converted to 1/120 s as
- * k120 = 1 - sqrt(1 - k60) (derivation in cloth_solver.c). */
-#define STIFF_STRUCTURAL 1.0f  /* seed 1.0 */
-#define STIFF_SHEAR 0.367544f  /* seed 0.6 */
-#define STIFF_BEND 0.133975f   /* seed 0.25 */
-
 typedef struct save_header {
     uint32_t magic, version;
     uint64_t state_size;
@@ -91,36 +85,17 @@ static tb_cloth_result check_def(const tb_cloth_def *d)
 
 /* ---- derived data ------------------------------------------------------------- */
 
-static void add_constraint(tb_cloth_piece *p, int a, int b, float rest, float stiffness)
-{
-    int c = p->constraint_count++;
-    p->constraints[c].a = (uint16_t)a;
-    p->constraints[c].b = (uint16_t)b;
-    p->constraints[c].rest = rest;
-    p->stiffness[c] = stiffness;
-}
-
-/* Constraints in the seed's order (per point: right, down, two diagonals,
- * two bends). Rest lengths come from the flat grid, not from the current
- * positions, so rebuilding after a load gives the same numbers. */
-static void build_constraints(const tb_cloth_piece_state *ps, tb_cloth_piece *p)
+/* Rest lengths come from the flat grid, not from the current positions, so
+ * rebuilding after a load gives the same numbers. */
+static void build_grid(const tb_cloth_piece_state *ps, tb_cloth_piece *p)
 {
     int w = ps->width, h = ps->height;
-    float sx = p->size_x / (float)(w - 1), sy = p->size_y / (float)(h - 1);
-    float diag = sqrtf(sx * sx + sy * sy);
-    p->constraint_count = 0;
-    for (int j = 0; j < h; j++)
-        for (int i = 0; i < w; i++) {
-            int k = j * w + i;
-            if (i + 1 < w) add_constraint(p, k, k + 1, sx, STIFF_STRUCTURAL);
-            if (j + 1 < h) add_constraint(p, k, k + w, sy, STIFF_STRUCTURAL);
-            if (i + 1 < w && j + 1 < h) {
-                add_constraint(p, k, k + w + 1, diag, STIFF_SHEAR);
-                add_constraint(p, k + 1, k + w, diag, STIFF_SHEAR);
-            }
-            if (i + 2 < w) add_constraint(p, k, k + 2, 2.0f * sx, STIFF_BEND);
-            if (j + 2 < h) add_constraint(p, k, k + 2 * w, 2.0f * sy, STIFF_BEND);
-        }
+    p->rest_x = p->size_x / (float)(w - 1);
+    p->rest_y = p->size_y / (float)(h - 1);
+    p->rest_diag = sqrtf(p->rest_x * p->rest_x + p->rest_y * p->rest_y);
+    p->constraint_count = (w - 1) * h + w * (h - 1) /* structural */
+                          + 2 * (w - 1) * (h - 1)   /* shear */
+                          + (w - 2) * h + w * (h - 2); /* bend */
     p->triangle_count = 0;
     for (int j = 0; j + 1 < h; j++)
         for (int i = 0; i + 1 < w; i++) {
@@ -140,8 +115,8 @@ static void flag_anchor(const tb_cloth_piece_state *ps, const tb_cloth_piece *p,
     out[2] = TB_CLOTH_POLE_Z;
 }
 
-/* Recompute everything that is not saved: capsules, constraints, pins and
- * anchors, inverse masses (pins and grabs), shares, normals. */
+/* Recompute everything that is not saved: capsules, rest lengths, pins and
+ * anchors, inverse masses (pins and grabs), normals. */
 void tb_cloth__rebuild(tb_cloth_world *world)
 {
     tb_cloth_state *st = &world->state;
@@ -178,16 +153,13 @@ void tb_cloth__rebuild(tb_cloth_world *world)
         }
         for (int q = 0; q < p->pin_count; q++) p->pinned[p->pins[q]] = 1;
         for (int k = 0; k < n; k++) p->inv_mass[k] = p->pinned[k] ? 0.0f : 1.0f;
-        build_constraints(ps, p);
+        build_grid(ps, p);
     }
     for (int g = 0; g < TB_CLOTH_MAX_GRABS; g++) {
         const tb_cloth_grab *gr = &st->grabs[g];
         if (gr->active) world->pieces[gr->piece].inv_mass[gr->point] = 0.0f;
     }
-    for (int i = 0; i < st->piece_count; i++) {
-        tb_cloth__update_shares(&st->pieces[i], &world->pieces[i]);
-        tb_cloth__compute_normals(&st->pieces[i], &world->pieces[i]);
-    }
+    for (int i = 0; i < st->piece_count; i++) tb_cloth__compute_normals(&st->pieces[i], &world->pieces[i]);
 }
 
 /* Lay a piece out at rest: the flag flat out from the pole, the cape hanging
@@ -396,7 +368,6 @@ tb_cloth_result tb_cloth_world_grab_start(tb_cloth_world *world, uint32_t client
     gr->point = best_point;
     gr->target = tb_v3(q[0], q[1], q[2]);
     world->pieces[best_piece].inv_mass[best_point] = 0.0f;
-    tb_cloth__update_shares(&st->pieces[best_piece], &world->pieces[best_piece]);
     return TB_CLOTH_OK;
 }
 
@@ -421,7 +392,6 @@ tb_cloth_result tb_cloth_world_grab_end(tb_cloth_world *world, uint32_t client, 
     memset(&st->grabs[g], 0, sizeof st->grabs[g]);
     tb_cloth_piece *p = &world->pieces[piece];
     p->inv_mass[point] = p->pinned[point] ? 0.0f : 1.0f;
-    tb_cloth__update_shares(&st->pieces[piece], p);
     return TB_CLOTH_OK;
 }
 

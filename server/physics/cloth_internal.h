@@ -3,7 +3,7 @@
  * cloth_figure.c (the walking figure). Not part of the public API.
  *
  * The world is one allocation. Its `state` is everything that evolves and is
- * all that save/load copies; the rest (constraints, pins, anchors, normals,
+ * all that save/load copies; the rest (rest lengths, pins, anchors, normals,
  * capsules, triangles) is derived from the state by tb_cloth__rebuild(), so a
  * loaded world recomputes it exactly as the saved one had it. */
 #ifndef TB_CLOTH_INTERNAL_H
@@ -11,11 +11,6 @@
 
 #include "physics/cloth.h"
 
-/* Grid constraints for a w x h grid: structural, shear, bend. */
-#define TB_CLOTH_MAX_CONSTRAINTS                                                          \
-    (2 * (TB_CLOTH_GRID_MAX - 1) * TB_CLOTH_GRID_MAX +               /* structural */      \
-     2 * (TB_CLOTH_GRID_MAX - 1) * (TB_CLOTH_GRID_MAX - 1) +         /* shear */           \
-     2 * (TB_CLOTH_GRID_MAX - 2) * TB_CLOTH_GRID_MAX)                /* bend */
 #define TB_CLOTH_MAX_TRIANGLES (2 * (TB_CLOTH_GRID_MAX - 1) * (TB_CLOTH_GRID_MAX - 1))
 
 _Static_assert(TB_CLOTH_MAX_POINTS <= 65536, "point indices are uint16_t");
@@ -59,26 +54,30 @@ typedef struct tb_cloth_state {
 
 /* ---- derived data ----------------------------------------------------------- */
 
-/* One distance constraint, laid out for the solver loop: the two points, the
- * rest length, and each end's share of the correction (stiffness times its
- * inverse mass over the pair's sum; 0 for a pinned or grabbed end). */
-typedef struct tb_cloth_constraint {
-    uint16_t a, b;
-    float rest;
-    float share_a, share_b;
-} tb_cloth_constraint;
+/* A point near a capsule this step: the iterations test only these pairs. */
+typedef struct tb_cloth_pair {
+    uint16_t point, capsule;
+} tb_cloth_pair;
 
+#define TB_CLOTH_MAX_PAIRS (TB_CLOTH_MAX_POINTS * 4)
+
+/* The distance constraints are not stored: on a grid they are six families
+ * (horizontal and vertical neighbours, two diagonals, horizontal and vertical
+ * one-apart) with one rest length each, and the solver walks them straight
+ * off the grid (cloth_solver.c). Positions are copied into the px/py/pz
+ * columns for the iterations so the walk can use 4-wide SIMD. */
 typedef struct tb_cloth_piece {
     int constraint_count;
     int triangle_count;
     int pin_count;
+    int pair_count;
     int capsule_first, capsule_count; /* the capsules this piece collides with */
     float size_x, size_y;             /* physical size, m */
-    tb_cloth_constraint constraints[TB_CLOTH_MAX_CONSTRAINTS];
-    float stiffness[TB_CLOTH_MAX_CONSTRAINTS]; /* per-iteration, already converted to 120 Hz */
-    float inv_mass[TB_CLOTH_MAX_POINTS];       /* 0 pinned or grabbed, 1 free */
+    float rest_x, rest_y, rest_diag;  /* neighbour rest lengths; one apart is twice rest_x / rest_y */
+    float inv_mass[TB_CLOTH_MAX_POINTS]; /* 0 pinned or grabbed, 1 free */
+    float px[TB_CLOTH_MAX_POINTS], py[TB_CLOTH_MAX_POINTS], pz[TB_CLOTH_MAX_POINTS];
+    tb_cloth_pair pairs[TB_CLOTH_MAX_PAIRS];
     uint8_t pinned[TB_CLOTH_MAX_POINTS];
-    uint8_t near_mask[TB_CLOTH_MAX_POINTS];    /* capsules near each point this step (bit per capsule) */
     float normals[TB_CLOTH_MAX_POINTS * 3];
     uint16_t pins[TB_CLOTH_GRID_MAX * 2];
     float anchors[TB_CLOTH_GRID_MAX * 2 * 3];
@@ -118,7 +117,6 @@ void tb_cloth__figure_pose(const tb_cloth_figure_state *fig, tb_cloth_capsule *c
 /* cloth_solver.c */
 void tb_cloth__solve_step(tb_cloth_world *world);
 void tb_cloth__compute_normals(const tb_cloth_piece_state *ps, tb_cloth_piece *p);
-void tb_cloth__update_shares(const tb_cloth_piece_state *ps, tb_cloth_piece *p);
 
 /* cloth.c: recompute every derived field from world->state. */
 void tb_cloth__rebuild(tb_cloth_world *world);
