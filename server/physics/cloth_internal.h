@@ -60,6 +60,7 @@ typedef struct tb_cloth_pair {
 } tb_cloth_pair;
 
 #define TB_CLOTH_MAX_PAIRS (TB_CLOTH_MAX_POINTS * 4)
+#define TB_CLOTH_PAD 8
 
 /* The distance constraints are not stored: on a grid they are six families
  * (horizontal and vertical neighbours, two diagonals, horizontal and vertical
@@ -74,8 +75,12 @@ typedef struct tb_cloth_piece {
     int capsule_first, capsule_count; /* the capsules this piece collides with */
     float size_x, size_y;             /* physical size, m */
     float rest_x, rest_y, rest_diag;  /* neighbour rest lengths; one apart is twice rest_x / rest_y */
-    float inv_mass[TB_CLOTH_MAX_POINTS]; /* 0 pinned or grabbed, 1 free */
-    float px[TB_CLOTH_MAX_POINTS], py[TB_CLOTH_MAX_POINTS], pz[TB_CLOTH_MAX_POINTS];
+    /* Columns for the iterations, padded so a group of eight past the last
+     * row stays inside (the padding is zero and never moves). */
+    float inv_mass[TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD]; /* 0 pinned or grabbed, 1 free */
+    float px[TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD];
+    float py[TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD];
+    float pz[TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD];
     tb_cloth_pair pairs[TB_CLOTH_MAX_PAIRS];
     uint8_t pinned[TB_CLOTH_MAX_POINTS];
     float normals[TB_CLOTH_MAX_POINTS * 3];

@@ -46,7 +46,8 @@
 #define WIND_K 2.0f               /* 1/s: normal push per m/s of relative air */
 #define DRAG 0.1f                 /* 1/s: light drag along the relative air */
 #define GRAB_MAX_STEP 0.1f        /* a grabbed point moves at most this per step (12 m/s) */
-#define NEAR_MARGIN 0.12f         /* capsules this close are tested during the iterations */
+#define NEAR_MARGIN 0.06f         /* capsules this close are tested during the iterations (the
+                                     final pass tests all, so this only trades speed for accuracy) */
 #define COLLISION_SKIN 0.0005f    /* the final pass leaves points this far outside */
 
 /* Wind strength varies slowly with time (deterministic gusts) so a flag in a
@@ -78,15 +79,6 @@ void tb_cloth__compute_normals(const tb_cloth_piece_state *ps, tb_cloth_piece *p
             out[2] = n.z;
         }
     }
-}
-
-/* Closest point on segment ab to q, as the vector q - closest. */
-static tb_vec3 capsule_offset(const tb_cloth_capsule *cap, tb_vec3 q)
-{
-    tb_vec3 ab = tb_v3_sub(cap->b, cap->a);
-    float len2 = tb_v3_len_sq(ab);
-    float t = len2 > 1e-12f ? tb_clampf(tb_v3_dot(tb_v3_sub(q, cap->a), ab) / len2, 0.0f, 1.0f) : 0.0f;
-    return tb_v3_sub(q, tb_v3_mad(cap->a, ab, t));
 }
 
 static void integrate(tb_cloth_world *world, tb_cloth_piece_state *ps, tb_cloth_piece *p, int piece_index,
@@ -220,36 +212,48 @@ static inline void solve_scalar(tb_cloth_piece *p, int a, int b, float rest, flo
     solve_one(&p->px[a], &p->py[a], &p->pz[a], &p->px[b], &p->py[b], &p->pz[b], p->inv_mass[a], p->inv_mass[b], rest, k);
 }
 
-/* A run with stride 1: lanes are consecutive points in both rows. */
+/* A run: lanes are consecutive points in both rows. The last group of a run
+ * may be partial: its missing lanes get zero inverse masses on both ends, so
+ * they move nothing (the points they load lie in the next row or in the
+ * padding after the last one, and are stored back as they were). */
 static void solve_run(tb_cloth_piece *p, run r, float rest, float k)
 {
-    int t = 0;
 #if defined(__SSE2__)
     __m128 vr = _mm_set1_ps(rest), vk = _mm_set1_ps(k);
-    for (; t + 4 <= r.count; t += 4) {
+    const __m128 lane = _mm_set_ps(3.0f, 2.0f, 1.0f, 0.0f);
+    for (int t = 0; t < r.count; t += 4) {
         lanes a = load4(p, r.a0 + t), b = load4(p, r.b0 + t);
+        if (t + 4 > r.count) {
+            __m128 valid = _mm_cmplt_ps(lane, _mm_set1_ps((float)(r.count - t)));
+            a.w = _mm_and_ps(a.w, valid);
+            b.w = _mm_and_ps(b.w, valid);
+        }
         solve_four(&a, &b, vr, vk);
         store4(p, r.a0 + t, &a);
         store4(p, r.b0 + t, &b);
     }
+#else
+    for (int t = 0; t < r.count; t++) solve_scalar(p, r.a0 + t, r.b0 + t, rest, k);
 #endif
-    for (; t < r.count; t++) solve_scalar(p, r.a0 + t, r.b0 + t, rest, k);
 }
 
 /* Along a row, pairs (i, i + gap) for gap 1 or 2 share points with their
  * neighbours, so they go in two passes whose pairs are disjoint:
  *   gap 1: i even, then i odd;   gap 2: i mod 4 in {0, 1}, then in {2, 3}.
  * Eight consecutive points hold four pairs of a pass; SIMD splits them into
- * an `a` and a `b` vector with one shuffle and puts them back after. */
+ * an `a` and a `b` vector with one shuffle and puts them back after. Lanes
+ * whose pair would run past the row are masked as in solve_run. */
 static void solve_row(tb_cloth_piece *p, int row, int w, int gap, float rest, float k)
 {
-    for (int pass = 0; pass < 2; pass++) {
-        int i = pass * gap; /* first pair of this pass */
 #if defined(__SSE2__)
-        __m128 vr = _mm_set1_ps(rest), vk = _mm_set1_ps(k);
-        for (; i + 8 <= w; i += 8) {
+    __m128 vr = _mm_set1_ps(rest), vk = _mm_set1_ps(k), vw = _mm_set1_ps((float)w);
+    const __m128 first = gap == 1 ? _mm_set_ps(7.0f, 5.0f, 3.0f, 1.0f) : _mm_set_ps(7.0f, 6.0f, 3.0f, 2.0f);
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = pass * gap; i + gap < w; i += 8) {
             int base = row + i;
             lanes lo = load4(p, base), hi = load4(p, base + 4), a, b;
+            /* lane m's far end is at i + first[m]; it must lie in the row */
+            __m128 valid = _mm_cmplt_ps(_mm_add_ps(_mm_set1_ps((float)i), first), vw);
             if (gap == 1) {
                 a.x = _mm_shuffle_ps(lo.x, hi.x, _MM_SHUFFLE(2, 0, 2, 0));
                 b.x = _mm_shuffle_ps(lo.x, hi.x, _MM_SHUFFLE(3, 1, 3, 1));
@@ -257,8 +261,8 @@ static void solve_row(tb_cloth_piece *p, int row, int w, int gap, float rest, fl
                 b.y = _mm_shuffle_ps(lo.y, hi.y, _MM_SHUFFLE(3, 1, 3, 1));
                 a.z = _mm_shuffle_ps(lo.z, hi.z, _MM_SHUFFLE(2, 0, 2, 0));
                 b.z = _mm_shuffle_ps(lo.z, hi.z, _MM_SHUFFLE(3, 1, 3, 1));
-                a.w = _mm_shuffle_ps(lo.w, hi.w, _MM_SHUFFLE(2, 0, 2, 0));
-                b.w = _mm_shuffle_ps(lo.w, hi.w, _MM_SHUFFLE(3, 1, 3, 1));
+                a.w = _mm_and_ps(_mm_shuffle_ps(lo.w, hi.w, _MM_SHUFFLE(2, 0, 2, 0)), valid);
+                b.w = _mm_and_ps(_mm_shuffle_ps(lo.w, hi.w, _MM_SHUFFLE(3, 1, 3, 1)), valid);
                 solve_four(&a, &b, vr, vk);
                 lo.x = _mm_unpacklo_ps(a.x, b.x); hi.x = _mm_unpackhi_ps(a.x, b.x);
                 lo.y = _mm_unpacklo_ps(a.y, b.y); hi.y = _mm_unpackhi_ps(a.y, b.y);
@@ -267,7 +271,8 @@ static void solve_row(tb_cloth_piece *p, int row, int w, int gap, float rest, fl
                 a.x = _mm_movelh_ps(lo.x, hi.x); b.x = _mm_movehl_ps(hi.x, lo.x);
                 a.y = _mm_movelh_ps(lo.y, hi.y); b.y = _mm_movehl_ps(hi.y, lo.y);
                 a.z = _mm_movelh_ps(lo.z, hi.z); b.z = _mm_movehl_ps(hi.z, lo.z);
-                a.w = _mm_movelh_ps(lo.w, hi.w); b.w = _mm_movehl_ps(hi.w, lo.w);
+                a.w = _mm_and_ps(_mm_movelh_ps(lo.w, hi.w), valid);
+                b.w = _mm_and_ps(_mm_movehl_ps(hi.w, lo.w), valid);
                 solve_four(&a, &b, vr, vk);
                 lo.x = _mm_movelh_ps(a.x, b.x); hi.x = _mm_movehl_ps(b.x, a.x);
                 lo.y = _mm_movelh_ps(a.y, b.y); hi.y = _mm_movehl_ps(b.y, a.y);
@@ -276,13 +281,14 @@ static void solve_row(tb_cloth_piece *p, int row, int w, int gap, float rest, fl
             store4(p, base, &lo);
             store4(p, base + 4, &hi);
         }
-#endif
-        /* The rest of this pass one pair at a time, in the same order. */
-        for (; i + gap < w; i++) {
+    }
+#else
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i + gap < w; i++) {
             int in_pass = gap == 1 ? (i & 1) == pass : ((i >> 1) & 1) == pass;
             if (in_pass) solve_scalar(p, row + i, row + i + gap, rest, k);
         }
-    }
+#endif
 }
 
 /* One iteration over every constraint: bend, then shear, then structural
@@ -301,13 +307,41 @@ static void solve_constraints(tb_cloth_piece *p, int w, int h)
 
 /* ---- collisions ----------------------------------------------------------------- */
 
-/* Push (x, y, z) out of the capsule to radius + skin; returns 1 if it was inside. */
-static int push_out(const tb_cloth_capsule *cap, float *x, float *y, float *z, float skin)
+/* A capsule prepared for many point tests this step: segment start and
+ * direction, 1/|ab|^2, and a bounding sphere to reject far points with one
+ * distance. */
+typedef struct capsule_fast {
+    tb_vec3 a, ab, centre;
+    float inv_len2, radius, bound;
+} capsule_fast;
+
+static capsule_fast prepare(const tb_cloth_capsule *cap, float margin)
 {
-    tb_vec3 q = tb_v3(*x, *y, *z);
-    tb_vec3 d = capsule_offset(cap, q);
+    capsule_fast f;
+    f.a = cap->a;
+    f.ab = tb_v3_sub(cap->b, cap->a);
+    float len2 = tb_v3_len_sq(f.ab);
+    f.inv_len2 = len2 > 1e-12f ? 1.0f / len2 : 0.0f;
+    f.radius = cap->radius;
+    f.centre = tb_v3_mad(cap->a, f.ab, 0.5f);
+    f.bound = 0.5f * sqrtf(len2) + cap->radius + margin;
+    return f;
+}
+
+/* q minus the closest point of the capsule's segment. */
+static inline tb_vec3 capsule_offset(const capsule_fast *c, tb_vec3 q)
+{
+    tb_vec3 aq = tb_v3_sub(q, c->a);
+    float t = tb_clampf(tb_v3_dot(aq, c->ab) * c->inv_len2, 0.0f, 1.0f);
+    return tb_v3_sub(aq, tb_v3_scale(c->ab, t));
+}
+
+/* Push (x, y, z) out of the capsule to radius + skin; returns 1 if it was inside. */
+static inline int push_out(const capsule_fast *c, float *x, float *y, float *z, float skin)
+{
+    tb_vec3 d = capsule_offset(c, tb_v3(*x, *y, *z));
     float d2 = tb_v3_len_sq(d);
-    float r = cap->radius;
+    float r = c->radius;
     if (d2 >= r * r) return 0;
     float len = sqrtf(d2);
     if (len < 1e-6f) return 0; /* on the axis: no direction to push in */
@@ -318,9 +352,14 @@ static int push_out(const tb_cloth_capsule *cap, float *x, float *y, float *z, f
     return 1;
 }
 
+static inline bool in_bound(const capsule_fast *c, tb_vec3 q)
+{
+    return tb_v3_len_sq(tb_v3_sub(q, c->centre)) < c->bound * c->bound;
+}
+
 /* Which capsules each free point might touch this step: one distance test
  * per point and capsule, so the iterations only test the near pairs. */
-static void find_pairs(const tb_cloth_world *world, const tb_cloth_piece_state *ps, tb_cloth_piece *p)
+static void find_pairs(const capsule_fast *caps, const tb_cloth_piece_state *ps, tb_cloth_piece *p)
 {
     int n = ps->width * ps->height;
     p->pair_count = 0;
@@ -328,19 +367,20 @@ static void find_pairs(const tb_cloth_world *world, const tb_cloth_piece_state *
         if (p->inv_mass[k] == 0.0f) continue;
         tb_vec3 q = tb_v3(ps->pos[3 * k], ps->pos[3 * k + 1], ps->pos[3 * k + 2]);
         for (int c = 0; c < p->capsule_count && p->pair_count < TB_CLOTH_MAX_PAIRS; c++) {
-            const tb_cloth_capsule *cap = &world->capsules[p->capsule_first + c];
+            const capsule_fast *cap = &caps[c];
+            if (!in_bound(cap, q)) continue;
             float reach = cap->radius + NEAR_MARGIN;
             if (tb_v3_len_sq(capsule_offset(cap, q)) < reach * reach)
-                p->pairs[p->pair_count++] = (tb_cloth_pair){(uint16_t)k, (uint16_t)(p->capsule_first + c)};
+                p->pairs[p->pair_count++] = (tb_cloth_pair){(uint16_t)k, (uint16_t)c};
         }
     }
 }
 
-static void collide_pairs(const tb_cloth_world *world, tb_cloth_piece *p)
+static void collide_pairs(const capsule_fast *caps, tb_cloth_piece *p)
 {
     for (int m = 0; m < p->pair_count; m++) {
         int k = p->pairs[m].point;
-        push_out(&world->capsules[p->pairs[m].capsule], &p->px[k], &p->py[k], &p->pz[k], 0.0f);
+        push_out(&caps[p->pairs[m].capsule], &p->px[k], &p->py[k], &p->pz[k], 0.0f);
     }
 }
 
@@ -361,7 +401,7 @@ static void collide_ground(tb_cloth_piece_state *ps, tb_cloth_piece *p)
 /* After the iterations: every free point against every capsule of its piece,
  * repeated while something moved (a push out of one capsule can land in the
  * next where two meet), at most three rounds. */
-static void collide_final(const tb_cloth_world *world, tb_cloth_piece_state *ps, const tb_cloth_piece *p)
+static void collide_final(const capsule_fast *caps, tb_cloth_piece_state *ps, const tb_cloth_piece *p)
 {
     int n = ps->width * ps->height;
     for (int k = 0; k < n; k++) {
@@ -370,7 +410,8 @@ static void collide_final(const tb_cloth_world *world, tb_cloth_piece_state *ps,
         for (int round = 0; round < 3; round++) {
             int moved = 0;
             for (int c = 0; c < p->capsule_count; c++)
-                moved |= push_out(&world->capsules[p->capsule_first + c], &x[0], &x[1], &x[2], COLLISION_SKIN);
+                if (in_bound(&caps[c], tb_v3(x[0], x[1], x[2])))
+                    moved |= push_out(&caps[c], &x[0], &x[1], &x[2], COLLISION_SKIN);
             if (!moved) break;
         }
     }
@@ -415,16 +456,18 @@ void tb_cloth__solve_step(tb_cloth_world *world)
     for (int i = 0; i < st->piece_count; i++) {
         tb_cloth_piece_state *ps = &st->pieces[i];
         tb_cloth_piece *p = &world->pieces[i];
+        capsule_fast caps[TB_CLOTH_MAX_CAPSULES];
+        for (int c = 0; c < p->capsule_count; c++) caps[c] = prepare(&world->capsules[p->capsule_first + c], NEAR_MARGIN);
         integrate(world, ps, p, i, wind);
-        find_pairs(world, ps, p);
+        find_pairs(caps, ps, p);
         to_columns(ps, p);
         for (int it = 0; it < st->iterations; it++) {
             solve_constraints(p, ps->width, ps->height);
-            collide_pairs(world, p);
+            collide_pairs(caps, p);
             collide_ground(ps, p);
         }
         from_columns(ps, p);
-        collide_final(world, ps, p);
+        collide_final(caps, ps, p);
         tb_cloth__compute_normals(ps, p);
     }
     st->step_count++;
