@@ -103,6 +103,19 @@ static int build_mesh(tb_soft_world *world)
         world->neighbours[fill[a]++] = (uint16_t)b;
         world->neighbours[fill[b]++] = (uint16_t)a;
     }
+    /* Corner lists (CSR): triangle (a, b, c) gives a the pair (b, c), b the
+     * pair (c, a), c the pair (a, b), in triangle order. */
+    int corners[TB_SOFT_V] = {0};
+    for (int k = 0; k < 3 * TB_SOFT_T; k++) corners[world->triangles[k]]++;
+    world->corner_start[0] = 0;
+    for (int i = 0; i < TB_SOFT_V; i++) world->corner_start[i + 1] = (uint16_t)(world->corner_start[i] + corners[i]);
+    for (int i = 0; i < TB_SOFT_V; i++) fill[i] = world->corner_start[i];
+    for (int t = 0; t < TB_SOFT_T; t++)
+        for (int k = 0; k < 3; k++) {
+            int v = world->triangles[3 * t + k], m = fill[v]++;
+            world->corner_pairs[2 * m] = world->triangles[3 * t + (k + 1) % 3];
+            world->corner_pairs[2 * m + 1] = world->triangles[3 * t + (k + 2) % 3];
+        }
     return 0;
 }
 

@@ -54,10 +54,14 @@ struct tb_soft_world {
     float sphere[TB_SOFT_V * 3];
     uint16_t neighbour_start[TB_SOFT_V + 1];
     uint16_t neighbours[TB_SOFT_E * 2];
+    uint16_t corner_start[TB_SOFT_V + 1];   /* per vertex, its triangles as (b, c): */
+    uint16_t corner_pairs[TB_SOFT_T * 3 * 2]; /* the other two corners in winding order */
     /* scratch, per step */
     float prev[TB_SOFT_V * 3];
     float grad[TB_SOFT_V * 3];
     float weight[TB_SOFT_V];
+    float volume_ref_pos[TB_SOFT_V * 3];
+    float volume_ref, volume_denominator;
     float smooth[TB_SOFT_V * 3];
     tb_soft_state load_scratch;
 };

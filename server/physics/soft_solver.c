@@ -34,17 +34,31 @@
 static inline tb_vec3 vload(const float *p, int i) { return tb_v3(p[3 * i], p[3 * i + 1], p[3 * i + 2]); }
 static inline void vstore(float *p, int i, tb_vec3 v) { p[3 * i] = v.x; p[3 * i + 1] = v.y; p[3 * i + 2] = v.z; }
 
-/* Signed volume of the closed mesh: sum over triangles of the tetrahedron
- * (origin, a, b, c), V = 1/6 sum a . (b x c). */
+/* Volume gradient, per vertex, from its incident triangles: over triangle
+ * (a, b, c) of the signed volume V = 1/6 sum a . (b x c) (tetrahedra against
+ * the origin), dV/da = (b x c) / 6, and cyclically. So with G_i the sum of
+ * (b x c) over i's triangles, each written (i, b, c) in winding order,
+ * grad_i = G_i / 6; and since sum_i p_i . G_i counts every triangle's
+ * a . (b x c) three times, V = sum_i p_i . G_i / 18. Walking vertices instead
+ * of triangles keeps each G_i in registers (no scattered adds). Returns V. */
+static float volume_and_gradient(const tb_soft_world *world, const float *pos, float *g)
+{
+    float sum = 0.0f;
+    for (int i = 0; i < TB_SOFT_V; i++) {
+        tb_vec3 acc = tb_v3_zero();
+        for (int m = world->corner_start[i]; m < world->corner_start[i + 1]; m++) {
+            const uint16_t *bc = &world->corner_pairs[2 * m];
+            acc = tb_v3_add(acc, tb_v3_cross(vload(pos, bc[0]), vload(pos, bc[1])));
+        }
+        if (g) vstore(g, i, acc);
+        sum += tb_v3_dot(vload(pos, i), acc);
+    }
+    return sum / 18.0f;
+}
+
 float tb_soft__volume(const tb_soft_world *world, const float *pos)
 {
-    float v = 0.0f;
-    for (int t = 0; t < TB_SOFT_T; t++) {
-        const uint16_t *tri = &world->triangles[3 * t];
-        tb_vec3 a = vload(pos, tri[0]), b = vload(pos, tri[1]), c = vload(pos, tri[2]);
-        v += tb_v3_dot(a, tb_v3_cross(b, c));
-    }
-    return v / 6.0f;
+    return volume_and_gradient(world, pos, NULL);
 }
 
 /* A point at most TB_SOFT_MAX_RADIUS from the centre. */
@@ -140,11 +154,9 @@ static void solve_edges(tb_soft_world *world, float k)
     }
 }
 
-/* One global volume constraint C = V - V0 (PBD, zero compliance).
- * dV/dp_a over triangle (a, b, c) is (b x c) / 6, and cyclically, so
- * grad_i = 1/6 sum over i's triangles of the cross product of the other two.
- * With per-vertex weights w_i (inverse masses), lambda = -C / sum w_i |grad_i|^2
- * and each vertex moves lambda w_i grad_i.
+/* One global volume constraint C = V - V0 (PBD, zero compliance). With
+ * per-vertex weights w_i (inverse masses), lambda = -C / sum w_i |grad_i|^2
+ * and each vertex moves lambda w_i grad_i (gradient: volume_and_gradient).
  *
  * Weights are 1 except during a press: then the side under the finger is
  * held (w = 0 at the press point) and the far side is free (w = 1 at the
@@ -152,37 +164,38 @@ static void solve_edges(tb_soft_world *world, float k)
  * vertex direction. The displaced volume therefore goes out the far side, as
  * the seed wants ("press one side and the other side swells"); with equal
  * weights it would spread evenly and recentering would cancel it there. */
-static void solve_volume(tb_soft_world *world)
+static void solve_volume(tb_soft_world *world, int substep)
 {
     tb_soft_state *st = &world->state;
-    float *g = world->grad;
-    memset(g, 0, sizeof world->grad);
-    float six_v = 0.0f;
-    for (int t = 0; t < TB_SOFT_T; t++) {
-        const uint16_t *tri = &world->triangles[3 * t];
-        tb_vec3 a = vload(st->pos, tri[0]), b = vload(st->pos, tri[1]), c = vload(st->pos, tri[2]);
-        tb_vec3 bc = tb_v3_cross(b, c), ca = tb_v3_cross(c, a), ab = tb_v3_cross(a, b);
-        six_v += tb_v3_dot(a, bc);
-        vstore(g, tri[0], tb_v3_add(vload(g, tri[0]), bc));
-        vstore(g, tri[1], tb_v3_add(vload(g, tri[1]), ca));
-        vstore(g, tri[2], tb_v3_add(vload(g, tri[2]), ab));
-    }
-    float c = six_v / 6.0f - st->rest_volume;
+    float *g = world->grad; /* holds G_i = 6 grad_i */
     float *w = world->weight;
-    if (st->press_active) {
-        for (int i = 0; i < TB_SOFT_V; i++) {
-            tb_vec3 u = tb_v3_norm(vload(st->pos, i));
-            float f = 0.5f * (1.0f - tb_v3_dot(st->press_normal, u));
-            w[i] = f * f;
+    float v;
+    if (substep == 0) {
+        /* Exact volume and gradient once per step; the later substeps use
+         * this gradient and the first-order change V + grad . (p - p_ref),
+         * which is off by the square of a substep's motion (micrometres). */
+        v = volume_and_gradient(world, st->pos, g);
+        world->volume_ref = v;
+        memcpy(world->volume_ref_pos, st->pos, sizeof world->volume_ref_pos);
+        if (st->press_active) {
+            for (int i = 0; i < TB_SOFT_V; i++) {
+                tb_vec3 u = tb_v3_norm(vload(st->pos, i));
+                float f = 0.5f * (1.0f - tb_v3_dot(st->press_normal, u));
+                w[i] = f * f;
+            }
+        } else {
+            for (int i = 0; i < TB_SOFT_V; i++) w[i] = 1.0f;
         }
+        float sum = 0.0f;
+        for (int i = 0; i < TB_SOFT_V; i++) sum += w[i] * tb_v3_len_sq(vload(g, i));
+        world->volume_denominator = sum * (1.0f / 36.0f);
     } else {
-        for (int i = 0; i < TB_SOFT_V; i++) w[i] = 1.0f;
+        float dv = 0.0f;
+        for (int k = 0; k < 3 * TB_SOFT_V; k++) dv += g[k] * (st->pos[k] - world->volume_ref_pos[k]);
+        v = world->volume_ref + dv * (1.0f / 6.0f);
     }
-    float sum = 0.0f;
-    for (int i = 0; i < TB_SOFT_V; i++) sum += w[i] * tb_v3_len_sq(vload(g, i));
-    sum *= 1.0f / 36.0f;
-    if (sum < 1e-12f) return;
-    float s = -c / sum / 6.0f;
+    if (world->volume_denominator < 1e-12f) return;
+    float s = -(v - st->rest_volume) / world->volume_denominator / 6.0f;
     for (int i = 0; i < TB_SOFT_V; i++) {
         float f = s * w[i];
         st->pos[3 * i] += f * g[3 * i];
@@ -283,7 +296,7 @@ void tb_soft__solve_step(tb_soft_world *world, float dt)
         if (st->grab_count > 0) apply_grabs(st, pull);
         if (st->press_active) apply_press(st);
         solve_edges(world, k);
-        if (st->volume_on) solve_volume(world);
+        if (st->volume_on) solve_volume(world, s);
         shape_memory_and_limit(st, mem);
         update_velocities(st, world->prev, inv_sdt);
     }
