@@ -50,7 +50,7 @@ tb_soft_def tb_soft_def_default(void)
     d.stiffness = 0.6f;
     d.plasticity = true;
     d.volume_preservation = true;
-    d.substeps = 3;
+    d.substeps = 2;
     return d;
 }
 
