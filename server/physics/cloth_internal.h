@@ -60,7 +60,7 @@ typedef struct tb_cloth_pair {
 } tb_cloth_pair;
 
 #define TB_CLOTH_MAX_PAIRS (TB_CLOTH_MAX_POINTS * 4)
-#define TB_CLOTH_PAD 8
+#define TB_CLOTH_PAD 16
 
 /* The distance constraints are not stored: on a grid they are six families
  * (horizontal and vertical neighbours, two diagonals, horizontal and vertical
@@ -75,13 +75,15 @@ typedef struct tb_cloth_piece {
     int capsule_first, capsule_count; /* the capsules this piece collides with */
     float size_x, size_y;             /* physical size, m */
     float rest_x, rest_y, rest_diag;  /* neighbour rest lengths; one apart is twice rest_x / rest_y */
-    /* Columns for the iterations, padded so a group of eight past the last
+    /* Columns for the iterations, padded so a group of sixteen past the last
      * row stays inside (the padding is zero and never moves). */
     float inv_mass[TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD]; /* 0 pinned or grabbed, 1 free */
     float px[TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD];
     float py[TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD];
     float pz[TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD];
     tb_cloth_pair pairs[TB_CLOTH_MAX_PAIRS];
+    int low_count;                       /* free points near the ground this step */
+    uint16_t low[TB_CLOTH_MAX_POINTS];
     uint8_t pinned[TB_CLOTH_MAX_POINTS];
     float normals[TB_CLOTH_MAX_POINTS * 3];
     uint16_t pins[TB_CLOTH_GRID_MAX * 2];
@@ -96,6 +98,7 @@ struct tb_cloth_world {
     int capsule_count;
     tb_cloth_capsule capsules[TB_CLOTH_MAX_CAPSULES];
     tb_vec3 figure_forward, figure_torso_centre;
+    bool use_avx; /* solve constraints 8 wide (same results as 4 wide); set at create */
 };
 
 /* ---- between the files -------------------------------------------------------- */
@@ -121,6 +124,7 @@ void tb_cloth__figure_pose(const tb_cloth_figure_state *fig, tb_cloth_capsule *c
 
 /* cloth_solver.c */
 void tb_cloth__solve_step(tb_cloth_world *world);
+bool tb_cloth__cpu_has_avx(void);
 void tb_cloth__compute_normals(const tb_cloth_piece_state *ps, tb_cloth_piece *p);
 
 /* cloth.c: recompute every derived field from world->state. */

@@ -127,7 +127,9 @@ static void integrate(tb_cloth_world *world, tb_cloth_piece_state *ps, tb_cloth_
         if (!gr->active || gr->piece != piece_index) continue;
         int j = 3 * gr->point;
         tb_vec3 cur = tb_v3(x[j], x[j + 1], x[j + 2]);
-        tb_vec3 d = tb_v3_sub(gr->target, cur);
+        tb_vec3 target = gr->target;
+        target.y = tb_maxf(target.y, TB_CLOTH_GROUND_Y); /* nobody drags cloth into the ground */
+        tb_vec3 d = tb_v3_sub(target, cur);
         float len = tb_v3_len(d);
         if (len > GRAB_MAX_STEP) d = tb_v3_scale(d, GRAB_MAX_STEP / len);
         o[j] = x[j];
@@ -171,6 +173,15 @@ typedef struct run {
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
+#endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define TB_CLOTH_HAVE_AVX 1
+#include <immintrin.h>
+#else
+#define TB_CLOTH_HAVE_AVX 0
+#endif
+
+#if defined(__SSE2__)
 
 typedef struct lanes { __m128 x, y, z, w; } lanes;
 
@@ -305,6 +316,132 @@ static void solve_constraints(tb_cloth_piece *p, int w, int h)
     for (int j = 0; j + 1 < h; j++) solve_run(p, (run){j * w, (j + 1) * w, w, 1}, p->rest_y, STIFF_STRUCTURAL);
 }
 
+/* The same walk eight at a time with AVX, chosen at run time when the CPU
+ * has it (tb_cloth__cpu_has_avx). Every run and every row pass is a set of
+ * mutually independent constraints, so solving them four or eight at a time,
+ * in any grouping, gives the same bits; test_cloth checks it. Rows: AVX
+ * shuffles work inside 128-bit halves, so the lanes come out permuted
+ * ([0,2,8,10 | 4,6,12,14] for gap 1), the same way for a and b, and the
+ * unpacks put them back. */
+#if TB_CLOTH_HAVE_AVX
+#define AVX_FN __attribute__((target("avx")))
+
+typedef struct lanes8 { __m256 x, y, z, w; } lanes8;
+
+static inline AVX_FN void solve_eight(lanes8 *a, lanes8 *b, __m256 rest, __m256 k)
+{
+    const __m256 one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f);
+    __m256 dx = _mm256_sub_ps(b->x, a->x), dy = _mm256_sub_ps(b->y, a->y), dz = _mm256_sub_ps(b->z, a->z);
+    __m256 d2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy)), _mm256_mul_ps(dz, dz));
+    __m256 d = _mm256_max_ps(_mm256_sqrt_ps(d2), _mm256_set1_ps(1e-6f));
+    __m256 f = _mm256_div_ps(_mm256_sub_ps(d, rest), d);
+    f = _mm256_and_ps(f, _mm256_cmp_ps(d2, _mm256_set1_ps(1e-12f), _CMP_GE_OQ));
+    __m256 sa = _mm256_mul_ps(_mm256_mul_ps(k, a->w), _mm256_sub_ps(one, _mm256_mul_ps(half, b->w)));
+    __m256 sb = _mm256_mul_ps(_mm256_mul_ps(k, b->w), _mm256_sub_ps(one, _mm256_mul_ps(half, a->w)));
+    __m256 fa = _mm256_mul_ps(f, sa), fb = _mm256_mul_ps(f, sb);
+    a->x = _mm256_add_ps(a->x, _mm256_mul_ps(dx, fa));
+    a->y = _mm256_add_ps(a->y, _mm256_mul_ps(dy, fa));
+    a->z = _mm256_add_ps(a->z, _mm256_mul_ps(dz, fa));
+    b->x = _mm256_sub_ps(b->x, _mm256_mul_ps(dx, fb));
+    b->y = _mm256_sub_ps(b->y, _mm256_mul_ps(dy, fb));
+    b->z = _mm256_sub_ps(b->z, _mm256_mul_ps(dz, fb));
+}
+
+static inline AVX_FN lanes8 load8(const tb_cloth_piece *p, int i)
+{
+    lanes8 l = {_mm256_loadu_ps(&p->px[i]), _mm256_loadu_ps(&p->py[i]), _mm256_loadu_ps(&p->pz[i]),
+                _mm256_loadu_ps(&p->inv_mass[i])};
+    return l;
+}
+
+static inline AVX_FN void store8(tb_cloth_piece *p, int i, const lanes8 *l)
+{
+    _mm256_storeu_ps(&p->px[i], l->x);
+    _mm256_storeu_ps(&p->py[i], l->y);
+    _mm256_storeu_ps(&p->pz[i], l->z);
+}
+
+static AVX_FN void solve_run_avx(tb_cloth_piece *p, run r, float rest, float k)
+{
+    __m256 vr = _mm256_set1_ps(rest), vk = _mm256_set1_ps(k);
+    const __m256 lane = _mm256_set_ps(7.0f, 6.0f, 5.0f, 4.0f, 3.0f, 2.0f, 1.0f, 0.0f);
+    for (int t = 0; t < r.count; t += 8) {
+        lanes8 a = load8(p, r.a0 + t), b = load8(p, r.b0 + t);
+        if (t + 8 > r.count) {
+            __m256 valid = _mm256_cmp_ps(lane, _mm256_set1_ps((float)(r.count - t)), _CMP_LT_OQ);
+            a.w = _mm256_and_ps(a.w, valid);
+            b.w = _mm256_and_ps(b.w, valid);
+        }
+        solve_eight(&a, &b, vr, vk);
+        store8(p, r.a0 + t, &a);
+        store8(p, r.b0 + t, &b);
+    }
+}
+
+static AVX_FN void solve_row_avx(tb_cloth_piece *p, int row, int w, int gap, float rest, float k)
+{
+    __m256 vr = _mm256_set1_ps(rest), vk = _mm256_set1_ps(k), vw = _mm256_set1_ps((float)w);
+    /* far end of each lane's pair, relative to the group start (lane order as permuted) */
+    const __m256 far = gap == 1 ? _mm256_set_ps(15, 13, 7, 5, 11, 9, 3, 1) : _mm256_set_ps(15, 14, 7, 6, 11, 10, 3, 2);
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = pass * gap; i + gap < w; i += 16) {
+            int base = row + i;
+            lanes8 lo = load8(p, base), hi = load8(p, base + 8), a, b;
+            __m256 valid = _mm256_cmp_ps(_mm256_add_ps(_mm256_set1_ps((float)i), far), vw, _CMP_LT_OQ);
+            if (gap == 1) {
+                a.x = _mm256_shuffle_ps(lo.x, hi.x, _MM_SHUFFLE(2, 0, 2, 0));
+                b.x = _mm256_shuffle_ps(lo.x, hi.x, _MM_SHUFFLE(3, 1, 3, 1));
+                a.y = _mm256_shuffle_ps(lo.y, hi.y, _MM_SHUFFLE(2, 0, 2, 0));
+                b.y = _mm256_shuffle_ps(lo.y, hi.y, _MM_SHUFFLE(3, 1, 3, 1));
+                a.z = _mm256_shuffle_ps(lo.z, hi.z, _MM_SHUFFLE(2, 0, 2, 0));
+                b.z = _mm256_shuffle_ps(lo.z, hi.z, _MM_SHUFFLE(3, 1, 3, 1));
+                a.w = _mm256_and_ps(_mm256_shuffle_ps(lo.w, hi.w, _MM_SHUFFLE(2, 0, 2, 0)), valid);
+                b.w = _mm256_and_ps(_mm256_shuffle_ps(lo.w, hi.w, _MM_SHUFFLE(3, 1, 3, 1)), valid);
+                solve_eight(&a, &b, vr, vk);
+                lo.x = _mm256_unpacklo_ps(a.x, b.x); hi.x = _mm256_unpackhi_ps(a.x, b.x);
+                lo.y = _mm256_unpacklo_ps(a.y, b.y); hi.y = _mm256_unpackhi_ps(a.y, b.y);
+                lo.z = _mm256_unpacklo_ps(a.z, b.z); hi.z = _mm256_unpackhi_ps(a.z, b.z);
+            } else {
+                a.x = _mm256_shuffle_ps(lo.x, hi.x, _MM_SHUFFLE(1, 0, 1, 0));
+                b.x = _mm256_shuffle_ps(lo.x, hi.x, _MM_SHUFFLE(3, 2, 3, 2));
+                a.y = _mm256_shuffle_ps(lo.y, hi.y, _MM_SHUFFLE(1, 0, 1, 0));
+                b.y = _mm256_shuffle_ps(lo.y, hi.y, _MM_SHUFFLE(3, 2, 3, 2));
+                a.z = _mm256_shuffle_ps(lo.z, hi.z, _MM_SHUFFLE(1, 0, 1, 0));
+                b.z = _mm256_shuffle_ps(lo.z, hi.z, _MM_SHUFFLE(3, 2, 3, 2));
+                a.w = _mm256_and_ps(_mm256_shuffle_ps(lo.w, hi.w, _MM_SHUFFLE(1, 0, 1, 0)), valid);
+                b.w = _mm256_and_ps(_mm256_shuffle_ps(lo.w, hi.w, _MM_SHUFFLE(3, 2, 3, 2)), valid);
+                solve_eight(&a, &b, vr, vk);
+                lo.x = _mm256_shuffle_ps(a.x, b.x, _MM_SHUFFLE(1, 0, 1, 0)); hi.x = _mm256_shuffle_ps(a.x, b.x, _MM_SHUFFLE(3, 2, 3, 2));
+                lo.y = _mm256_shuffle_ps(a.y, b.y, _MM_SHUFFLE(1, 0, 1, 0)); hi.y = _mm256_shuffle_ps(a.y, b.y, _MM_SHUFFLE(3, 2, 3, 2));
+                lo.z = _mm256_shuffle_ps(a.z, b.z, _MM_SHUFFLE(1, 0, 1, 0)); hi.z = _mm256_shuffle_ps(a.z, b.z, _MM_SHUFFLE(3, 2, 3, 2));
+            }
+            store8(p, base, &lo);
+            store8(p, base + 8, &hi);
+        }
+    }
+}
+
+static AVX_FN void solve_constraints_avx(tb_cloth_piece *p, int w, int h)
+{
+    for (int j = 0; j < h; j++) solve_row_avx(p, j * w, w, 2, 2.0f * p->rest_x, STIFF_BEND);
+    for (int j = 0; j + 2 < h; j++) solve_run_avx(p, (run){j * w, (j + 2) * w, w, 1}, 2.0f * p->rest_y, STIFF_BEND);
+    for (int j = 0; j + 1 < h; j++) {
+        solve_run_avx(p, (run){j * w, (j + 1) * w + 1, w - 1, 1}, p->rest_diag, STIFF_SHEAR);
+        solve_run_avx(p, (run){j * w + 1, (j + 1) * w, w - 1, 1}, p->rest_diag, STIFF_SHEAR);
+    }
+    for (int j = 0; j < h; j++) solve_row_avx(p, j * w, w, 1, p->rest_x, STIFF_STRUCTURAL);
+    for (int j = 0; j + 1 < h; j++) solve_run_avx(p, (run){j * w, (j + 1) * w, w, 1}, p->rest_y, STIFF_STRUCTURAL);
+}
+
+bool tb_cloth__cpu_has_avx(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx") != 0;
+}
+#else
+bool tb_cloth__cpu_has_avx(void) { return false; }
+#endif
+
 /* ---- collisions ----------------------------------------------------------------- */
 
 /* A capsule prepared for many point tests this step: segment start and
@@ -357,15 +494,18 @@ static inline bool in_bound(const capsule_fast *c, tb_vec3 q)
     return tb_v3_len_sq(tb_v3_sub(q, c->centre)) < c->bound * c->bound;
 }
 
-/* Which capsules each free point might touch this step: one distance test
- * per point and capsule, so the iterations only test the near pairs. */
+/* Which capsules each free point might touch this step (one distance test
+ * per point and capsule) and which points are near the ground, so the
+ * iterations only test those. */
 static void find_pairs(const capsule_fast *caps, const tb_cloth_piece_state *ps, tb_cloth_piece *p)
 {
     int n = ps->width * ps->height;
     p->pair_count = 0;
+    p->low_count = 0;
     for (int k = 0; k < n; k++) {
         if (p->inv_mass[k] == 0.0f) continue;
         tb_vec3 q = tb_v3(ps->pos[3 * k], ps->pos[3 * k + 1], ps->pos[3 * k + 2]);
+        if (q.y < TB_CLOTH_GROUND_Y + NEAR_MARGIN) p->low[p->low_count++] = (uint16_t)k;
         for (int c = 0; c < p->capsule_count && p->pair_count < TB_CLOTH_MAX_PAIRS; c++) {
             const capsule_fast *cap = &caps[c];
             if (!in_bound(cap, q)) continue;
@@ -386,10 +526,10 @@ static void collide_pairs(const capsule_fast *caps, tb_cloth_piece *p)
 
 static void collide_ground(tb_cloth_piece_state *ps, tb_cloth_piece *p)
 {
-    int n = ps->width * ps->height;
     float *o = ps->prev;
-    for (int k = 0; k < n; k++) {
-        if (p->py[k] < TB_CLOTH_GROUND_Y && p->inv_mass[k] != 0.0f) {
+    for (int m = 0; m < p->low_count; m++) {
+        int k = p->low[m];
+        if (p->py[k] < TB_CLOTH_GROUND_Y) {
             p->py[k] = TB_CLOTH_GROUND_Y;
             /* Ground friction (the seed's): halve the sliding velocity. */
             o[3 * k] += (p->px[k] - o[3 * k]) * 0.5f;
@@ -414,6 +554,8 @@ static void collide_final(const capsule_fast *caps, tb_cloth_piece_state *ps, co
                     moved |= push_out(&caps[c], &x[0], &x[1], &x[2], COLLISION_SKIN);
             if (!moved) break;
         }
+        /* a point that fell faster than the near-ground margin per step */
+        if (x[1] < TB_CLOTH_GROUND_Y) x[1] = TB_CLOTH_GROUND_Y;
     }
 }
 
@@ -462,7 +604,11 @@ void tb_cloth__solve_step(tb_cloth_world *world)
         find_pairs(caps, ps, p);
         to_columns(ps, p);
         for (int it = 0; it < st->iterations; it++) {
-            solve_constraints(p, ps->width, ps->height);
+#if TB_CLOTH_HAVE_AVX
+            if (world->use_avx) solve_constraints_avx(p, ps->width, ps->height);
+            else
+#endif
+                solve_constraints(p, ps->width, ps->height);
             collide_pairs(caps, p);
             collide_ground(ps, p);
         }

@@ -310,6 +310,31 @@ static void grabbed_point_follows_pointer_and_poke_pushes(void **state)
     tb_cloth_world_destroy(w);
 }
 
+static void cloth_stays_above_the_ground(void **state)
+{
+    (void)state;
+    tb_cloth_world *w = make_world(TB_CLOTH_SCENE_FLAG, 0.0f, false);
+    tb_cloth_view v = view_of(w, TB_CLOTH_KIND_FLAG);
+    tb_vec3 corner = point(&v, v.point_count - 1);
+    assert_int_equal(tb_cloth_world_grab_start(w, 1, 1, corner), TB_CLOTH_OK);
+    assert_int_equal(tb_cloth_world_grab_move(w, 1, 1, tb_v3(corner.x + 0.5f, -3.0f, corner.z)), TB_CLOTH_OK);
+    float lowest = INFINITY;
+    for (int s = 0; s < 3 * STEPS_PER_SECOND; s++) {
+        if (s == 2 * STEPS_PER_SECOND) {
+            assert_int_equal(tb_cloth_world_grab_end(w, 1, 1), TB_CLOTH_OK);
+            /* and throw it down hard */
+            assert_int_equal(tb_cloth_world_poke(w, corner, tb_v3(0, -20.0f, 0), 3.0f), TB_CLOTH_OK);
+        }
+        tb_cloth_world_step(w);
+        v = view_of(w, TB_CLOTH_KIND_FLAG);
+        for (int k = 0; k < v.point_count; k++) lowest = tb_minf(lowest, v.positions[3 * k + 1]);
+    }
+    print_message("lowest flag point %.4f m (ground at 0.02)\n", lowest);
+    assert_true(lowest >= 0.02f);
+    assert_true(lowest < 0.05f); /* it did reach the ground */
+    tb_cloth_world_destroy(w);
+}
+
 static void grid_size_change_rebuilds_the_piece(void **state)
 {
     (void)state;
@@ -462,6 +487,28 @@ static void saved_cloth_continues_identically(void **state)
     tb_cloth_world_destroy(b);
 }
 
+/* The constraint walk runs 8 wide (AVX) where the CPU has it, else 4 wide;
+ * both must give the same bits, or rooms would differ between machines. */
+static void avx_and_sse_paths_give_identical_results(void **state)
+{
+    (void)state;
+    tb_cloth_world *a = make_world(TB_CLOTH_SCENE_FLAG_AND_CAPE, 6.0f, true);
+    tb_cloth_world *b = make_world(TB_CLOTH_SCENE_FLAG_AND_CAPE, 6.0f, true);
+    if (!a->use_avx) print_message("no AVX on this CPU: comparing the 4-wide path with itself\n");
+    b->use_avx = false;
+    /* odd grid sizes exercise the partial groups of both widths */
+    for (int t = 0; t < 2; t++) {
+        tb_cloth_world *w = t ? b : a;
+        assert_int_equal(tb_cloth_world_set_grid(w, TB_CLOTH_KIND_FLAG, 21, 7), TB_CLOTH_OK);
+        assert_int_equal(tb_cloth_world_set_grid(w, TB_CLOTH_KIND_CAPE, 5, 13), TB_CLOTH_OK);
+    }
+    scripted(a, 200);
+    scripted(b, 200);
+    assert_true(tb_cloth_world_hash(a) == tb_cloth_world_hash(b));
+    tb_cloth_world_destroy(a);
+    tb_cloth_world_destroy(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -473,10 +520,12 @@ int main(void)
         cmocka_unit_test(flag_hangs_down_without_wind),
         cmocka_unit_test(flag_stands_out_from_pole_in_strong_wind),
         cmocka_unit_test(grabbed_point_follows_pointer_and_poke_pushes),
+        cmocka_unit_test(cloth_stays_above_the_ground),
         cmocka_unit_test(grid_size_change_rebuilds_the_piece),
         cmocka_unit_test(bad_cloth_inputs_are_rejected_and_change_nothing),
         cmocka_unit_test(same_cloth_inputs_give_identical_results),
         cmocka_unit_test(saved_cloth_continues_identically),
+        cmocka_unit_test(avx_and_sse_paths_give_identical_results),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
