@@ -489,14 +489,11 @@ static inline int push_out(const capsule_fast *c, float *x, float *y, float *z, 
     return 1;
 }
 
-static inline bool in_bound(const capsule_fast *c, tb_vec3 q)
-{
-    return tb_v3_len_sq(tb_v3_sub(q, c->centre)) < c->bound * c->bound;
-}
-
 /* Which capsules each free point might touch this step (one distance test
  * per point and capsule) and which points are near the ground, so the
- * iterations only test those. */
+ * iterations and the final pass only test those. "Might touch": within
+ * NEAR_MARGIN (which covers the capsules' own motion in a step) plus the
+ * point's own motion this step (|p - o|, which covers pokes and throws). */
 static void find_pairs(const capsule_fast *caps, const tb_cloth_piece_state *ps, tb_cloth_piece *p)
 {
     int n = ps->width * ps->height;
@@ -505,11 +502,13 @@ static void find_pairs(const capsule_fast *caps, const tb_cloth_piece_state *ps,
     for (int k = 0; k < n; k++) {
         if (p->inv_mass[k] == 0.0f) continue;
         tb_vec3 q = tb_v3(ps->pos[3 * k], ps->pos[3 * k + 1], ps->pos[3 * k + 2]);
-        if (q.y < TB_CLOTH_GROUND_Y + NEAR_MARGIN) p->low[p->low_count++] = (uint16_t)k;
+        float moved = tb_v3_dist(q, tb_v3(ps->prev[3 * k], ps->prev[3 * k + 1], ps->prev[3 * k + 2]));
+        if (q.y < TB_CLOTH_GROUND_Y + NEAR_MARGIN + moved) p->low[p->low_count++] = (uint16_t)k;
         for (int c = 0; c < p->capsule_count && p->pair_count < TB_CLOTH_MAX_PAIRS; c++) {
             const capsule_fast *cap = &caps[c];
-            if (!in_bound(cap, q)) continue;
-            float reach = cap->radius + NEAR_MARGIN;
+            float bound = cap->bound + moved;
+            if (tb_v3_len_sq(tb_v3_sub(q, cap->centre)) >= bound * bound) continue;
+            float reach = cap->radius + NEAR_MARGIN + moved;
             if (tb_v3_len_sq(capsule_offset(cap, q)) < reach * reach)
                 p->pairs[p->pair_count++] = (tb_cloth_pair){(uint16_t)k, (uint16_t)c};
         }
@@ -538,24 +537,26 @@ static void collide_ground(tb_cloth_piece_state *ps, tb_cloth_piece *p)
     }
 }
 
-/* After the iterations: every free point against every capsule of its piece,
- * repeated while something moved (a push out of one capsule can land in the
- * next where two meet), at most three rounds. */
+/* After the iterations: each near pair again, to radius + skin, repeated
+ * while something moved (a push out of one capsule can land in the next
+ * where two meet), at most three rounds. Pairs come grouped by point. Then
+ * the ground for every free point. */
 static void collide_final(const capsule_fast *caps, tb_cloth_piece_state *ps, const tb_cloth_piece *p)
 {
-    int n = ps->width * ps->height;
-    for (int k = 0; k < n; k++) {
-        if (p->inv_mass[k] == 0.0f) continue;
+    for (int m = 0; m < p->pair_count;) {
+        int k = p->pairs[m].point, end = m;
+        while (end < p->pair_count && p->pairs[end].point == k) end++;
         float *x = &ps->pos[3 * k];
         for (int round = 0; round < 3; round++) {
             int moved = 0;
-            for (int c = 0; c < p->capsule_count; c++)
-                if (in_bound(&caps[c], tb_v3(x[0], x[1], x[2])))
-                    moved |= push_out(&caps[c], &x[0], &x[1], &x[2], COLLISION_SKIN);
+            for (int q = m; q < end; q++) moved |= push_out(&caps[p->pairs[q].capsule], &x[0], &x[1], &x[2], COLLISION_SKIN);
             if (!moved) break;
         }
-        /* a point that fell faster than the near-ground margin per step */
-        if (x[1] < TB_CLOTH_GROUND_Y) x[1] = TB_CLOTH_GROUND_Y;
+        m = end;
+    }
+    for (int m = 0; m < p->low_count; m++) {
+        float *y = &ps->pos[3 * p->low[m] + 1];
+        if (*y < TB_CLOTH_GROUND_Y) *y = TB_CLOTH_GROUND_Y;
     }
 }
 
