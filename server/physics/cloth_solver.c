@@ -306,14 +306,17 @@ static void solve_row(tb_cloth_piece *p, int row, int w, int gap, float rest, fl
  * last, so the stiffest family has the final word. */
 static void solve_constraints(tb_cloth_piece *p, int w, int h)
 {
+    /* Vertical pairs (k, k + gap w) of consecutive rows form one long run: a
+     * group of four never holds both k and k + w (w >= 4), and dependent
+     * pairs keep their row order, so it equals row by row, bit for bit. */
     for (int j = 0; j < h; j++) solve_row(p, j * w, w, 2, 2.0f * p->rest_x, STIFF_BEND);
-    for (int j = 0; j + 2 < h; j++) solve_run(p, (run){j * w, (j + 2) * w, w, 1}, 2.0f * p->rest_y, STIFF_BEND);
+    solve_run(p, (run){0, 2 * w, w * (h - 2), 1}, 2.0f * p->rest_y, STIFF_BEND);
     for (int j = 0; j + 1 < h; j++) {
         solve_run(p, (run){j * w, (j + 1) * w + 1, w - 1, 1}, p->rest_diag, STIFF_SHEAR);
         solve_run(p, (run){j * w + 1, (j + 1) * w, w - 1, 1}, p->rest_diag, STIFF_SHEAR);
     }
     for (int j = 0; j < h; j++) solve_row(p, j * w, w, 1, p->rest_x, STIFF_STRUCTURAL);
-    for (int j = 0; j + 1 < h; j++) solve_run(p, (run){j * w, (j + 1) * w, w, 1}, p->rest_y, STIFF_STRUCTURAL);
+    solve_run(p, (run){0, w, w * (h - 1), 1}, p->rest_y, STIFF_STRUCTURAL);
 }
 
 /* The same walk eight at a time with AVX, chosen at run time when the CPU
@@ -423,14 +426,21 @@ static AVX_FN void solve_row_avx(tb_cloth_piece *p, int row, int w, int gap, flo
 
 static AVX_FN void solve_constraints_avx(tb_cloth_piece *p, int w, int h)
 {
+    /* vertical families as one long run when a group of eight fits in a row */
     for (int j = 0; j < h; j++) solve_row_avx(p, j * w, w, 2, 2.0f * p->rest_x, STIFF_BEND);
-    for (int j = 0; j + 2 < h; j++) solve_run_avx(p, (run){j * w, (j + 2) * w, w, 1}, 2.0f * p->rest_y, STIFF_BEND);
+    if (w >= 8)
+        solve_run_avx(p, (run){0, 2 * w, w * (h - 2), 1}, 2.0f * p->rest_y, STIFF_BEND);
+    else
+        for (int j = 0; j + 2 < h; j++) solve_run_avx(p, (run){j * w, (j + 2) * w, w, 1}, 2.0f * p->rest_y, STIFF_BEND);
     for (int j = 0; j + 1 < h; j++) {
         solve_run_avx(p, (run){j * w, (j + 1) * w + 1, w - 1, 1}, p->rest_diag, STIFF_SHEAR);
         solve_run_avx(p, (run){j * w + 1, (j + 1) * w, w - 1, 1}, p->rest_diag, STIFF_SHEAR);
     }
     for (int j = 0; j < h; j++) solve_row_avx(p, j * w, w, 1, p->rest_x, STIFF_STRUCTURAL);
-    for (int j = 0; j + 1 < h; j++) solve_run_avx(p, (run){j * w, (j + 1) * w, w, 1}, p->rest_y, STIFF_STRUCTURAL);
+    if (w >= 8)
+        solve_run_avx(p, (run){0, w, w * (h - 1), 1}, p->rest_y, STIFF_STRUCTURAL);
+    else
+        for (int j = 0; j + 1 < h; j++) solve_run_avx(p, (run){j * w, (j + 1) * w, w, 1}, p->rest_y, STIFF_STRUCTURAL);
 }
 
 bool tb_cloth__cpu_has_avx(void)
