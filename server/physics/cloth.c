@@ -159,7 +159,10 @@ void tb_cloth__rebuild(tb_cloth_world *world)
         const tb_cloth_grab *gr = &st->grabs[g];
         if (gr->active) world->pieces[gr->piece].inv_mass[gr->point] = 0.0f;
     }
-    for (int i = 0; i < st->piece_count; i++) tb_cloth__compute_normals(&st->pieces[i], &world->pieces[i]);
+    for (int i = 0; i < st->piece_count; i++) {
+        tb_cloth__update_shares(&st->pieces[i], &world->pieces[i]);
+        tb_cloth__compute_normals(&st->pieces[i], &world->pieces[i]);
+    }
 }
 
 /* Lay a piece out at rest: the flag flat out from the pole, the cape hanging
@@ -369,6 +372,7 @@ tb_cloth_result tb_cloth_world_grab_start(tb_cloth_world *world, uint32_t client
     gr->point = best_point;
     gr->target = tb_v3(q[0], q[1], q[2]);
     world->pieces[best_piece].inv_mass[best_point] = 0.0f;
+    tb_cloth__update_shares(&st->pieces[best_piece], &world->pieces[best_piece]);
     return TB_CLOTH_OK;
 }
 
@@ -393,6 +397,7 @@ tb_cloth_result tb_cloth_world_grab_end(tb_cloth_world *world, uint32_t client, 
     memset(&st->grabs[g], 0, sizeof st->grabs[g]);
     tb_cloth_piece *p = &world->pieces[piece];
     p->inv_mass[point] = p->pinned[point] ? 0.0f : 1.0f;
+    tb_cloth__update_shares(&st->pieces[piece], p);
     return TB_CLOTH_OK;
 }
 

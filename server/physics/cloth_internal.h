@@ -62,6 +62,16 @@ typedef struct tb_cloth_pair {
 #define TB_CLOTH_MAX_PAIRS (TB_CLOTH_MAX_POINTS * 4)
 #define TB_CLOTH_PAD 16
 
+/* The constraint families solved as long runs over the grid (cloth_solver.c);
+ * the horizontal ones are solved row by row. */
+enum {
+    TB_CLOTH_FAMILY_V1 = 0, /* vertical neighbours (structural) */
+    TB_CLOTH_FAMILY_V2,     /* vertical one apart (bend) */
+    TB_CLOTH_FAMILY_D1,     /* diagonal down-right (shear) */
+    TB_CLOTH_FAMILY_D2,     /* diagonal down-left (shear) */
+    TB_CLOTH_RUN_FAMILIES
+};
+
 /* The distance constraints are not stored: on a grid they are six families
  * (horizontal and vertical neighbours, two diagonals, horizontal and vertical
  * one-apart) with one rest length each, and the solver walks them straight
@@ -81,6 +91,9 @@ typedef struct tb_cloth_piece {
     float px[TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD];
     float py[TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD];
     float pz[TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD];
+    /* each end's share of every run-family constraint (stiffness and inverse masses) */
+    float share_a[TB_CLOTH_RUN_FAMILIES][TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD];
+    float share_b[TB_CLOTH_RUN_FAMILIES][TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD];
     tb_cloth_pair pairs[TB_CLOTH_MAX_PAIRS];
     int low_count;                       /* free points near the ground this step */
     uint16_t low[TB_CLOTH_MAX_POINTS];
@@ -125,6 +138,7 @@ void tb_cloth__figure_pose(const tb_cloth_figure_state *fig, tb_cloth_capsule *c
 /* cloth_solver.c */
 void tb_cloth__solve_step(tb_cloth_world *world);
 bool tb_cloth__cpu_has_avx(void);
+void tb_cloth__update_shares(const tb_cloth_piece_state *ps, tb_cloth_piece *p);
 void tb_cloth__compute_normals(const tb_cloth_piece_state *ps, tb_cloth_piece *p);
 
 /* cloth.c: recompute every derived field from world->state. */

@@ -38,6 +38,16 @@
 
 #include "physics/cloth_internal.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define TB_CLOTH_HAVE_AVX 1
+#include <immintrin.h>
+#else
+#define TB_CLOTH_HAVE_AVX 0
+#endif
+
 #define GRAVITY 9.8f
 #define DAMPING_120 0.993982f     /* sqrt(0.988), see above */
 #define STIFF_STRUCTURAL 1.0f     /* seed 1.0:  1 - sqrt(1 - 1.0) */
@@ -143,19 +153,21 @@ static void integrate(tb_cloth_world *world, tb_cloth_piece_state *ps, tb_cloth_
 
 /* ---- distance constraints ------------------------------------------------------ */
 
-/* One constraint between a and b, rest length `rest`, stiffness k. With
- * inverse masses wa, wb in {0, 1} each end's share of the correction
- * k wa / (wa + wb) is k wa (1 - wb / 2): no division, and the same formula
- * in the scalar and the SIMD path so both give the same bits. */
-static inline void solve_one(float *ax, float *ay, float *az, float *bx, float *by, float *bz, float wa, float wb,
-                             float rest, float k)
+/* Each end's share of a constraint's correction: with inverse masses wa, wb
+ * in {0, 1}, k wa / (wa + wb) = k wa (1 - wb / 2), no division. The scalar
+ * and SIMD paths evaluate it in the same order, so they give the same bits. */
+static inline float share_of(float k, float wa, float wb) { return k * wa * (1.0f - 0.5f * wb); }
+
+/* One constraint between a and b with shares sa, sb and rest length `rest`. */
+static inline void solve_one(float *ax, float *ay, float *az, float *bx, float *by, float *bz, float sa, float sb,
+                             float rest)
 {
     float dx = *bx - *ax, dy = *by - *ay, dz = *bz - *az;
     float d2 = dx * dx + dy * dy + dz * dz;
     float d = tb_maxf(sqrtf(d2), 1e-6f);
     float f = (d - rest) / d;
     if (!(d2 >= 1e-12f)) f = 0.0f;
-    float fa = f * (k * wa * (1.0f - 0.5f * wb)), fb = f * (k * wb * (1.0f - 0.5f * wa));
+    float fa = f * sa, fb = f * sb;
     *ax += dx * fa;
     *ay += dy * fa;
     *az += dz * fa;
@@ -164,37 +176,67 @@ static inline void solve_one(float *ax, float *ay, float *az, float *bx, float *
     *bz -= dz * fb;
 }
 
-/* Index lists are implicit: a family is a set of rows, each a run of
- * constraints (a0 + t*stride, b0 + t*stride), t = 0..count-1, stride 1 or 2,
- * whose points never repeat within the run. */
-typedef struct run {
-    int a0, b0, count, stride;
-} run;
+/* The four "run" families: constraint number c joins a = c + da and
+ * b = c + db. Numbered over the whole grid (c = j w + i), so a family is one
+ * long run; the diagonals' c with i = w - 1 would wrap to the next row and
+ * have zero shares (they move nothing). Two constraints of a family that
+ * share a point are `dist` apart (w, 2w, w + 1, w - 1): a SIMD group of that
+ * many or fewer consecutive c never holds both, and dependent constraints
+ * keep increasing c order, so any grouping gives the same bits. */
+typedef struct family {
+    int da, db, count, dist;
+    float rest;
+} family;
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define TB_CLOTH_HAVE_AVX 1
-#include <immintrin.h>
-#else
-#define TB_CLOTH_HAVE_AVX 0
-#endif
-
-#if defined(__SSE2__)
-
-typedef struct lanes { __m128 x, y, z, w; } lanes;
-
-static inline void solve_four(lanes *a, lanes *b, __m128 rest, __m128 k)
+static family family_of(const tb_cloth_piece *p, int f, int w, int h)
 {
-    const __m128 one = _mm_set1_ps(1.0f), half = _mm_set1_ps(0.5f);
+    switch (f) {
+    case TB_CLOTH_FAMILY_V1: return (family){0, w, w * (h - 1), w, p->rest_y};
+    case TB_CLOTH_FAMILY_V2: return (family){0, 2 * w, w * (h - 2), 2 * w, 2.0f * p->rest_y};
+    case TB_CLOTH_FAMILY_D1: return (family){0, w + 1, w * (h - 1), w + 1, p->rest_diag};
+    default: return (family){1, w, w * (h - 1), w - 1, p->rest_diag};
+    }
+}
+
+static float family_stiffness(int f)
+{
+    return f == TB_CLOTH_FAMILY_V1 ? STIFF_STRUCTURAL : (f == TB_CLOTH_FAMILY_V2 ? STIFF_BEND : STIFF_SHEAR);
+}
+
+/* Shares of every run-family constraint, from the inverse masses; called
+ * whenever pins or grabs change. Entries past a family's count stay zero. */
+void tb_cloth__update_shares(const tb_cloth_piece_state *ps, tb_cloth_piece *p)
+{
+    int w = ps->width, h = ps->height;
+    for (int f = 0; f < TB_CLOTH_RUN_FAMILIES; f++) {
+        family fam = family_of(p, f, w, h);
+        float k = family_stiffness(f);
+        bool diagonal = f == TB_CLOTH_FAMILY_D1 || f == TB_CLOTH_FAMILY_D2;
+        for (int c = 0; c < fam.count; c++) {
+            float wa = p->inv_mass[c + fam.da], wb = p->inv_mass[c + fam.db];
+            bool valid = !(diagonal && c % w == w - 1);
+            p->share_a[f][c] = valid ? share_of(k, wa, wb) : 0.0f;
+            p->share_b[f][c] = valid ? share_of(k, wb, wa) : 0.0f;
+        }
+        for (int c = fam.count; c < fam.count + TB_CLOTH_PAD; c++) p->share_a[f][c] = p->share_b[f][c] = 0.0f;
+    }
+}
+
+static inline void solve_scalar(tb_cloth_piece *p, int a, int b, float sa, float sb, float rest)
+{
+    solve_one(&p->px[a], &p->py[a], &p->pz[a], &p->px[b], &p->py[b], &p->pz[b], sa, sb, rest);
+}
+
+#if defined(__SSE2__)
+typedef struct lanes { __m128 x, y, z; } lanes;
+
+static inline void solve_four(lanes *a, lanes *b, __m128 sa, __m128 sb, __m128 rest)
+{
     __m128 dx = _mm_sub_ps(b->x, a->x), dy = _mm_sub_ps(b->y, a->y), dz = _mm_sub_ps(b->z, a->z);
     __m128 d2 = _mm_add_ps(_mm_add_ps(_mm_mul_ps(dx, dx), _mm_mul_ps(dy, dy)), _mm_mul_ps(dz, dz));
     __m128 d = _mm_max_ps(_mm_sqrt_ps(d2), _mm_set1_ps(1e-6f));
     __m128 f = _mm_div_ps(_mm_sub_ps(d, rest), d);
     f = _mm_and_ps(f, _mm_cmpge_ps(d2, _mm_set1_ps(1e-12f)));
-    __m128 sa = _mm_mul_ps(_mm_mul_ps(k, a->w), _mm_sub_ps(one, _mm_mul_ps(half, b->w)));
-    __m128 sb = _mm_mul_ps(_mm_mul_ps(k, b->w), _mm_sub_ps(one, _mm_mul_ps(half, a->w)));
     __m128 fa = _mm_mul_ps(f, sa), fb = _mm_mul_ps(f, sb);
     a->x = _mm_add_ps(a->x, _mm_mul_ps(dx, fa));
     a->y = _mm_add_ps(a->y, _mm_mul_ps(dy, fa));
@@ -204,9 +246,15 @@ static inline void solve_four(lanes *a, lanes *b, __m128 rest, __m128 k)
     b->z = _mm_sub_ps(b->z, _mm_mul_ps(dz, fb));
 }
 
+/* share_of for four lanes, same operation order */
+static inline __m128 share4(__m128 k, __m128 wa, __m128 wb)
+{
+    return _mm_mul_ps(_mm_mul_ps(k, wa), _mm_sub_ps(_mm_set1_ps(1.0f), _mm_mul_ps(_mm_set1_ps(0.5f), wb)));
+}
+
 static inline lanes load4(const tb_cloth_piece *p, int i)
 {
-    lanes l = {_mm_loadu_ps(&p->px[i]), _mm_loadu_ps(&p->py[i]), _mm_loadu_ps(&p->pz[i]), _mm_loadu_ps(&p->inv_mass[i])};
+    lanes l = {_mm_loadu_ps(&p->px[i]), _mm_loadu_ps(&p->py[i]), _mm_loadu_ps(&p->pz[i])};
     return l;
 }
 
@@ -218,34 +266,42 @@ static inline void store4(tb_cloth_piece *p, int i, const lanes *l)
 }
 #endif
 
-static inline void solve_scalar(tb_cloth_piece *p, int a, int b, float rest, float k)
+/* Constraints c0 .. c0 + count - 1 of a run family, four at a time. A last
+ * partial group has its missing lanes' shares masked to zero: they move
+ * nothing, and the points they load are stored back as they were. */
+static void solve_family_part(tb_cloth_piece *p, int f, family fam, int c0, int count)
 {
-    solve_one(&p->px[a], &p->py[a], &p->pz[a], &p->px[b], &p->py[b], &p->pz[b], p->inv_mass[a], p->inv_mass[b], rest, k);
-}
-
-/* A run: lanes are consecutive points in both rows. The last group of a run
- * may be partial: its missing lanes get zero inverse masses on both ends, so
- * they move nothing (the points they load lie in the next row or in the
- * padding after the last one, and are stored back as they were). */
-static void solve_run(tb_cloth_piece *p, run r, float rest, float k)
-{
+    const float *sa = p->share_a[f], *sb = p->share_b[f];
 #if defined(__SSE2__)
-    __m128 vr = _mm_set1_ps(rest), vk = _mm_set1_ps(k);
+    __m128 vr = _mm_set1_ps(fam.rest);
     const __m128 lane = _mm_set_ps(3.0f, 2.0f, 1.0f, 0.0f);
-    for (int t = 0; t < r.count; t += 4) {
-        lanes a = load4(p, r.a0 + t), b = load4(p, r.b0 + t);
-        if (t + 4 > r.count) {
-            __m128 valid = _mm_cmplt_ps(lane, _mm_set1_ps((float)(r.count - t)));
-            a.w = _mm_and_ps(a.w, valid);
-            b.w = _mm_and_ps(b.w, valid);
+    for (int t = 0; t < count; t += 4) {
+        int c = c0 + t;
+        lanes a = load4(p, c + fam.da), b = load4(p, c + fam.db);
+        __m128 va = _mm_loadu_ps(&sa[c]), vb = _mm_loadu_ps(&sb[c]);
+        if (t + 4 > count) {
+            __m128 valid = _mm_cmplt_ps(lane, _mm_set1_ps((float)(count - t)));
+            va = _mm_and_ps(va, valid);
+            vb = _mm_and_ps(vb, valid);
         }
-        solve_four(&a, &b, vr, vk);
-        store4(p, r.a0 + t, &a);
-        store4(p, r.b0 + t, &b);
+        solve_four(&a, &b, va, vb, vr);
+        store4(p, c + fam.da, &a);
+        store4(p, c + fam.db, &b);
     }
 #else
-    for (int t = 0; t < r.count; t++) solve_scalar(p, r.a0 + t, r.b0 + t, rest, k);
+    for (int c = c0; c < c0 + count; c++) solve_scalar(p, c + fam.da, c + fam.db, sa[c], sb[c], fam.rest);
 #endif
+}
+
+/* A whole family: one long run when groups of `width` fit, else row by row. */
+static void solve_family(tb_cloth_piece *p, int f, int w, int h)
+{
+    family fam = family_of(p, f, w, h);
+    if (fam.dist >= 4) {
+        solve_family_part(p, f, fam, 0, fam.count);
+    } else {
+        for (int c0 = 0; c0 < fam.count; c0 += w) solve_family_part(p, f, fam, c0, w);
+    }
 }
 
 /* Along a row, pairs (i, i + gap) for gap 1 or 2 share points with their
@@ -253,7 +309,7 @@ static void solve_run(tb_cloth_piece *p, run r, float rest, float k)
  *   gap 1: i even, then i odd;   gap 2: i mod 4 in {0, 1}, then in {2, 3}.
  * Eight consecutive points hold four pairs of a pass; SIMD splits them into
  * an `a` and a `b` vector with one shuffle and puts them back after. Lanes
- * whose pair would run past the row are masked as in solve_run. */
+ * whose pair would run past the row get zero shares. */
 static void solve_row(tb_cloth_piece *p, int row, int w, int gap, float rest, float k)
 {
 #if defined(__SSE2__)
@@ -263,6 +319,7 @@ static void solve_row(tb_cloth_piece *p, int row, int w, int gap, float rest, fl
         for (int i = pass * gap; i + gap < w; i += 8) {
             int base = row + i;
             lanes lo = load4(p, base), hi = load4(p, base + 4), a, b;
+            __m128 wlo = _mm_loadu_ps(&p->inv_mass[base]), whi = _mm_loadu_ps(&p->inv_mass[base + 4]), wa, wb;
             /* lane m's far end is at i + first[m]; it must lie in the row */
             __m128 valid = _mm_cmplt_ps(_mm_add_ps(_mm_set1_ps((float)i), first), vw);
             if (gap == 1) {
@@ -272,9 +329,9 @@ static void solve_row(tb_cloth_piece *p, int row, int w, int gap, float rest, fl
                 b.y = _mm_shuffle_ps(lo.y, hi.y, _MM_SHUFFLE(3, 1, 3, 1));
                 a.z = _mm_shuffle_ps(lo.z, hi.z, _MM_SHUFFLE(2, 0, 2, 0));
                 b.z = _mm_shuffle_ps(lo.z, hi.z, _MM_SHUFFLE(3, 1, 3, 1));
-                a.w = _mm_and_ps(_mm_shuffle_ps(lo.w, hi.w, _MM_SHUFFLE(2, 0, 2, 0)), valid);
-                b.w = _mm_and_ps(_mm_shuffle_ps(lo.w, hi.w, _MM_SHUFFLE(3, 1, 3, 1)), valid);
-                solve_four(&a, &b, vr, vk);
+                wa = _mm_shuffle_ps(wlo, whi, _MM_SHUFFLE(2, 0, 2, 0));
+                wb = _mm_shuffle_ps(wlo, whi, _MM_SHUFFLE(3, 1, 3, 1));
+                solve_four(&a, &b, _mm_and_ps(share4(vk, wa, wb), valid), _mm_and_ps(share4(vk, wb, wa), valid), vr);
                 lo.x = _mm_unpacklo_ps(a.x, b.x); hi.x = _mm_unpackhi_ps(a.x, b.x);
                 lo.y = _mm_unpacklo_ps(a.y, b.y); hi.y = _mm_unpackhi_ps(a.y, b.y);
                 lo.z = _mm_unpacklo_ps(a.z, b.z); hi.z = _mm_unpackhi_ps(a.z, b.z);
@@ -282,9 +339,9 @@ static void solve_row(tb_cloth_piece *p, int row, int w, int gap, float rest, fl
                 a.x = _mm_movelh_ps(lo.x, hi.x); b.x = _mm_movehl_ps(hi.x, lo.x);
                 a.y = _mm_movelh_ps(lo.y, hi.y); b.y = _mm_movehl_ps(hi.y, lo.y);
                 a.z = _mm_movelh_ps(lo.z, hi.z); b.z = _mm_movehl_ps(hi.z, lo.z);
-                a.w = _mm_and_ps(_mm_movelh_ps(lo.w, hi.w), valid);
-                b.w = _mm_and_ps(_mm_movehl_ps(hi.w, lo.w), valid);
-                solve_four(&a, &b, vr, vk);
+                wa = _mm_movelh_ps(wlo, whi);
+                wb = _mm_movehl_ps(whi, wlo);
+                solve_four(&a, &b, _mm_and_ps(share4(vk, wa, wb), valid), _mm_and_ps(share4(vk, wb, wa), valid), vr);
                 lo.x = _mm_movelh_ps(a.x, b.x); hi.x = _mm_movehl_ps(b.x, a.x);
                 lo.y = _mm_movelh_ps(a.y, b.y); hi.y = _mm_movehl_ps(b.y, a.y);
                 lo.z = _mm_movelh_ps(a.z, b.z); hi.z = _mm_movehl_ps(b.z, a.z);
@@ -297,7 +354,10 @@ static void solve_row(tb_cloth_piece *p, int row, int w, int gap, float rest, fl
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i + gap < w; i++) {
             int in_pass = gap == 1 ? (i & 1) == pass : ((i >> 1) & 1) == pass;
-            if (in_pass) solve_scalar(p, row + i, row + i + gap, rest, k);
+            int a = row + i, b = a + gap;
+            if (in_pass)
+                solve_scalar(p, a, b, share_of(k, p->inv_mass[a], p->inv_mass[b]),
+                             share_of(k, p->inv_mass[b], p->inv_mass[a]), rest);
         }
 #endif
 }
@@ -306,41 +366,33 @@ static void solve_row(tb_cloth_piece *p, int row, int w, int gap, float rest, fl
  * last, so the stiffest family has the final word. */
 static void solve_constraints(tb_cloth_piece *p, int w, int h)
 {
-    /* Vertical pairs (k, k + gap w) of consecutive rows form one long run: a
-     * group of four never holds both k and k + w (w >= 4), and dependent
-     * pairs keep their row order, so it equals row by row, bit for bit. */
     for (int j = 0; j < h; j++) solve_row(p, j * w, w, 2, 2.0f * p->rest_x, STIFF_BEND);
-    solve_run(p, (run){0, 2 * w, w * (h - 2), 1}, 2.0f * p->rest_y, STIFF_BEND);
-    for (int j = 0; j + 1 < h; j++) {
-        solve_run(p, (run){j * w, (j + 1) * w + 1, w - 1, 1}, p->rest_diag, STIFF_SHEAR);
-        solve_run(p, (run){j * w + 1, (j + 1) * w, w - 1, 1}, p->rest_diag, STIFF_SHEAR);
-    }
+    solve_family(p, TB_CLOTH_FAMILY_V2, w, h);
+    solve_family(p, TB_CLOTH_FAMILY_D1, w, h);
+    solve_family(p, TB_CLOTH_FAMILY_D2, w, h);
     for (int j = 0; j < h; j++) solve_row(p, j * w, w, 1, p->rest_x, STIFF_STRUCTURAL);
-    solve_run(p, (run){0, w, w * (h - 1), 1}, p->rest_y, STIFF_STRUCTURAL);
+    solve_family(p, TB_CLOTH_FAMILY_V1, w, h);
 }
 
 /* The same walk eight at a time with AVX, chosen at run time when the CPU
- * has it (tb_cloth__cpu_has_avx). Every run and every row pass is a set of
- * mutually independent constraints, so solving them four or eight at a time,
- * in any grouping, gives the same bits; test_cloth checks it. Rows: AVX
- * shuffles work inside 128-bit halves, so the lanes come out permuted
- * ([0,2,8,10 | 4,6,12,14] for gap 1), the same way for a and b, and the
- * unpacks put them back. */
+ * has it (tb_cloth__cpu_has_avx). Every family and every row pass is a set
+ * of constraints whose order only matters between dependent ones, which
+ * keep their order in any grouping, so four or eight at a time give the
+ * same bits; test_cloth checks it. Rows: AVX shuffles work inside 128-bit
+ * halves, so the lanes come out permuted ([0,2,8,10 | 4,6,12,14] for gap 1),
+ * the same way for a and b, and the unpacks put them back. */
 #if TB_CLOTH_HAVE_AVX
 #define AVX_FN __attribute__((target("avx")))
 
-typedef struct lanes8 { __m256 x, y, z, w; } lanes8;
+typedef struct lanes8 { __m256 x, y, z; } lanes8;
 
-static inline AVX_FN void solve_eight(lanes8 *a, lanes8 *b, __m256 rest, __m256 k)
+static inline AVX_FN void solve_eight(lanes8 *a, lanes8 *b, __m256 sa, __m256 sb, __m256 rest)
 {
-    const __m256 one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f);
     __m256 dx = _mm256_sub_ps(b->x, a->x), dy = _mm256_sub_ps(b->y, a->y), dz = _mm256_sub_ps(b->z, a->z);
     __m256 d2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy)), _mm256_mul_ps(dz, dz));
     __m256 d = _mm256_max_ps(_mm256_sqrt_ps(d2), _mm256_set1_ps(1e-6f));
     __m256 f = _mm256_div_ps(_mm256_sub_ps(d, rest), d);
     f = _mm256_and_ps(f, _mm256_cmp_ps(d2, _mm256_set1_ps(1e-12f), _CMP_GE_OQ));
-    __m256 sa = _mm256_mul_ps(_mm256_mul_ps(k, a->w), _mm256_sub_ps(one, _mm256_mul_ps(half, b->w)));
-    __m256 sb = _mm256_mul_ps(_mm256_mul_ps(k, b->w), _mm256_sub_ps(one, _mm256_mul_ps(half, a->w)));
     __m256 fa = _mm256_mul_ps(f, sa), fb = _mm256_mul_ps(f, sb);
     a->x = _mm256_add_ps(a->x, _mm256_mul_ps(dx, fa));
     a->y = _mm256_add_ps(a->y, _mm256_mul_ps(dy, fa));
@@ -350,10 +402,14 @@ static inline AVX_FN void solve_eight(lanes8 *a, lanes8 *b, __m256 rest, __m256 
     b->z = _mm256_sub_ps(b->z, _mm256_mul_ps(dz, fb));
 }
 
+static inline AVX_FN __m256 share8(__m256 k, __m256 wa, __m256 wb)
+{
+    return _mm256_mul_ps(_mm256_mul_ps(k, wa), _mm256_sub_ps(_mm256_set1_ps(1.0f), _mm256_mul_ps(_mm256_set1_ps(0.5f), wb)));
+}
+
 static inline AVX_FN lanes8 load8(const tb_cloth_piece *p, int i)
 {
-    lanes8 l = {_mm256_loadu_ps(&p->px[i]), _mm256_loadu_ps(&p->py[i]), _mm256_loadu_ps(&p->pz[i]),
-                _mm256_loadu_ps(&p->inv_mass[i])};
+    lanes8 l = {_mm256_loadu_ps(&p->px[i]), _mm256_loadu_ps(&p->py[i]), _mm256_loadu_ps(&p->pz[i])};
     return l;
 }
 
@@ -364,20 +420,33 @@ static inline AVX_FN void store8(tb_cloth_piece *p, int i, const lanes8 *l)
     _mm256_storeu_ps(&p->pz[i], l->z);
 }
 
-static AVX_FN void solve_run_avx(tb_cloth_piece *p, run r, float rest, float k)
+static AVX_FN void solve_family_part_avx(tb_cloth_piece *p, int f, family fam, int c0, int count)
 {
-    __m256 vr = _mm256_set1_ps(rest), vk = _mm256_set1_ps(k);
+    const float *sa = p->share_a[f], *sb = p->share_b[f];
+    __m256 vr = _mm256_set1_ps(fam.rest);
     const __m256 lane = _mm256_set_ps(7.0f, 6.0f, 5.0f, 4.0f, 3.0f, 2.0f, 1.0f, 0.0f);
-    for (int t = 0; t < r.count; t += 8) {
-        lanes8 a = load8(p, r.a0 + t), b = load8(p, r.b0 + t);
-        if (t + 8 > r.count) {
-            __m256 valid = _mm256_cmp_ps(lane, _mm256_set1_ps((float)(r.count - t)), _CMP_LT_OQ);
-            a.w = _mm256_and_ps(a.w, valid);
-            b.w = _mm256_and_ps(b.w, valid);
+    for (int t = 0; t < count; t += 8) {
+        int c = c0 + t;
+        lanes8 a = load8(p, c + fam.da), b = load8(p, c + fam.db);
+        __m256 va = _mm256_loadu_ps(&sa[c]), vb = _mm256_loadu_ps(&sb[c]);
+        if (t + 8 > count) {
+            __m256 valid = _mm256_cmp_ps(lane, _mm256_set1_ps((float)(count - t)), _CMP_LT_OQ);
+            va = _mm256_and_ps(va, valid);
+            vb = _mm256_and_ps(vb, valid);
         }
-        solve_eight(&a, &b, vr, vk);
-        store8(p, r.a0 + t, &a);
-        store8(p, r.b0 + t, &b);
+        solve_eight(&a, &b, va, vb, vr);
+        store8(p, c + fam.da, &a);
+        store8(p, c + fam.db, &b);
+    }
+}
+
+static AVX_FN void solve_family_avx(tb_cloth_piece *p, int f, int w, int h)
+{
+    family fam = family_of(p, f, w, h);
+    if (fam.dist >= 8) {
+        solve_family_part_avx(p, f, fam, 0, fam.count);
+    } else {
+        for (int c0 = 0; c0 < fam.count; c0 += w) solve_family_part_avx(p, f, fam, c0, w);
     }
 }
 
@@ -390,6 +459,7 @@ static AVX_FN void solve_row_avx(tb_cloth_piece *p, int row, int w, int gap, flo
         for (int i = pass * gap; i + gap < w; i += 16) {
             int base = row + i;
             lanes8 lo = load8(p, base), hi = load8(p, base + 8), a, b;
+            __m256 wlo = _mm256_loadu_ps(&p->inv_mass[base]), whi = _mm256_loadu_ps(&p->inv_mass[base + 8]), wa, wb;
             __m256 valid = _mm256_cmp_ps(_mm256_add_ps(_mm256_set1_ps((float)i), far), vw, _CMP_LT_OQ);
             if (gap == 1) {
                 a.x = _mm256_shuffle_ps(lo.x, hi.x, _MM_SHUFFLE(2, 0, 2, 0));
@@ -398,9 +468,9 @@ static AVX_FN void solve_row_avx(tb_cloth_piece *p, int row, int w, int gap, flo
                 b.y = _mm256_shuffle_ps(lo.y, hi.y, _MM_SHUFFLE(3, 1, 3, 1));
                 a.z = _mm256_shuffle_ps(lo.z, hi.z, _MM_SHUFFLE(2, 0, 2, 0));
                 b.z = _mm256_shuffle_ps(lo.z, hi.z, _MM_SHUFFLE(3, 1, 3, 1));
-                a.w = _mm256_and_ps(_mm256_shuffle_ps(lo.w, hi.w, _MM_SHUFFLE(2, 0, 2, 0)), valid);
-                b.w = _mm256_and_ps(_mm256_shuffle_ps(lo.w, hi.w, _MM_SHUFFLE(3, 1, 3, 1)), valid);
-                solve_eight(&a, &b, vr, vk);
+                wa = _mm256_shuffle_ps(wlo, whi, _MM_SHUFFLE(2, 0, 2, 0));
+                wb = _mm256_shuffle_ps(wlo, whi, _MM_SHUFFLE(3, 1, 3, 1));
+                solve_eight(&a, &b, _mm256_and_ps(share8(vk, wa, wb), valid), _mm256_and_ps(share8(vk, wb, wa), valid), vr);
                 lo.x = _mm256_unpacklo_ps(a.x, b.x); hi.x = _mm256_unpackhi_ps(a.x, b.x);
                 lo.y = _mm256_unpacklo_ps(a.y, b.y); hi.y = _mm256_unpackhi_ps(a.y, b.y);
                 lo.z = _mm256_unpacklo_ps(a.z, b.z); hi.z = _mm256_unpackhi_ps(a.z, b.z);
@@ -411,9 +481,9 @@ static AVX_FN void solve_row_avx(tb_cloth_piece *p, int row, int w, int gap, flo
                 b.y = _mm256_shuffle_ps(lo.y, hi.y, _MM_SHUFFLE(3, 2, 3, 2));
                 a.z = _mm256_shuffle_ps(lo.z, hi.z, _MM_SHUFFLE(1, 0, 1, 0));
                 b.z = _mm256_shuffle_ps(lo.z, hi.z, _MM_SHUFFLE(3, 2, 3, 2));
-                a.w = _mm256_and_ps(_mm256_shuffle_ps(lo.w, hi.w, _MM_SHUFFLE(1, 0, 1, 0)), valid);
-                b.w = _mm256_and_ps(_mm256_shuffle_ps(lo.w, hi.w, _MM_SHUFFLE(3, 2, 3, 2)), valid);
-                solve_eight(&a, &b, vr, vk);
+                wa = _mm256_shuffle_ps(wlo, whi, _MM_SHUFFLE(1, 0, 1, 0));
+                wb = _mm256_shuffle_ps(wlo, whi, _MM_SHUFFLE(3, 2, 3, 2));
+                solve_eight(&a, &b, _mm256_and_ps(share8(vk, wa, wb), valid), _mm256_and_ps(share8(vk, wb, wa), valid), vr);
                 lo.x = _mm256_shuffle_ps(a.x, b.x, _MM_SHUFFLE(1, 0, 1, 0)); hi.x = _mm256_shuffle_ps(a.x, b.x, _MM_SHUFFLE(3, 2, 3, 2));
                 lo.y = _mm256_shuffle_ps(a.y, b.y, _MM_SHUFFLE(1, 0, 1, 0)); hi.y = _mm256_shuffle_ps(a.y, b.y, _MM_SHUFFLE(3, 2, 3, 2));
                 lo.z = _mm256_shuffle_ps(a.z, b.z, _MM_SHUFFLE(1, 0, 1, 0)); hi.z = _mm256_shuffle_ps(a.z, b.z, _MM_SHUFFLE(3, 2, 3, 2));
@@ -426,21 +496,12 @@ static AVX_FN void solve_row_avx(tb_cloth_piece *p, int row, int w, int gap, flo
 
 static AVX_FN void solve_constraints_avx(tb_cloth_piece *p, int w, int h)
 {
-    /* vertical families as one long run when a group of eight fits in a row */
     for (int j = 0; j < h; j++) solve_row_avx(p, j * w, w, 2, 2.0f * p->rest_x, STIFF_BEND);
-    if (w >= 8)
-        solve_run_avx(p, (run){0, 2 * w, w * (h - 2), 1}, 2.0f * p->rest_y, STIFF_BEND);
-    else
-        for (int j = 0; j + 2 < h; j++) solve_run_avx(p, (run){j * w, (j + 2) * w, w, 1}, 2.0f * p->rest_y, STIFF_BEND);
-    for (int j = 0; j + 1 < h; j++) {
-        solve_run_avx(p, (run){j * w, (j + 1) * w + 1, w - 1, 1}, p->rest_diag, STIFF_SHEAR);
-        solve_run_avx(p, (run){j * w + 1, (j + 1) * w, w - 1, 1}, p->rest_diag, STIFF_SHEAR);
-    }
+    solve_family_avx(p, TB_CLOTH_FAMILY_V2, w, h);
+    solve_family_avx(p, TB_CLOTH_FAMILY_D1, w, h);
+    solve_family_avx(p, TB_CLOTH_FAMILY_D2, w, h);
     for (int j = 0; j < h; j++) solve_row_avx(p, j * w, w, 1, p->rest_x, STIFF_STRUCTURAL);
-    if (w >= 8)
-        solve_run_avx(p, (run){0, w, w * (h - 1), 1}, p->rest_y, STIFF_STRUCTURAL);
-    else
-        for (int j = 0; j + 1 < h; j++) solve_run_avx(p, (run){j * w, (j + 1) * w, w, 1}, p->rest_y, STIFF_STRUCTURAL);
+    solve_family_avx(p, TB_CLOTH_FAMILY_V1, w, h);
 }
 
 bool tb_cloth__cpu_has_avx(void)
