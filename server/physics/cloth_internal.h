@@ -62,14 +62,16 @@ typedef struct tb_cloth_pair {
 #define TB_CLOTH_MAX_PAIRS (TB_CLOTH_MAX_POINTS * 4)
 #define TB_CLOTH_PAD 16
 
-/* The constraint families solved as long runs over the grid (cloth_solver.c);
- * the horizontal ones are solved row by row. */
+/* The six constraint families, each solved as one run over the grid
+ * (cloth_solver.c explains the numbering). */
 enum {
-    TB_CLOTH_FAMILY_V1 = 0, /* vertical neighbours (structural) */
+    TB_CLOTH_FAMILY_H1 = 0, /* horizontal neighbours (structural) */
+    TB_CLOTH_FAMILY_H2,     /* horizontal one apart (bend) */
+    TB_CLOTH_FAMILY_V1,     /* vertical neighbours (structural) */
     TB_CLOTH_FAMILY_V2,     /* vertical one apart (bend) */
     TB_CLOTH_FAMILY_D1,     /* diagonal down-right (shear) */
     TB_CLOTH_FAMILY_D2,     /* diagonal down-left (shear) */
-    TB_CLOTH_RUN_FAMILIES
+    TB_CLOTH_FAMILIES
 };
 
 /* The distance constraints are not stored: on a grid they are six families
@@ -91,9 +93,9 @@ typedef struct tb_cloth_piece {
     float px[TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD];
     float py[TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD];
     float pz[TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD];
-    /* each end's share of every run-family constraint (stiffness and inverse masses) */
-    float share_a[TB_CLOTH_RUN_FAMILIES][TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD];
-    float share_b[TB_CLOTH_RUN_FAMILIES][TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD];
+    /* each end's share of every constraint (stiffness and inverse masses), by family */
+    float share_a[TB_CLOTH_FAMILIES][TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD];
+    float share_b[TB_CLOTH_FAMILIES][TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD];
     tb_cloth_pair pairs[TB_CLOTH_MAX_PAIRS];
     int low_count;                       /* free points near the ground this step */
     uint16_t low[TB_CLOTH_MAX_POINTS];

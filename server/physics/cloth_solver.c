@@ -176,13 +176,19 @@ static inline void solve_one(float *ax, float *ay, float *az, float *bx, float *
     *bz -= dz * fb;
 }
 
-/* The four "run" families: constraint number c joins a = c + da and
- * b = c + db. Numbered over the whole grid (c = j w + i), so a family is one
- * long run; the diagonals' c with i = w - 1 would wrap to the next row and
- * have zero shares (they move nothing). Two constraints of a family that
- * share a point are `dist` apart (w, 2w, w + 1, w - 1): a SIMD group of that
- * many or fewer consecutive c never holds both, and dependent constraints
- * keep increasing c order, so any grouping gives the same bits. */
+/* Families of constraints. Constraint number c (c = j w + i, over the whole
+ * grid) joins a = c + da and b = c + db:
+ *   H1 (c, c+1)   H2 (c, c+2)   V1 (c, c+w)   V2 (c, c+2w)
+ *   D1 (c, c+w+1) D2 (c+1, c+w)
+ * Where such a pair would wrap to the next row (or run off the grid) its
+ * shares are zero and it moves nothing, so every family is one long run.
+ *
+ * V and D: two constraints of a family that share a point are `dist` apart
+ * (w, 2w, w + 1, w - 1); a SIMD group of at most that many consecutive c
+ * never holds both, and dependent constraints keep increasing c order, so
+ * any grouping gives the same bits. H: neighbours along a row overlap, so
+ * they go in two passes of disjoint pairs (H1: c even, then odd; H2: c mod 4
+ * in {0, 1}, then {2, 3}); within a pass any grouping gives the same bits. */
 typedef struct family {
     int da, db, count, dist;
     float rest;
@@ -190,7 +196,10 @@ typedef struct family {
 
 static family family_of(const tb_cloth_piece *p, int f, int w, int h)
 {
+    int n = w * h;
     switch (f) {
+    case TB_CLOTH_FAMILY_H1: return (family){0, 1, n, 1, p->rest_x};
+    case TB_CLOTH_FAMILY_H2: return (family){0, 2, n, 2, 2.0f * p->rest_x};
     case TB_CLOTH_FAMILY_V1: return (family){0, w, w * (h - 1), w, p->rest_y};
     case TB_CLOTH_FAMILY_V2: return (family){0, 2 * w, w * (h - 2), 2 * w, 2.0f * p->rest_y};
     case TB_CLOTH_FAMILY_D1: return (family){0, w + 1, w * (h - 1), w + 1, p->rest_diag};
@@ -200,23 +209,37 @@ static family family_of(const tb_cloth_piece *p, int f, int w, int h)
 
 static float family_stiffness(int f)
 {
-    return f == TB_CLOTH_FAMILY_V1 ? STIFF_STRUCTURAL : (f == TB_CLOTH_FAMILY_V2 ? STIFF_BEND : STIFF_SHEAR);
+    if (f == TB_CLOTH_FAMILY_H1 || f == TB_CLOTH_FAMILY_V1) return STIFF_STRUCTURAL;
+    if (f == TB_CLOTH_FAMILY_H2 || f == TB_CLOTH_FAMILY_V2) return STIFF_BEND;
+    return STIFF_SHEAR;
 }
 
-/* Shares of every run-family constraint, from the inverse masses; called
- * whenever pins or grabs change. Entries past a family's count stay zero. */
+/* Does constraint c of family f exist (not wrapping to the next row)? */
+static bool family_has(int f, int c, int w)
+{
+    int i = c % w;
+    switch (f) {
+    case TB_CLOTH_FAMILY_H1: return i + 1 < w;
+    case TB_CLOTH_FAMILY_H2: return i + 2 < w;
+    case TB_CLOTH_FAMILY_D1:
+    case TB_CLOTH_FAMILY_D2: return i + 1 < w;
+    default: return true;
+    }
+}
+
+/* Shares of every constraint, from the inverse masses; called whenever pins
+ * or grabs change. Entries past a family's count stay zero. */
 void tb_cloth__update_shares(const tb_cloth_piece_state *ps, tb_cloth_piece *p)
 {
     int w = ps->width, h = ps->height;
-    for (int f = 0; f < TB_CLOTH_RUN_FAMILIES; f++) {
+    for (int f = 0; f < TB_CLOTH_FAMILIES; f++) {
         family fam = family_of(p, f, w, h);
         float k = family_stiffness(f);
-        bool diagonal = f == TB_CLOTH_FAMILY_D1 || f == TB_CLOTH_FAMILY_D2;
         for (int c = 0; c < fam.count; c++) {
-            float wa = p->inv_mass[c + fam.da], wb = p->inv_mass[c + fam.db];
-            bool valid = !(diagonal && c % w == w - 1);
-            p->share_a[f][c] = valid ? share_of(k, wa, wb) : 0.0f;
-            p->share_b[f][c] = valid ? share_of(k, wb, wa) : 0.0f;
+            bool valid = family_has(f, c, w);
+            float wa = valid ? p->inv_mass[c + fam.da] : 0.0f, wb = valid ? p->inv_mass[c + fam.db] : 0.0f;
+            p->share_a[f][c] = share_of(k, wa, wb);
+            p->share_b[f][c] = share_of(k, wb, wa);
         }
         for (int c = fam.count; c < fam.count + TB_CLOTH_PAD; c++) p->share_a[f][c] = p->share_b[f][c] = 0.0f;
     }
@@ -246,11 +269,6 @@ static inline void solve_four(lanes *a, lanes *b, __m128 sa, __m128 sb, __m128 r
     b->z = _mm_sub_ps(b->z, _mm_mul_ps(dz, fb));
 }
 
-/* share_of for four lanes, same operation order */
-static inline __m128 share4(__m128 k, __m128 wa, __m128 wb)
-{
-    return _mm_mul_ps(_mm_mul_ps(k, wa), _mm_sub_ps(_mm_set1_ps(1.0f), _mm_mul_ps(_mm_set1_ps(0.5f), wb)));
-}
 
 static inline lanes load4(const tb_cloth_piece *p, int i)
 {
@@ -304,24 +322,23 @@ static void solve_family(tb_cloth_piece *p, int f, int w, int h)
     }
 }
 
-/* Along a row, pairs (i, i + gap) for gap 1 or 2 share points with their
- * neighbours, so they go in two passes whose pairs are disjoint:
- *   gap 1: i even, then i odd;   gap 2: i mod 4 in {0, 1}, then in {2, 3}.
- * Eight consecutive points hold four pairs of a pass; SIMD splits them into
- * an `a` and a `b` vector with one shuffle and puts them back after. Lanes
- * whose pair would run past the row get zero shares. */
-static void solve_row(tb_cloth_piece *p, int row, int w, int gap, float rest, float k)
+/* The H families (pairs (c, c + gap) along the rows), pass by pass. Eight
+ * consecutive points hold four pairs of a pass; SIMD splits them into an
+ * `a` and a `b` vector with one shuffle, and the shares (indexed like the
+ * points) with the same shuffle, and puts the points back after. */
+static void solve_pairs(tb_cloth_piece *p, int f, int w, int h)
 {
-#if defined(__SSE2__)
-    __m128 vr = _mm_set1_ps(rest), vk = _mm_set1_ps(k), vw = _mm_set1_ps((float)w);
-    const __m128 first = gap == 1 ? _mm_set_ps(7.0f, 5.0f, 3.0f, 1.0f) : _mm_set_ps(7.0f, 6.0f, 3.0f, 2.0f);
+    family fam = family_of(p, f, w, h);
+    int n = fam.count;
+    int gap = fam.db;
+    const float *sa = p->share_a[f], *sb = p->share_b[f];
     for (int pass = 0; pass < 2; pass++) {
-        for (int i = pass * gap; i + gap < w; i += 8) {
-            int base = row + i;
+#if defined(__SSE2__)
+        __m128 vr = _mm_set1_ps(fam.rest);
+        for (int base = pass * gap; base < n; base += 8) {
             lanes lo = load4(p, base), hi = load4(p, base + 4), a, b;
-            __m128 wlo = _mm_loadu_ps(&p->inv_mass[base]), whi = _mm_loadu_ps(&p->inv_mass[base + 4]), wa, wb;
-            /* lane m's far end is at i + first[m]; it must lie in the row */
-            __m128 valid = _mm_cmplt_ps(_mm_add_ps(_mm_set1_ps((float)i), first), vw);
+            __m128 slo = _mm_loadu_ps(&sa[base]), shi = _mm_loadu_ps(&sa[base + 4]);
+            __m128 tlo = _mm_loadu_ps(&sb[base]), thi = _mm_loadu_ps(&sb[base + 4]);
             if (gap == 1) {
                 a.x = _mm_shuffle_ps(lo.x, hi.x, _MM_SHUFFLE(2, 0, 2, 0));
                 b.x = _mm_shuffle_ps(lo.x, hi.x, _MM_SHUFFLE(3, 1, 3, 1));
@@ -329,9 +346,8 @@ static void solve_row(tb_cloth_piece *p, int row, int w, int gap, float rest, fl
                 b.y = _mm_shuffle_ps(lo.y, hi.y, _MM_SHUFFLE(3, 1, 3, 1));
                 a.z = _mm_shuffle_ps(lo.z, hi.z, _MM_SHUFFLE(2, 0, 2, 0));
                 b.z = _mm_shuffle_ps(lo.z, hi.z, _MM_SHUFFLE(3, 1, 3, 1));
-                wa = _mm_shuffle_ps(wlo, whi, _MM_SHUFFLE(2, 0, 2, 0));
-                wb = _mm_shuffle_ps(wlo, whi, _MM_SHUFFLE(3, 1, 3, 1));
-                solve_four(&a, &b, _mm_and_ps(share4(vk, wa, wb), valid), _mm_and_ps(share4(vk, wb, wa), valid), vr);
+                solve_four(&a, &b, _mm_shuffle_ps(slo, shi, _MM_SHUFFLE(2, 0, 2, 0)),
+                           _mm_shuffle_ps(tlo, thi, _MM_SHUFFLE(2, 0, 2, 0)), vr);
                 lo.x = _mm_unpacklo_ps(a.x, b.x); hi.x = _mm_unpackhi_ps(a.x, b.x);
                 lo.y = _mm_unpacklo_ps(a.y, b.y); hi.y = _mm_unpackhi_ps(a.y, b.y);
                 lo.z = _mm_unpacklo_ps(a.z, b.z); hi.z = _mm_unpackhi_ps(a.z, b.z);
@@ -339,9 +355,7 @@ static void solve_row(tb_cloth_piece *p, int row, int w, int gap, float rest, fl
                 a.x = _mm_movelh_ps(lo.x, hi.x); b.x = _mm_movehl_ps(hi.x, lo.x);
                 a.y = _mm_movelh_ps(lo.y, hi.y); b.y = _mm_movehl_ps(hi.y, lo.y);
                 a.z = _mm_movelh_ps(lo.z, hi.z); b.z = _mm_movehl_ps(hi.z, lo.z);
-                wa = _mm_movelh_ps(wlo, whi);
-                wb = _mm_movehl_ps(whi, wlo);
-                solve_four(&a, &b, _mm_and_ps(share4(vk, wa, wb), valid), _mm_and_ps(share4(vk, wb, wa), valid), vr);
+                solve_four(&a, &b, _mm_movelh_ps(slo, shi), _mm_movelh_ps(tlo, thi), vr);
                 lo.x = _mm_movelh_ps(a.x, b.x); hi.x = _mm_movehl_ps(b.x, a.x);
                 lo.y = _mm_movelh_ps(a.y, b.y); hi.y = _mm_movehl_ps(b.y, a.y);
                 lo.z = _mm_movelh_ps(a.z, b.z); hi.z = _mm_movehl_ps(b.z, a.z);
@@ -349,28 +363,22 @@ static void solve_row(tb_cloth_piece *p, int row, int w, int gap, float rest, fl
             store4(p, base, &lo);
             store4(p, base + 4, &hi);
         }
-    }
 #else
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i + gap < w; i++) {
-            int in_pass = gap == 1 ? (i & 1) == pass : ((i >> 1) & 1) == pass;
-            int a = row + i, b = a + gap;
-            if (in_pass)
-                solve_scalar(p, a, b, share_of(k, p->inv_mass[a], p->inv_mass[b]),
-                             share_of(k, p->inv_mass[b], p->inv_mass[a]), rest);
-        }
+        for (int c = 0; c < n; c++)
+            if (((c / gap) & 1) == pass) solve_scalar(p, c, c + gap, sa[c], sb[c], fam.rest);
 #endif
+    }
 }
 
 /* One iteration over every constraint: bend, then shear, then structural
  * last, so the stiffest family has the final word. */
 static void solve_constraints(tb_cloth_piece *p, int w, int h)
 {
-    for (int j = 0; j < h; j++) solve_row(p, j * w, w, 2, 2.0f * p->rest_x, STIFF_BEND);
+    solve_pairs(p, TB_CLOTH_FAMILY_H2, w, h);
     solve_family(p, TB_CLOTH_FAMILY_V2, w, h);
     solve_family(p, TB_CLOTH_FAMILY_D1, w, h);
     solve_family(p, TB_CLOTH_FAMILY_D2, w, h);
-    for (int j = 0; j < h; j++) solve_row(p, j * w, w, 1, p->rest_x, STIFF_STRUCTURAL);
+    solve_pairs(p, TB_CLOTH_FAMILY_H1, w, h);
     solve_family(p, TB_CLOTH_FAMILY_V1, w, h);
 }
 
@@ -402,10 +410,6 @@ static inline AVX_FN void solve_eight(lanes8 *a, lanes8 *b, __m256 sa, __m256 sb
     b->z = _mm256_sub_ps(b->z, _mm256_mul_ps(dz, fb));
 }
 
-static inline AVX_FN __m256 share8(__m256 k, __m256 wa, __m256 wb)
-{
-    return _mm256_mul_ps(_mm256_mul_ps(k, wa), _mm256_sub_ps(_mm256_set1_ps(1.0f), _mm256_mul_ps(_mm256_set1_ps(0.5f), wb)));
-}
 
 static inline AVX_FN lanes8 load8(const tb_cloth_piece *p, int i)
 {
@@ -450,17 +454,18 @@ static AVX_FN void solve_family_avx(tb_cloth_piece *p, int f, int w, int h)
     }
 }
 
-static AVX_FN void solve_row_avx(tb_cloth_piece *p, int row, int w, int gap, float rest, float k)
+static AVX_FN void solve_pairs_avx(tb_cloth_piece *p, int f, int w, int h)
 {
-    __m256 vr = _mm256_set1_ps(rest), vk = _mm256_set1_ps(k), vw = _mm256_set1_ps((float)w);
-    /* far end of each lane's pair, relative to the group start (lane order as permuted) */
-    const __m256 far = gap == 1 ? _mm256_set_ps(15, 13, 7, 5, 11, 9, 3, 1) : _mm256_set_ps(15, 14, 7, 6, 11, 10, 3, 2);
+    family fam = family_of(p, f, w, h);
+    int n = fam.count;
+    int gap = fam.db;
+    const float *sa = p->share_a[f], *sb = p->share_b[f];
+    __m256 vr = _mm256_set1_ps(fam.rest);
     for (int pass = 0; pass < 2; pass++) {
-        for (int i = pass * gap; i + gap < w; i += 16) {
-            int base = row + i;
+        for (int base = pass * gap; base < n; base += 16) {
             lanes8 lo = load8(p, base), hi = load8(p, base + 8), a, b;
-            __m256 wlo = _mm256_loadu_ps(&p->inv_mass[base]), whi = _mm256_loadu_ps(&p->inv_mass[base + 8]), wa, wb;
-            __m256 valid = _mm256_cmp_ps(_mm256_add_ps(_mm256_set1_ps((float)i), far), vw, _CMP_LT_OQ);
+            __m256 slo = _mm256_loadu_ps(&sa[base]), shi = _mm256_loadu_ps(&sa[base + 8]);
+            __m256 tlo = _mm256_loadu_ps(&sb[base]), thi = _mm256_loadu_ps(&sb[base + 8]);
             if (gap == 1) {
                 a.x = _mm256_shuffle_ps(lo.x, hi.x, _MM_SHUFFLE(2, 0, 2, 0));
                 b.x = _mm256_shuffle_ps(lo.x, hi.x, _MM_SHUFFLE(3, 1, 3, 1));
@@ -468,9 +473,8 @@ static AVX_FN void solve_row_avx(tb_cloth_piece *p, int row, int w, int gap, flo
                 b.y = _mm256_shuffle_ps(lo.y, hi.y, _MM_SHUFFLE(3, 1, 3, 1));
                 a.z = _mm256_shuffle_ps(lo.z, hi.z, _MM_SHUFFLE(2, 0, 2, 0));
                 b.z = _mm256_shuffle_ps(lo.z, hi.z, _MM_SHUFFLE(3, 1, 3, 1));
-                wa = _mm256_shuffle_ps(wlo, whi, _MM_SHUFFLE(2, 0, 2, 0));
-                wb = _mm256_shuffle_ps(wlo, whi, _MM_SHUFFLE(3, 1, 3, 1));
-                solve_eight(&a, &b, _mm256_and_ps(share8(vk, wa, wb), valid), _mm256_and_ps(share8(vk, wb, wa), valid), vr);
+                solve_eight(&a, &b, _mm256_shuffle_ps(slo, shi, _MM_SHUFFLE(2, 0, 2, 0)),
+                            _mm256_shuffle_ps(tlo, thi, _MM_SHUFFLE(2, 0, 2, 0)), vr);
                 lo.x = _mm256_unpacklo_ps(a.x, b.x); hi.x = _mm256_unpackhi_ps(a.x, b.x);
                 lo.y = _mm256_unpacklo_ps(a.y, b.y); hi.y = _mm256_unpackhi_ps(a.y, b.y);
                 lo.z = _mm256_unpacklo_ps(a.z, b.z); hi.z = _mm256_unpackhi_ps(a.z, b.z);
@@ -481,9 +485,8 @@ static AVX_FN void solve_row_avx(tb_cloth_piece *p, int row, int w, int gap, flo
                 b.y = _mm256_shuffle_ps(lo.y, hi.y, _MM_SHUFFLE(3, 2, 3, 2));
                 a.z = _mm256_shuffle_ps(lo.z, hi.z, _MM_SHUFFLE(1, 0, 1, 0));
                 b.z = _mm256_shuffle_ps(lo.z, hi.z, _MM_SHUFFLE(3, 2, 3, 2));
-                wa = _mm256_shuffle_ps(wlo, whi, _MM_SHUFFLE(1, 0, 1, 0));
-                wb = _mm256_shuffle_ps(wlo, whi, _MM_SHUFFLE(3, 2, 3, 2));
-                solve_eight(&a, &b, _mm256_and_ps(share8(vk, wa, wb), valid), _mm256_and_ps(share8(vk, wb, wa), valid), vr);
+                solve_eight(&a, &b, _mm256_shuffle_ps(slo, shi, _MM_SHUFFLE(1, 0, 1, 0)),
+                            _mm256_shuffle_ps(tlo, thi, _MM_SHUFFLE(1, 0, 1, 0)), vr);
                 lo.x = _mm256_shuffle_ps(a.x, b.x, _MM_SHUFFLE(1, 0, 1, 0)); hi.x = _mm256_shuffle_ps(a.x, b.x, _MM_SHUFFLE(3, 2, 3, 2));
                 lo.y = _mm256_shuffle_ps(a.y, b.y, _MM_SHUFFLE(1, 0, 1, 0)); hi.y = _mm256_shuffle_ps(a.y, b.y, _MM_SHUFFLE(3, 2, 3, 2));
                 lo.z = _mm256_shuffle_ps(a.z, b.z, _MM_SHUFFLE(1, 0, 1, 0)); hi.z = _mm256_shuffle_ps(a.z, b.z, _MM_SHUFFLE(3, 2, 3, 2));
@@ -496,11 +499,11 @@ static AVX_FN void solve_row_avx(tb_cloth_piece *p, int row, int w, int gap, flo
 
 static AVX_FN void solve_constraints_avx(tb_cloth_piece *p, int w, int h)
 {
-    for (int j = 0; j < h; j++) solve_row_avx(p, j * w, w, 2, 2.0f * p->rest_x, STIFF_BEND);
+    solve_pairs_avx(p, TB_CLOTH_FAMILY_H2, w, h);
     solve_family_avx(p, TB_CLOTH_FAMILY_V2, w, h);
     solve_family_avx(p, TB_CLOTH_FAMILY_D1, w, h);
     solve_family_avx(p, TB_CLOTH_FAMILY_D2, w, h);
-    for (int j = 0; j < h; j++) solve_row_avx(p, j * w, w, 1, p->rest_x, STIFF_STRUCTURAL);
+    solve_pairs_avx(p, TB_CLOTH_FAMILY_H1, w, h);
     solve_family_avx(p, TB_CLOTH_FAMILY_V1, w, h);
 }
 
