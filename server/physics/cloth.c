@@ -161,6 +161,7 @@ void tb_cloth__rebuild(tb_cloth_world *world)
     }
     for (int i = 0; i < st->piece_count; i++) {
         tb_cloth__update_shares(&st->pieces[i], &world->pieces[i]);
+        tb_cloth__to_columns(&st->pieces[i], &world->pieces[i]);
         tb_cloth__compute_normals(&st->pieces[i], &world->pieces[i]);
     }
 }

@@ -93,6 +93,9 @@ typedef struct tb_cloth_piece {
     float px[TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD];
     float py[TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD];
     float pz[TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD];
+    float nx[TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD]; /* normals, as columns (the wind reads them) */
+    float ny[TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD];
+    float nz[TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD];
     /* each end's share of every constraint (stiffness and inverse masses), by family */
     float share_a[TB_CLOTH_FAMILIES][TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD];
     float share_b[TB_CLOTH_FAMILIES][TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD];
@@ -141,6 +144,8 @@ void tb_cloth__figure_pose(const tb_cloth_figure_state *fig, tb_cloth_capsule *c
 void tb_cloth__solve_step(tb_cloth_world *world);
 bool tb_cloth__cpu_has_avx(void);
 void tb_cloth__update_shares(const tb_cloth_piece_state *ps, tb_cloth_piece *p);
+void tb_cloth__to_columns(const tb_cloth_piece_state *ps, tb_cloth_piece *p);
+/* from the columns px/py/pz (call tb_cloth__to_columns first when the state changed) */
 void tb_cloth__compute_normals(const tb_cloth_piece_state *ps, tb_cloth_piece *p);
 
 /* cloth.c: recompute every derived field from world->state. */
