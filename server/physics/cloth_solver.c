@@ -496,14 +496,13 @@ bool tb_cloth__cpu_has_avx(void) { return false; }
 /* ---- collisions ----------------------------------------------------------------- */
 
 /* A capsule prepared for many point tests this step: segment start and
- * direction, 1/|ab|^2, and a bounding sphere to reject far points with one
- * distance. */
+ * direction, 1/|ab|^2. */
 typedef struct capsule_fast {
-    tb_vec3 a, ab, centre;
-    float inv_len2, radius, bound;
+    tb_vec3 a, ab;
+    float inv_len2, radius;
 } capsule_fast;
 
-static capsule_fast prepare(const tb_cloth_capsule *cap, float margin)
+static capsule_fast prepare(const tb_cloth_capsule *cap)
 {
     capsule_fast f;
     f.a = cap->a;
@@ -511,8 +510,6 @@ static capsule_fast prepare(const tb_cloth_capsule *cap, float margin)
     float len2 = tb_v3_len_sq(f.ab);
     f.inv_len2 = len2 > 1e-12f ? 1.0f / len2 : 0.0f;
     f.radius = cap->radius;
-    f.centre = tb_v3_mad(cap->a, f.ab, 0.5f);
-    f.bound = 0.5f * sqrtf(len2) + cap->radius + margin;
     return f;
 }
 
@@ -540,28 +537,90 @@ static inline int push_out(const capsule_fast *c, float *x, float *y, float *z, 
     return 1;
 }
 
-/* Which capsules each free point might touch this step (one distance test
- * per point and capsule) and which points are near the ground, so the
- * iterations and the final pass only test those. "Might touch": within
- * NEAR_MARGIN (which covers the capsules' own motion in a step) plus the
- * point's own motion this step (|p - o|, which covers pokes and throws). */
-static void find_pairs(const capsule_fast *caps, const tb_cloth_piece_state *ps, tb_cloth_piece *p)
+/* The capsules of a piece as columns, for testing one point against all of
+ * them at once (eight lanes; unused lanes are masked off by `count`). */
+typedef struct capsule_columns {
+    float ax[8], ay[8], az[8], abx[8], aby[8], abz[8], inv_len2[8], reach[8];
+    int count;
+} capsule_columns;
+
+static void capsule_columns_of(const capsule_fast *caps, int count, capsule_columns *cc)
+{
+    memset(cc, 0, sizeof *cc);
+    cc->count = count;
+    for (int c = 0; c < count; c++) {
+        cc->ax[c] = caps[c].a.x;
+        cc->ay[c] = caps[c].a.y;
+        cc->az[c] = caps[c].a.z;
+        cc->abx[c] = caps[c].ab.x;
+        cc->aby[c] = caps[c].ab.y;
+        cc->abz[c] = caps[c].ab.z;
+        cc->inv_len2[c] = caps[c].inv_len2;
+        cc->reach[c] = caps[c].radius + NEAR_MARGIN;
+    }
+}
+
+/* Bit c set when q is within reach[c] + moved of capsule c's segment. Every
+ * path does, per capsule, what capsule_offset does, in the same order. */
+static unsigned near_scalar(const capsule_columns *cc, tb_vec3 q, float moved)
+{
+    unsigned mask = 0;
+    for (int c = 0; c < cc->count; c++) {
+        float qx = q.x - cc->ax[c], qy = q.y - cc->ay[c], qz = q.z - cc->az[c];
+        float t = tb_clampf((qx * cc->abx[c] + qy * cc->aby[c] + qz * cc->abz[c]) * cc->inv_len2[c], 0.0f, 1.0f);
+        float dx = qx - cc->abx[c] * t, dy = qy - cc->aby[c] * t, dz = qz - cc->abz[c] * t;
+        float reach = cc->reach[c] + moved;
+        if (dx * dx + dy * dy + dz * dz < reach * reach) mask |= 1u << c;
+    }
+    return mask;
+}
+
+#if TB_CLOTH_HAVE_AVX
+static AVX_FN unsigned near_avx(const capsule_columns *cc, tb_vec3 q, float moved)
+{
+    __m256 qx = _mm256_sub_ps(_mm256_set1_ps(q.x), _mm256_loadu_ps(cc->ax));
+    __m256 qy = _mm256_sub_ps(_mm256_set1_ps(q.y), _mm256_loadu_ps(cc->ay));
+    __m256 qz = _mm256_sub_ps(_mm256_set1_ps(q.z), _mm256_loadu_ps(cc->az));
+    __m256 abx = _mm256_loadu_ps(cc->abx), aby = _mm256_loadu_ps(cc->aby), abz = _mm256_loadu_ps(cc->abz);
+    __m256 dot = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(qx, abx), _mm256_mul_ps(qy, aby)), _mm256_mul_ps(qz, abz));
+    __m256 t = _mm256_mul_ps(dot, _mm256_loadu_ps(cc->inv_len2));
+    t = _mm256_min_ps(_mm256_max_ps(t, _mm256_setzero_ps()), _mm256_set1_ps(1.0f));
+    __m256 dx = _mm256_sub_ps(qx, _mm256_mul_ps(abx, t));
+    __m256 dy = _mm256_sub_ps(qy, _mm256_mul_ps(aby, t));
+    __m256 dz = _mm256_sub_ps(qz, _mm256_mul_ps(abz, t));
+    __m256 d2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy)), _mm256_mul_ps(dz, dz));
+    __m256 reach = _mm256_add_ps(_mm256_loadu_ps(cc->reach), _mm256_set1_ps(moved));
+    unsigned mask = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(d2, _mm256_mul_ps(reach, reach), _CMP_LT_OQ));
+    return mask & ((1u << cc->count) - 1u);
+}
+#endif
+
+/* Which capsules each free point might touch this step, and which points
+ * are near the ground, so the iterations and the final pass only test
+ * those. "Might touch": within NEAR_MARGIN (which covers the capsules' own
+ * motion in a step) plus the point's own motion this step (|p - o|, which
+ * covers pokes and throws). Reads the columns. */
+static void find_pairs(const tb_cloth_world *world, const capsule_columns *cc, const tb_cloth_piece_state *ps,
+                       tb_cloth_piece *p)
 {
     int n = ps->width * ps->height;
     p->pair_count = 0;
     p->low_count = 0;
     for (int k = 0; k < n; k++) {
         if (p->inv_mass[k] == 0.0f) continue;
-        tb_vec3 q = tb_v3(ps->pos[3 * k], ps->pos[3 * k + 1], ps->pos[3 * k + 2]);
+        tb_vec3 q = tb_v3(p->px[k], p->py[k], p->pz[k]);
         float moved = tb_v3_dist(q, tb_v3(ps->prev[3 * k], ps->prev[3 * k + 1], ps->prev[3 * k + 2]));
         if (q.y < TB_CLOTH_GROUND_Y + NEAR_MARGIN + moved) p->low[p->low_count++] = (uint16_t)k;
-        for (int c = 0; c < p->capsule_count && p->pair_count < TB_CLOTH_MAX_PAIRS; c++) {
-            const capsule_fast *cap = &caps[c];
-            float bound = cap->bound + moved;
-            if (tb_v3_len_sq(tb_v3_sub(q, cap->centre)) >= bound * bound) continue;
-            float reach = cap->radius + NEAR_MARGIN + moved;
-            if (tb_v3_len_sq(capsule_offset(cap, q)) < reach * reach)
-                p->pairs[p->pair_count++] = (tb_cloth_pair){(uint16_t)k, (uint16_t)c};
+        if (cc->count == 0) continue;
+#if TB_CLOTH_HAVE_AVX
+        unsigned mask = world->use_avx ? near_avx(cc, q, moved) : near_scalar(cc, q, moved);
+#else
+        unsigned mask = near_scalar(cc, q, moved);
+#endif
+        while (mask && p->pair_count < TB_CLOTH_MAX_PAIRS) {
+            int c = __builtin_ctz(mask);
+            mask &= mask - 1;
+            p->pairs[p->pair_count++] = (tb_cloth_pair){(uint16_t)k, (uint16_t)c};
         }
     }
 }
@@ -717,10 +776,12 @@ void tb_cloth__solve_step(tb_cloth_world *world)
         tb_cloth_piece_state *ps = &st->pieces[i];
         tb_cloth_piece *p = &world->pieces[i];
         capsule_fast caps[TB_CLOTH_MAX_CAPSULES];
-        for (int c = 0; c < p->capsule_count; c++) caps[c] = prepare(&world->capsules[p->capsule_first + c], NEAR_MARGIN);
+        for (int c = 0; c < p->capsule_count; c++) caps[c] = prepare(&world->capsules[p->capsule_first + c]);
+        capsule_columns cc;
+        capsule_columns_of(caps, p->capsule_count, &cc);
         integrate(world, ps, p, i, wind);
-        find_pairs(caps, ps, p);
         tb_cloth__to_columns(ps, p);
+        find_pairs(world, &cc, ps, p);
         for (int it = 0; it < st->iterations; it++) {
 #if TB_CLOTH_HAVE_AVX
             if (world->use_avx) solve_constraints_avx(p, ps->width, ps->height);
