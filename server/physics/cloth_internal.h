@@ -77,8 +77,8 @@ enum {
 /* The distance constraints are not stored: on a grid they are six families
  * (horizontal and vertical neighbours, two diagonals, horizontal and vertical
  * one-apart) with one rest length each, and the solver walks them straight
- * off the grid (cloth_solver.c). Positions are copied into the px/py/pz
- * columns for the iterations so the walk can use 4-wide SIMD. */
+ * off the grid (cloth_solver.c). During a step the positions live in the
+ * px/py/pz columns so the walk can use SIMD. */
 typedef struct tb_cloth_piece {
     int constraint_count;
     int triangle_count;
@@ -87,8 +87,9 @@ typedef struct tb_cloth_piece {
     int capsule_first, capsule_count; /* the capsules this piece collides with */
     float size_x, size_y;             /* physical size, m */
     float rest_x, rest_y, rest_diag;  /* neighbour rest lengths; one apart is twice rest_x / rest_y */
-    /* Columns for the iterations, padded so a group of sixteen past the last
-     * row stays inside (the padding is zero and never moves). */
+    /* Columns for the step, padded so a SIMD group of sixteen that starts in
+     * the last row stays inside (padded positions are loaded and stored back
+     * unchanged; padded normals are scratch). */
     float inv_mass[TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD]; /* 0 pinned or grabbed, 1 free */
     float px[TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD];
     float py[TB_CLOTH_MAX_POINTS + TB_CLOTH_PAD];

@@ -2,16 +2,20 @@
  *
  *   1. The figure advances and is posed; pinned points jump to their anchors.
  *   2. Verlet: v = (p - o) * damping, p += v + a h^2, with gravity and wind.
- *   3. `iterations` times: every distance constraint, then capsules and ground.
- *   4. A last full collision pass, then normals (the next step's wind needs them).
+ *   3. Which capsules each point is near, and which points are near the ground.
+ *   4. `iterations` times: every distance constraint, then the near capsules
+ *      and the ground.
+ *   5. A last collision pass over the near pairs, then normals (the next
+ *      step's wind needs them).
  *
- * Layout for speed: the constraints of a grid are six families with one rest
- * length each, walked straight off the grid in an order where four
- * consecutive constraints never share a point, so four are solved at once
- * with SSE2 (baseline on x86-64; a scalar path gives the same numbers
- * elsewhere). Still Gauss-Seidel: each group of four sees the corrections of
- * every group before it. Points inside a group are independent, so the group
- * gives exactly what one-at-a-time would in the same order.
+ * Layout for speed: during the step the positions live in columns (px, py,
+ * pz). The constraints of a grid are six families with one rest length
+ * each, walked straight off the grid, never stored (see "Families" below),
+ * in an order where neighbouring constraints of a SIMD group never share a
+ * point: 8 at a time with AVX when the CPU has it (chosen at run time), else
+ * 4 with SSE2, else one by one, and all three give the same bits (tested).
+ * It is still Gauss-Seidel: each group sees the corrections of the groups
+ * before it.
  *
  * Converting the seed's 1/60 s tuning to 1/120 s
  * ----------------------------------------------
@@ -56,8 +60,8 @@
 #define WIND_K 2.0f               /* 1/s: normal push per m/s of relative air */
 #define DRAG 0.1f                 /* 1/s: light drag along the relative air */
 #define GRAB_MAX_STEP 0.1f        /* a grabbed point moves at most this per step (12 m/s) */
-#define NEAR_MARGIN 0.06f         /* capsules this close are tested during the iterations (the
-                                     final pass tests all, so this only trades speed for accuracy) */
+#define NEAR_MARGIN 0.06f         /* m: capsules this close (plus the point's own motion this
+                                     step) are tested; covers a capsule moving 7 m/s */
 #define COLLISION_SKIN 0.0005f    /* the final pass leaves points this far outside */
 
 /* Wind strength varies slowly with time (deterministic gusts) so a flag in a
