@@ -407,6 +407,43 @@ static void bad_cloth_inputs_are_rejected_and_change_nothing(void **state)
     tb_cloth_world_destroy(w);
 }
 
+/* Random pokes and grabs with far targets on the largest grids: nothing
+ * becomes NaN, nothing flies off, and the SIMD padding past the last point
+ * is never written (it would mean a group reached outside its grid). */
+static void cloth_survives_wild_inputs(void **state)
+{
+    (void)state;
+    tb_cloth_world *w = make_world(TB_CLOTH_SCENE_FLAG_AND_CAPE, 40.0f, true);
+    assert_int_equal(tb_cloth_world_set_grid(w, TB_CLOTH_KIND_FLAG, 48, 48), TB_CLOTH_OK);
+    assert_int_equal(tb_cloth_world_set_grid(w, TB_CLOTH_KIND_CAPE, 47, 48), TB_CLOTH_OK);
+    assert_int_equal(tb_cloth_world_set_iterations(w, 20), TB_CLOTH_OK);
+    uint32_t seed = 99;
+    for (int s = 0; s < 2 * STEPS_PER_SECOND; s++) {
+        seed = seed * 1664525u + 1013904223u;
+        int piece = (int)(seed >> 31);
+        tb_cloth_view v;
+        tb_cloth_world_get_cloth(w, piece, &v);
+        tb_vec3 q = point(&v, (int)((seed >> 8) % (uint32_t)v.point_count));
+        if (s % 7 == 0) tb_cloth_world_poke(w, q, tb_v3(0.0f, 20.0f, 0.0f), 1.0f);
+        if (s % 30 == 0) tb_cloth_world_grab_start(w, 5, (uint32_t)(s / 30) % 4, q);
+        for (uint32_t g = 0; g < 4; g++) tb_cloth_world_grab_move(w, 5, g, tb_v3(900.0f, (float)s, -900.0f));
+        if (s % 30 == 29) tb_cloth_world_grab_end(w, 5, (uint32_t)(s / 30) % 4);
+        tb_cloth_world_step(w);
+    }
+    for (int i = 0; i < tb_cloth_world_piece_count(w); i++) {
+        tb_cloth_view v;
+        tb_cloth_world_get_cloth(w, i, &v);
+        for (int k = 0; k < 3 * v.point_count; k++) {
+            assert_true(isfinite(v.positions[k]));
+            assert_true(fabsf(v.positions[k]) < 100.0f);
+        }
+        for (int k = v.point_count; k < v.point_count + TB_CLOTH_PAD; k++) {
+            assert_true(w->pieces[i].px[k] == 0.0f && w->pieces[i].py[k] == 0.0f && w->pieces[i].pz[k] == 0.0f);
+        }
+    }
+    tb_cloth_world_destroy(w);
+}
+
 /* ---- determinism and save/load ------------------------------------------------------------------- */
 
 /* A fixed script of inputs: wind changes, grabs from two clients, a poke,
@@ -523,6 +560,7 @@ int main(void)
         cmocka_unit_test(cloth_stays_above_the_ground),
         cmocka_unit_test(grid_size_change_rebuilds_the_piece),
         cmocka_unit_test(bad_cloth_inputs_are_rejected_and_change_nothing),
+        cmocka_unit_test(cloth_survives_wild_inputs),
         cmocka_unit_test(same_cloth_inputs_give_identical_results),
         cmocka_unit_test(saved_cloth_continues_identically),
         cmocka_unit_test(avx_and_sse_paths_give_identical_results),
