@@ -4,14 +4,17 @@
  *   integrate (damped) -> grabs pull -> press pushes -> edges (soft, Gauss-
  *   Seidel) -> global volume -> shape memory -> size limit -> velocities.
  * Per step: plasticity (rest lengths, then rest shape, follow the current
- * shape), Laplacian smoothing while someone is touching it, recentering.
+ * shape), Laplacian smoothing while someone is touching it (so a dough left
+ * alone keeps exactly its shape), recentering.
  *
  * Why the dough does not snap back: the targets it springs toward (edge rest
  * lengths, rest shape) keep moving to where the dough is, and when the last
  * grab or a press ends they are set to the current shape outright (commit).
  *
  * Rates are per second, so they do not depend on the step or substep count:
- * a fraction f per second becomes 1 - exp(-rate dt) per interval dt. The edge
+ * damping, shape memory and the grabs' pull move 1 - exp(-rate dt) of the way
+ * per interval dt; the plastic flows and smoothing, once per step, move
+ * min(1, rate dt) of the way, as the seed's per-frame updates do. The edge
  * stiffness is given as the seed means it, per substep at its 300 substeps per
  * second (60 fps x 5); our substeps are sdt long, so the error left after one
  * second must match: (1 - k)^(300) = (1 - k_sub)^(1/sdt), i.e.
