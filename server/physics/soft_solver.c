@@ -142,18 +142,20 @@ static void solve_edges(tb_soft_world *world, float k)
     const uint16_t *ed = world->edges;
     float half_k = 0.5f * k;
     for (int e = 0; e < TB_SOFT_E; e++) {
-        int a = 3 * ed[2 * e], b = 3 * ed[2 * e + 1];
-        float dx = x[b] - x[a], dy = x[b + 1] - x[a + 1], dz = x[b + 2] - x[a + 2];
+        float *pa = &x[3 * ed[2 * e]], *pb = &x[3 * ed[2 * e + 1]];
+        /* read both ends once (the compiler cannot rule out aliasing and would reload) */
+        float ax = pa[0], ay = pa[1], az = pa[2], bx = pb[0], by = pb[1], bz = pb[2];
+        float dx = bx - ax, dy = by - ay, dz = bz - az;
         float d2 = dx * dx + dy * dy + dz * dz;
         if (d2 < 1e-12f) continue;
         float d = sqrtf(d2);
         float f = half_k * (d - rest[e]) / d;
-        x[a] += dx * f;
-        x[a + 1] += dy * f;
-        x[a + 2] += dz * f;
-        x[b] -= dx * f;
-        x[b + 1] -= dy * f;
-        x[b + 2] -= dz * f;
+        pa[0] = ax + dx * f;
+        pa[1] = ay + dy * f;
+        pa[2] = az + dz * f;
+        pb[0] = bx - dx * f;
+        pb[1] = by - dy * f;
+        pb[2] = bz - dz * f;
     }
 }
 
