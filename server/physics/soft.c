@@ -50,7 +50,7 @@ tb_soft_def tb_soft_def_default(void)
     d.stiffness = 0.6f;
     d.plasticity = true;
     d.volume_preservation = true;
-    d.substeps = 2;
+    d.substeps = 3;
     return d;
 }
 
@@ -79,9 +79,43 @@ static void init_state(tb_soft_world *world)
     st->rest_volume = tb_soft__volume(world, st->pos);
 }
 
+/* Reorder the edges so that neighbours in the list share no vertex: greedy
+ * colouring (each edge takes the lowest colour its two vertices have not
+ * used; vertex degree <= 6 keeps it under 12 colours), then edges by colour,
+ * stable. The edge loop is Gauss-Seidel with a store to both ends per edge;
+ * in mesh order each edge would wait for the previous one's stores, in
+ * colour order consecutive edges are independent and overlap. */
+static int order_edges_by_colour(uint16_t *edges)
+{
+    uint8_t colour[TB_SOFT_E];
+    uint32_t used[TB_SOFT_V] = {0};
+    int count[33] = {0};
+    for (int e = 0; e < TB_SOFT_E; e++) {
+        int a = edges[2 * e], b = edges[2 * e + 1];
+        uint32_t taken = used[a] | used[b];
+        int c = 0;
+        while (c < 32 && (taken >> c) & 1u) c++;
+        if (c == 32) return -1;
+        colour[e] = (uint8_t)c;
+        used[a] |= 1u << c;
+        used[b] |= 1u << c;
+        count[c + 1]++;
+    }
+    for (int c = 1; c <= 32; c++) count[c] += count[c - 1]; /* start of each colour */
+    uint16_t sorted[TB_SOFT_E * 2];
+    for (int e = 0; e < TB_SOFT_E; e++) {
+        int at = count[colour[e]]++;
+        sorted[2 * at] = edges[2 * e];
+        sorted[2 * at + 1] = edges[2 * e + 1];
+    }
+    memcpy(edges, sorted, sizeof sorted);
+    return 0;
+}
+
 static int build_mesh(tb_soft_world *world)
 {
     if (tb_icosphere_build(world->sphere, world->triangles, world->edges) != 0) return -1;
+    if (order_edges_by_colour(world->edges) != 0) return -1;
     for (int e = 0; e < TB_SOFT_E; e++) {
         int a = world->edges[2 * e], b = world->edges[2 * e + 1];
         tb_vec3 pa = tb_v3(world->sphere[3 * a], world->sphere[3 * a + 1], world->sphere[3 * a + 2]);

@@ -53,7 +53,7 @@ typedef struct tb_soft_def {
     float stiffness;          /* edge stiffness 0..1 as the seed means it (per substep at 300 Hz); default 0.6 */
     bool plasticity;          /* keep the new shape (default true); off: springs back like rubber */
     bool volume_preservation; /* default true */
-    int substeps;             /* per step, 1..TB_SOFT_SUBSTEPS_MAX; default 2 (240 per second; the seed ran 300) */
+    int substeps;             /* per step, 1..TB_SOFT_SUBSTEPS_MAX; default 3 (360 per second; the seed ran 300) */
 } tb_soft_def;
 
 tb_soft_def tb_soft_def_default(void);
