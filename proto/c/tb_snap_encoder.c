@@ -45,6 +45,8 @@ struct tb_snap_encoder {
     uint32_t *scratch; size_t scratch_cap;   /* zigzag residuals while choosing k */
     /* what step() learnt about the new state, used by choose_*() */
     int32_t *match;                  /* next body j -> baseline index, or -1 (spawned / shape changed) */
+    uint8_t *old_ok;                 /* per next body: baseline position (1) / orientation (2) within tolerance */
+    float *pose_cur, *pose_next;     /* input pose (pos, rot: 7 floats) per body, to skip sleeping bodies cheaply */
     int32_t *plo, *phi;              /* per next body: acceptable position cells per axis */
     double *trot;                    /* per next body: true unit quaternion */
     tb_snap_body *nearest;           /* per next body: nearest cells */
@@ -69,11 +71,14 @@ tb_snap_encoder *tb_snap_encoder_create(const tb_proto_frame *frame, uint32_t ma
     e->nearest = calloc(max_bodies + 1, sizeof *e->nearest);
     e->alt = calloc(max_bodies + 1, sizeof *e->alt);
     e->match = calloc(max_bodies + 1, sizeof *e->match);
+    e->old_ok = calloc(max_bodies + 1, 1);
+    e->pose_cur = calloc(7u * (max_bodies + 1), sizeof(float));
+    e->pose_next = calloc(7u * (max_bodies + 1), sizeof(float));
     e->plo = calloc(3u * (max_bodies + 1), sizeof *e->plo);
     e->phi = calloc(3u * (max_bodies + 1), sizeof *e->phi);
     e->trot = calloc(4u * (max_bodies + 1), sizeof *e->trot);
     size_t verts = 0;
-    bool ok = e->cur && e->next && e->nearest && e->alt && e->match && e->plo && e->phi && e->trot;
+    bool ok = e->cur && e->next && e->nearest && e->alt && e->match && e->old_ok && e->pose_cur && e->pose_next && e->plo && e->phi && e->trot;
     size_t maxv = 0;
     for (uint32_t m = 0; m < frame->mesh_count; m++) if (frame->mesh_verts[m] > maxv) maxv = frame->mesh_verts[m];
     e->altq = calloc(3 * maxv + 1, sizeof(int32_t));
@@ -103,7 +108,7 @@ void tb_snap_encoder_destroy(tb_snap_encoder *e)
 {
     if (!e) return;
     free(e->cur); free(e->next); free(e->bits); free(e->scratch);
-    free(e->nearest); free(e->alt); free(e->altq); free(e->altv); free(e->match); free(e->plo); free(e->phi); free(e->trot);
+    free(e->nearest); free(e->alt); free(e->altq); free(e->altv); free(e->match); free(e->old_ok); free(e->pose_cur); free(e->pose_next); free(e->plo); free(e->phi); free(e->trot);
     for (int m = 0; m < TB_PROTO_MAX_MESHES; m++) {
         free(e->vq[m]); free(e->vv[m]); free(e->nq[m]); free(e->nv[m]); free(e->vlo[m]); free(e->vhi[m]);
     }
@@ -262,9 +267,7 @@ static uint64_t choose_bodies(tb_snap_encoder *e, int pred)
         const tb_snap_body *o = &e->cur[e->match[j]];
         const int32_t *lo = &e->plo[3 * j], *hi = &e->phi[3 * j];
         const double *t = &e->trot[4 * j];
-        bool pos_ok = true;
-        for (int a = 0; a < 3; a++) pos_ok = pos_ok && o->qp[a] >= lo[a] && o->qp[a] <= hi[a];
-        bool rot_ok = rot_within(e, o->ri, o->rc, t);
+        bool pos_ok = e->old_ok[j] & 1, rot_ok = e->old_ok[j] & 2;
         b->id = near->id;
         b->shape = near->shape;
         if (pos_ok && rot_ok) {   /* the client's pose is good enough: not sent */
@@ -475,15 +478,34 @@ int tb_snap_encoder_step(tb_snap_encoder *e, const tb_snap_input *in, tb_proto_e
         bool kept = e->have_state && i < e->cur_n && e->cur[i].id == b->id && tb_snap__shape_eq(&e->cur[i].shape, &b->shape);
         e->match[k] = kept ? (int32_t)i : -1;
         tb_snap_body *near = &e->nearest[k];
+        float *pose = &e->pose_next[7 * k];
+        memcpy(pose, b->pos, 3 * sizeof(float));
+        memcpy(pose + 3, b->rot, 4 * sizeof(float));
+        if (kept && memcmp(pose, &e->pose_cur[7 * i], 7 * sizeof(float)) == 0) {
+            /* bit-identical input (a sleeping body): the baseline stands, nothing to compute */
+            *near = e->cur[i];
+            for (int a = 0; a < 3; a++) { near->vp[a] = 0; near->vr[a] = 0; e->plo[3 * k + a] = e->phi[3 * k + a] = near->qp[a]; }
+            e->old_ok[k] = 3;
+            continue;
+        }
         quantize_body(e, b, kept ? &e->cur[i] : NULL, near);
         for (int a = 0; a < 3; a++)
             cell_range(b->pos[a], e->frame.bounds_min[a], TB_PROTO_POS_SCALE, e->grid.pmax[a], e->tol_pos, near->qp[a],
                        &e->plo[3 * k + a], &e->phi[3 * k + a]);
         double *t = &e->trot[4 * k];
-        tb_proto_dequant_rot(near->ri, near->rc, t);     /* fallback for a degenerate input */
         double n2 = 0;
         for (int c = 0; c < 4; c++) n2 += (double)b->rot[c] * b->rot[c];
         if (isfinite(n2) && n2 > 1e-24) for (int c = 0; c < 4; c++) t[c] = b->rot[c] / sqrt(n2);
+        else tb_proto_dequant_rot(near->ri, near->rc, t);     /* degenerate input: what we send */
+        /* is the baseline still good enough? (the same for both predictors) */
+        e->old_ok[k] = 0;
+        if (kept) {
+            const tb_snap_body *o = &e->cur[i];
+            bool pos_ok = true;
+            for (int a = 0; a < 3; a++) pos_ok = pos_ok && o->qp[a] >= e->plo[3 * k + a] && o->qp[a] <= e->phi[3 * k + a];
+            bool rot_ok = rot_within(e, o->ri, o->rc, t);
+            e->old_ok[k] = (uint8_t)((pos_ok ? 1 : 0) | (rot_ok ? 2 : 0));
+        }
     }
     e->next_n = in->body_count;
     for (uint32_t m = 0; m < e->frame.mesh_count; m++) {
@@ -523,6 +545,7 @@ int tb_snap_encoder_step(tb_snap_encoder *e, const tb_snap_input *in, tb_proto_e
         for (uint32_t k = 0; k < e->next_n; k++) e->next[k] = e->nearest[k];
     }
     tb_snap_body *t = e->cur; e->cur = e->next; e->next = t;
+    float *pt = e->pose_cur; e->pose_cur = e->pose_next; e->pose_next = pt;
     e->cur_n = e->next_n;
     for (uint32_t m = 0; m < e->frame.mesh_count; m++) {
         int32_t *q = e->vq[m]; e->vq[m] = e->nq[m]; e->nq[m] = q;
