@@ -619,7 +619,14 @@ int tl_client_connect(tl_client *c)
     info.context = run->context;
     info.address = run->opt.host;
     info.port = run->opt.port;
-    info.path = run->opt.path;
+    /* A router hashes the room id from the URL (ws://router/ws/{room}): substitute it. */
+    char path[sizeof run->opt.path + TB_PROTO_NAME_MAX];
+    const char *mark = strstr(run->opt.path, "{room}");
+    if (mark)
+        snprintf(path, sizeof path, "%.*s%s%s", (int)(mark - run->opt.path), run->opt.path, c->room->id, mark + 6);
+    else
+        snprintf(path, sizeof path, "%s", run->opt.path);
+    info.path = path; /* lws copies it */
     info.host = run->host_header;
     info.origin = run->host_header;
     info.protocol = TB_PROTO_SUBPROTOCOL;
