@@ -204,6 +204,7 @@ typedef struct tl_options {
     double ramp_interval, ramp_settle;
     int server_pid;
     bool idle;                 /* clients join and then send nothing */
+    bool leave;                /* clients close right after their welcome (rooms stay, empty) */
     int connect_rate;          /* connections started per second */
     char prefix[32];
     double target_ratio;       /* snapshots received / expected a ramp step must hold */
@@ -227,7 +228,7 @@ typedef struct tl_report {
     double lateness_p50_ms, lateness_p99_ms, step_p50_ms, step_p99_ms, steps_per_room_s;
     double overruns, overruns_total, server_rooms, server_clients, server_snapshots_skipped;
     /* from /proc */
-    double server_cpu_cores, server_rss_mb, generator_cpu_cores;
+    double server_cpu_cores, server_rss_mb, server_rss_before_mb, server_kb_per_room, generator_cpu_cores;
     uint64_t errors, errors_by[TL_ERR_COUNT], server_errors_by_code[TB_ERR__COUNT + 1];
     bool held;                 /* ramp: the step met every target */
     char why[160];             /* ramp: the first target missed */
@@ -260,7 +261,7 @@ struct tl_run {
     tl_scrape scrape;
     bool scrape_busy;
     double cpu_start, cpu_end, self_cpu_start, self_cpu_end;
-    double rss_start_mb, rss_end_mb;
+    double rss_start_mb, rss_end_mb, rss_before_mb;
     tl_window_stats win;
 
     /* ramp */

@@ -385,6 +385,8 @@ static void tl__joined(tl_client *c, const tb_proto_welcome *w)
     c->next_at = c->joined_at + 1.0 + tl__rand() * 3.0;
     c->next_ping_at = c->joined_at + tl__rand() * 5.0;
     c->last_snap_at = c->joined_at;
+    if (c->run->opt.leave)
+        tl_client_close(c);
 }
 
 static void tl__snapshot(tl_client *c, const uint8_t *buf, size_t len, bool key)

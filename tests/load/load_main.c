@@ -50,6 +50,8 @@ static void tl__usage(FILE *f)
         "  --duration S            measurement window in seconds (default 10); ramp: longest run (600)\n"
         "  --warmup S              seconds between the last welcome and the window (default 2)\n"
         "  --idle                  join and send nothing (idle rooms; pings off)\n"
+        "  --leave                 close each client right after its welcome: the rooms stay open\n"
+        "                          and empty (memory per room: see server_kb_per_room)\n"
         "  --ramp                  add rooms step by step until the server falls behind\n"
         "  --ramp-step K           rooms added per step (default 10)\n"
         "  --ramp-interval S       window per step in seconds (default 5)\n"
@@ -132,7 +134,7 @@ static int tl__parse(tl_options *o, int argc, char **argv)
     snprintf(o->prefix, sizeof o->prefix, "load-%d", (int)getpid());
     int kind = -1, scene = -1;
     bool allow_remote = false;
-    enum { O_URL = 256, O_ROOMS, O_CPR, O_SCENE, O_KIND, O_MIX, O_DURATION, O_WARMUP, O_IDLE, O_RAMP,
+    enum { O_URL = 256, O_ROOMS, O_CPR, O_SCENE, O_KIND, O_MIX, O_DURATION, O_WARMUP, O_IDLE, O_LEAVE, O_RAMP,
            O_RAMP_STEP, O_RAMP_INTERVAL, O_RAMP_SETTLE, O_RAMP_MAX, O_TRATIO, O_TLATE, O_PID, O_RATE,
            O_JOIN_TIMEOUT, O_PREFIX, O_SEED, O_REMOTE, O_JSON, O_QUIET, O_HELP };
     static const struct option opts[] = {
@@ -140,7 +142,7 @@ static int tl__parse(tl_options *o, int argc, char **argv)
         {"clients-per-room", required_argument, 0, O_CPR}, {"scene", required_argument, 0, O_SCENE},
         {"kind", required_argument, 0, O_KIND}, {"mix", required_argument, 0, O_MIX},
         {"duration", required_argument, 0, O_DURATION}, {"warmup", required_argument, 0, O_WARMUP},
-        {"idle", no_argument, 0, O_IDLE}, {"ramp", no_argument, 0, O_RAMP},
+        {"idle", no_argument, 0, O_IDLE}, {"leave", no_argument, 0, O_LEAVE}, {"ramp", no_argument, 0, O_RAMP},
         {"ramp-step", required_argument, 0, O_RAMP_STEP}, {"ramp-interval", required_argument, 0, O_RAMP_INTERVAL},
         {"ramp-settle", required_argument, 0, O_RAMP_SETTLE}, {"ramp-max-rooms", required_argument, 0, O_RAMP_MAX},
         {"target-ratio", required_argument, 0, O_TRATIO}, {"target-lateness", required_argument, 0, O_TLATE},
@@ -189,6 +191,7 @@ static int tl__parse(tl_options *o, int argc, char **argv)
         case O_DURATION: o->duration = atof(optarg); break;
         case O_WARMUP: o->warmup = atof(optarg); break;
         case O_IDLE: o->idle = true; break;
+        case O_LEAVE: o->leave = o->idle = true; break;
         case O_RAMP: o->ramp = true; break;
         case O_RAMP_STEP: o->ramp_step = atoi(optarg); break;
         case O_RAMP_INTERVAL: o->ramp_interval = atof(optarg); break;
@@ -392,7 +395,7 @@ static void tl__fill_report(tl_run *run, tl_report *r, uint64_t errors_before)
         n++;
     }
     r->clients_in_window = (int)n;
-    r->snapshot_rate_ratio = expected > 0 ? got / expected : 0;
+    r->snapshot_rate_ratio = expected > 0 ? got / expected : NAN;
     for (int s = 0; s < TL_SCENE_COUNT; s++) {
         r->ratio_by_scene[s] = exp_s[s] > 0 ? got_s[s] / exp_s[s] : NAN;
         r->kbit_by_scene[s] = r->clients_by_scene[s] ? r->kbit_by_scene[s] / r->clients_by_scene[s] : NAN;
@@ -447,6 +450,9 @@ static void tl__fill_report(tl_run *run, tl_report *r, uint64_t errors_before)
     else
         r->server_cpu_cores = NAN;
     r->server_rss_mb = run->rss_end_mb >= 0 ? run->rss_end_mb : NAN;
+    r->server_rss_before_mb = run->rss_before_mb >= 0 ? run->rss_before_mb : NAN;
+    r->server_kb_per_room = run->rss_end_mb >= 0 && run->rss_before_mb >= 0 && run->room_count
+        ? (run->rss_end_mb - run->rss_before_mb) * 1024 / run->room_count : NAN;
     r->generator_cpu_cores = win > 0 ? (run->self_cpu_end - run->self_cpu_start) / win : NAN;
     for (int e = 0; e < TL_ERR_COUNT; e++)
         r->errors_by[e] = w->errors[e];
@@ -459,7 +465,7 @@ static void tl__fill_report(tl_run *run, tl_report *r, uint64_t errors_before)
     if (r->errors) {
         snprintf(r->why, sizeof r->why, "%llu errors", (unsigned long long)r->errors);
         r->held = false;
-    } else if (r->snapshot_rate_ratio < run->opt.target_ratio) {
+    } else if (!isnan(r->snapshot_rate_ratio) && r->snapshot_rate_ratio < run->opt.target_ratio) {
         snprintf(r->why, sizeof r->why, "snapshots at %.3f of the set rate (< %.2f)", r->snapshot_rate_ratio,
                  run->opt.target_ratio);
         r->held = false;
@@ -748,6 +754,8 @@ static void tl__json_report(const tl_report *r)
     tl__jnum("server_clients", r->server_clients, true);
     tl__jnum("server_cpu_cores", r->server_cpu_cores, true);
     tl__jnum("server_rss_mb", r->server_rss_mb, true);
+    tl__jnum("server_rss_before_mb", r->server_rss_before_mb, true);
+    tl__jnum("server_kb_per_room", r->server_kb_per_room, true);
     tl__jnum("generator_cpu_cores", r->generator_cpu_cores, true);
     printf("\"errors\":%llu,\"errors_by\":{", (unsigned long long)r->errors);
     for (int e = 0; e < TL_ERR_COUNT; e++)
@@ -776,8 +784,8 @@ static void tl__print_json(const tl_run *run, const tl_report *top)
     printf("\"url\":\"%s\",\"mix\":\"", run->opt.url);
     for (int i = 0; i < run->opt.mix_count; i++)
         printf("%s%s", i ? "," : "", tl_scene_names[run->opt.mix[i]]);
-    printf("\",\"clients_per_room\":%d,\"idle\":%s,\"server_pid\":%d", run->opt.clients_per_room,
-           run->opt.idle ? "true" : "false", run->opt.server_pid);
+    printf("\",\"clients_per_room\":%d,\"idle\":%s,\"leave\":%s,\"server_pid\":%d", run->opt.clients_per_room,
+           run->opt.idle ? "true" : "false", run->opt.leave ? "true" : "false", run->opt.server_pid);
     if (run->opt.ramp) {
         printf(",\"ramp\":{\"max_rooms_held\":%d,\"max_clients_held\":%d,\"steps\":[", run->max_rooms_held,
                run->max_rooms_held * run->opt.clients_per_room);
@@ -835,8 +843,9 @@ static void tl__print_table(const tl_run *run, const tl_report *r)
     printf("  %-34s %10s %10s %10.2f\n", "server steps/s per room", "", "", r->steps_per_room_s);
     printf("  %-34s %10s %10s %10.0f  (total %.0f)\n", "server overruns in window", "", "", r->overruns,
            r->overruns_total);
-    printf("  %-34s %10s %10s %10.2f  (rss %.1f MB)\n", "server cpu (cores)", "", "", r->server_cpu_cores,
-           r->server_rss_mb);
+    printf("  %-34s %10s %10s %10.2f  (rss %.1f MB, %.1f before the run: %.1f kB per room)\n",
+           "server cpu (cores)", "", "", r->server_cpu_cores, r->server_rss_mb, r->server_rss_before_mb,
+           r->server_kb_per_room);
     printf("  %-34s %10s %10s %10.2f\n", "generator cpu (cores)", "", "", r->generator_cpu_cores);
     printf("  errors: %llu (", (unsigned long long)r->errors);
     for (int e = 0; e < TL_ERR_COUNT; e++)
@@ -940,6 +949,7 @@ int main(int argc, char **argv)
     }
 
     run->started_at = tl_now();
+    run->rss_before_mb = o->server_pid > 0 ? tl_proc_rss_mb(o->server_pid) : -1;
     if (tl__add_rooms(run, o->rooms) != 0) {
         fprintf(stderr, "tumble-load: out of memory\n");
         return 2;
