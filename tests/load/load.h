@@ -206,6 +206,7 @@ typedef struct tl_options {
     bool idle;                 /* clients join and then send nothing */
     bool leave;                /* clients close right after their welcome (rooms stay, empty) */
     int connect_rate;          /* connections started per second */
+    int source_addrs;          /* spread clients over 127.0.0.1 .. 127.0.0.N (per-address limits) */
     char prefix[32];
     double target_ratio;       /* snapshots received / expected a ramp step must hold */
     double target_lateness_ms;
@@ -240,6 +241,7 @@ struct tl_run {
     struct lws_context *context;
     struct sockaddr_storage addr;      /* the server, for /metrics */
     char host_header[160];
+    char origin[180];
 
     tl_room *rooms;
     int room_count, room_cap;          /* created so far / allocated */

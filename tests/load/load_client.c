@@ -630,9 +630,17 @@ int tl_client_connect(tl_client *c)
         snprintf(path, sizeof path, "%s", run->opt.path);
     info.path = path; /* lws copies it */
     info.host = run->host_header;
-    info.origin = run->host_header;
+    info.origin = run->origin;
     info.protocol = TB_PROTO_SUBPROTOCOL;
     info.opaque_user_data = c;
+    /* Loopback is all of 127/8: several source addresses get past a server's
+     * connections-per-address limit without changing its settings. */
+    char iface[32];
+    if (run->opt.source_addrs > 1) {
+        int n = (c->room->index * run->opt.clients_per_room + c->index) % run->opt.source_addrs;
+        snprintf(iface, sizeof iface, "127.0.%d.%d", (n + 1) / 256, (n + 1) % 256);
+        info.iface = iface;
+    }
     info.pwsi = &c->wsi;
     c->state = TL_CONNECTING;
     c->connect_at = tl_now();

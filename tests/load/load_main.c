@@ -62,6 +62,8 @@ static void tl__usage(FILE *f)
         "  --server-pid PID        read the server's CPU and memory from /proc (default: the local\n"
         "                          process listening on the URL's port, when found)\n"
         "  --connect-rate N        connections started per second (default 400)\n"
+        "  --source-addrs N        spread the clients over N loopback source addresses\n"
+        "                          (127.0.0.1..N) to stay under a per-address connection limit\n"
         "  --join-timeout S        seconds a client may take to get its welcome (default 15)\n"
         "  --prefix P              room id prefix (default load-<pid>)\n"
         "  --seed N                behaviour random seed (default 1)\n"
@@ -136,7 +138,7 @@ static int tl__parse(tl_options *o, int argc, char **argv)
     bool allow_remote = false;
     enum { O_URL = 256, O_ROOMS, O_CPR, O_SCENE, O_KIND, O_MIX, O_DURATION, O_WARMUP, O_IDLE, O_LEAVE, O_RAMP,
            O_RAMP_STEP, O_RAMP_INTERVAL, O_RAMP_SETTLE, O_RAMP_MAX, O_TRATIO, O_TLATE, O_PID, O_RATE,
-           O_JOIN_TIMEOUT, O_PREFIX, O_SEED, O_REMOTE, O_JSON, O_QUIET, O_HELP };
+           O_JOIN_TIMEOUT, O_SRCADDR, O_PREFIX, O_SEED, O_REMOTE, O_JSON, O_QUIET, O_HELP };
     static const struct option opts[] = {
         {"url", required_argument, 0, O_URL}, {"rooms", required_argument, 0, O_ROOMS},
         {"clients-per-room", required_argument, 0, O_CPR}, {"scene", required_argument, 0, O_SCENE},
@@ -147,7 +149,7 @@ static int tl__parse(tl_options *o, int argc, char **argv)
         {"ramp-settle", required_argument, 0, O_RAMP_SETTLE}, {"ramp-max-rooms", required_argument, 0, O_RAMP_MAX},
         {"target-ratio", required_argument, 0, O_TRATIO}, {"target-lateness", required_argument, 0, O_TLATE},
         {"server-pid", required_argument, 0, O_PID}, {"connect-rate", required_argument, 0, O_RATE},
-        {"join-timeout", required_argument, 0, O_JOIN_TIMEOUT}, {"prefix", required_argument, 0, O_PREFIX},
+        {"join-timeout", required_argument, 0, O_JOIN_TIMEOUT}, {"source-addrs", required_argument, 0, O_SRCADDR}, {"prefix", required_argument, 0, O_PREFIX},
         {"seed", required_argument, 0, O_SEED}, {"allow-remote", no_argument, 0, O_REMOTE},
         {"json", no_argument, 0, O_JSON}, {"quiet", no_argument, 0, O_QUIET}, {"help", no_argument, 0, O_HELP},
         {0, 0, 0, 0},
@@ -202,6 +204,7 @@ static int tl__parse(tl_options *o, int argc, char **argv)
         case O_PID: o->server_pid = atoi(optarg); break;
         case O_RATE: o->connect_rate = atoi(optarg); break;
         case O_JOIN_TIMEOUT: o->join_timeout = atof(optarg); break;
+        case O_SRCADDR: o->source_addrs = atoi(optarg); break;
         case O_PREFIX: snprintf(o->prefix, sizeof o->prefix, "%s", optarg); break;
         case O_SEED: o->seed = (uint32_t)strtoul(optarg, NULL, 10); break;
         case O_REMOTE: allow_remote = true; break;
@@ -234,7 +237,7 @@ static int tl__parse(tl_options *o, int argc, char **argv)
     if (o->clients_per_room < 1 || o->clients_per_room > TB_PROTO_MAX_PEERS || o->rooms < 0 ||
         o->rooms > 100000 || o->duration <= 0 || o->duration > 24 * 3600 || o->warmup < 0 ||
         o->ramp_step < 1 || o->ramp_interval <= 0 || o->ramp_settle < 0 || o->ramp_max_rooms < 1 ||
-        o->connect_rate < 1 || o->join_timeout <= 0 || (!o->ramp && o->rooms < 1)) {
+        o->connect_rate < 1 || o->source_addrs < 0 || o->source_addrs > 65000 || o->join_timeout <= 0 || (!o->ramp && o->rooms < 1)) {
         fprintf(stderr, "tumble-load: an option is out of range (see --help)\n");
         return 2;
     }
@@ -910,6 +913,11 @@ int main(int argc, char **argv)
         return 2;
     }
     snprintf(run->host_header, sizeof run->host_header, "%s:%d", o->host, o->port);
+    snprintf(run->origin, sizeof run->origin, "http://%.160s", run->host_header);
+    if (o->source_addrs > 1 && (run->addr.ss_family != AF_INET || !tl__is_loopback(&run->addr))) {
+        fprintf(stderr, "tumble-load: --source-addrs needs an IPv4 loopback server\n");
+        return 2;
+    }
     if (!o->server_pid && tl__is_loopback(&run->addr))
         o->server_pid = tl_find_listener_pid(o->port);
 
