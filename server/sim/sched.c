@@ -69,7 +69,7 @@ static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *in)
     int rc = 0;
     switch (in->type) {
     case TB_INPUT_JOIN:
-        tb__emit(w, TB_OUT_CLIENT, in->client, room, tb_wire_welcome(room, in->client, w->sched->instance));
+        tb__emit(w, TB_OUT_WELCOME, in->client, room, tb_wire_welcome(room, in->client, w->sched->instance));
         return;
     case TB_INPUT_LEAVE:
         room->ops->apply_input(room->world, in);

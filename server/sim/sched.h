@@ -36,7 +36,8 @@
 
 typedef enum tb_out_kind {
     TB_OUT_SNAPSHOT = 1, /* newest-wins: to every up-to-date session of the room */
-    TB_OUT_CLIENT,       /* to one session (welcome, error, ack) */
+    TB_OUT_WELCOME,      /* to one session: its welcome; snapshots flow after it */
+    TB_OUT_CLIENT,       /* to one session (error, ack) */
     TB_OUT_BROADCAST,    /* to every session of the room (param change, event) */
 } tb_out_kind;
 
