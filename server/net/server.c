@@ -36,6 +36,8 @@
 _Static_assert(TB_MSG_HEADROOM >= LWS_PRE, "tb_msg headroom must hold LWS_PRE");
 
 #define TB__CTL_CAP 128
+/* lws keeps opcode 4 (close) out of the public enum; lws_write() takes it. */
+#define TB__LWS_WRITE_CLOSE ((enum lws_write_protocol)4)
 #define TB__RX_CHUNK 4096
 
 typedef struct tb_session {
@@ -63,7 +65,7 @@ typedef struct tb_session {
     int64_t tokens_ns, throw_ns;
     int64_t last_rate_error_ns;
 
-    bool closing;
+    bool closing, close_sent;
     int close_code;
     char close_reason[64];
 } tb_session;
@@ -535,10 +537,21 @@ static int tb__ws_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
                 lws_callback_on_writable(wsi);
             return 0;
         }
-        if (s->closing) {
-            lws_close_reason(wsi, (enum lws_close_status)s->close_code, (unsigned char *)s->close_reason,
-                             strlen(s->close_reason));
-            return -1;
+        if (s->closing && !s->close_sent) {
+            /* lws 4.1.6 on the libuv loop drops the connection without a
+             * close frame when a WRITEABLE handler returns -1 after
+             * lws_close_reason(), so the frame is written here and the
+             * connection ends when the peer answers (or after 1 s). */
+            unsigned char frame[LWS_PRE + 2 + sizeof s->close_reason];
+            size_t n = strlen(s->close_reason);
+            frame[LWS_PRE] = (unsigned char)(s->close_code >> 8);
+            frame[LWS_PRE + 1] = (unsigned char)(s->close_code & 0xff);
+            memcpy(frame + LWS_PRE + 2, s->close_reason, n);
+            s->close_sent = true;
+            tb_log_debug("client %u: sending close %d", s->id, s->close_code);
+            if (lws_write(wsi, frame + LWS_PRE, 2 + n, TB__LWS_WRITE_CLOSE) < 0)
+                return -1;
+            lws_set_timeout(wsi, PENDING_TIMEOUT_CLOSE_ACK, 1);
         }
         return 0;
     case LWS_CALLBACK_CLOSED: {

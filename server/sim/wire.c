@@ -47,7 +47,7 @@ static tb_msg *tb__finish(msgpack_sbuffer *sb)
 tb_msg *tb_wire_welcome(const tb_room *room, uint32_t client, const char *instance)
 {
     const tb_scene *scene = tb_scene_find(room->scene);
-    TB__BEGIN(10, "welcome");
+    TB__BEGIN(11, "welcome");
     tb__key(&pk, "v");
     msgpack_pack_int(&pk, TB_WIRE_VERSION);
     tb__key(&pk, "client");
@@ -76,7 +76,7 @@ tb_msg *tb_wire_welcome(const tb_room *room, uint32_t client, const char *instan
 
 tb_msg *tb_wire_snapshot(const tb_room *room)
 {
-    TB__BEGIN(3, "snapshot");
+    TB__BEGIN(4, "snapshot");
     tb__key(&pk, "tick");
     msgpack_pack_uint64(&pk, room->tick);
     tb__key(&pk, "state");
