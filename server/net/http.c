@@ -143,8 +143,9 @@ static int tb__api_rooms(tb_server *server, struct lws *wsi, tb_http_session *h)
         tb__sb_json_str(&b, r->kind);
         tb__sb_printf(&b, ",\"scene\":");
         tb__sb_json_str(&b, r->scene);
-        tb__sb_printf(&b, ",\"clients\":%d,\"bodies\":%d,\"awake\":%d,\"step_us\":%.2f,\"worker\":%d,\"default\":%s}",
-                      r->clients, r->bodies, r->awake, r->step_us, r->worker, r->keep ? "true" : "false");
+        tb__sb_printf(&b, ",\"clients\":%d,\"bodies\":%d,\"awake\":%d,\"step_us\":%.2f,\"steps\":%llu,\"worker\":%d,\"default\":%s}",
+                      r->clients, r->bodies, r->awake, r->step_us, (unsigned long long)r->steps, r->worker,
+                      r->keep ? "true" : "false");
     }
     tb__sb_printf(&b, "]\n");
     free(rows);

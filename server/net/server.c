@@ -6,9 +6,12 @@
  *   ctl[]  a small FIFO of messages that must all arrive, in order: the
  *          welcome, errors, parameter changes, room events, pongs. If it
  *          overflows the client is not keeping up at all and is closed.
- *   slot   ONE snapshot: the newest. A new snapshot replaces an unsent one
- *          (counted as skipped), so a slow reader gets the latest world and
- *          never a growing backlog.
+ *   slots  at most TB__SNAP_SLOTS (2) snapshots. A new snapshot pushes the
+ *          oldest unsent one out (counted as skipped), so a slow reader gets
+ *          the latest world and never a growing backlog; the second slot
+ *          only absorbs a single scheduling hiccup of the server itself
+ *          (two snapshots of one room drained in one go) so that a client
+ *          that keeps up sees every tick.
  *
  * lws allows one write per WRITEABLE callback: ctl first, then the slot,
  * then ask for another callback if anything is left. A session that has had
@@ -36,6 +39,7 @@
 _Static_assert(TB_MSG_HEADROOM >= LWS_PRE, "tb_msg headroom must hold LWS_PRE");
 
 #define TB__CTL_CAP 128
+#define TB__SNAP_SLOTS 2
 /* lws keeps opcode 4 (close) out of the public enum; lws_write() takes it. */
 #define TB__LWS_WRITE_CLOSE ((enum lws_write_protocol)4)
 #define TB__RX_CHUNK 4096
@@ -52,7 +56,8 @@ typedef struct tb_session {
 
     tb_msg *ctl[TB__CTL_CAP];
     int ctl_head, ctl_count;
-    tb_msg *slot;
+    tb_msg *slot[TB__SNAP_SLOTS]; /* oldest first */
+    int slot_count;
     uint64_t last_tick_sent;
     uint64_t acked_tick;
     int64_t last_write_ns;
@@ -72,7 +77,26 @@ typedef struct tb_session {
 
 /* ---- small helpers ------------------------------------------------------ */
 
-static bool tb__has_output(const tb_session *s) { return s->ctl_count > 0 || s->slot != NULL; }
+static bool tb__has_output(const tb_session *s) { return s->ctl_count > 0 || s->slot_count > 0; }
+
+static void tb__clear_slots(tb_session *s)
+{
+    for (int i = 0; i < s->slot_count; i++)
+        tb_msg_unref(s->slot[i]);
+    s->slot_count = 0;
+}
+
+/* Newest wins: queue a snapshot, pushing the oldest out when full. */
+static void tb__put_snapshot(tb_session *s, tb_msg *msg)
+{
+    if (s->slot_count == TB__SNAP_SLOTS) {
+        tb_msg_unref(s->slot[0]);
+        memmove(s->slot, s->slot + 1, (TB__SNAP_SLOTS - 1) * sizeof s->slot[0]);
+        s->slot_count--;
+        TB_COUNT(s->server->metrics, snapshots_skipped_total);
+    }
+    s->slot[s->slot_count++] = msg;
+}
 
 static void tb__want_write(tb_session *s)
 {
@@ -176,8 +200,7 @@ static void tb__leave_room(tb_session *s)
     atomic_fetch_sub(&s->server->metrics->clients, 1);
     s->room = NULL;
     s->welcomed = false;
-    tb_msg_unref(s->slot);
-    s->slot = NULL;
+    tb__clear_slots(s);
     tb_room_unref(room);
 }
 
@@ -327,11 +350,7 @@ static void tb__deliver(tb_server *server, tb_out *out)
         for (tb_session *s = room->net; s; s = s->room_next) {
             if (!s->welcomed || s->closing)
                 continue;
-            if (s->slot) {
-                tb_msg_unref(s->slot);
-                TB_COUNT(server->metrics, snapshots_skipped_total);
-            }
-            s->slot = tb_msg_ref(out->msg);
+            tb__put_snapshot(s, tb_msg_ref(out->msg));
             tb__want_write(s);
         }
         break;
@@ -389,9 +408,10 @@ static int tb__write_one(tb_session *s)
         msg = s->ctl[s->ctl_head];
         s->ctl_head = (s->ctl_head + 1) % TB__CTL_CAP;
         s->ctl_count--;
-    } else if (s->slot) {
-        msg = s->slot;
-        s->slot = NULL;
+    } else if (s->slot_count) {
+        msg = s->slot[0];
+        memmove(s->slot, s->slot + 1, (TB__SNAP_SLOTS - 1) * sizeof s->slot[0]);
+        s->slot_count--;
         snapshot = true;
     }
     if (!msg)
@@ -530,7 +550,7 @@ static int tb__ws_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
         return 0;
     }
     case LWS_CALLBACK_SERVER_WRITEABLE:
-        if (s->ctl_count || (s->slot && !s->closing)) {
+        if (s->ctl_count || (s->slot_count && !s->closing)) {
             if (tb__write_one(s) < 0)
                 return -1;
             if (tb__has_output(s) || s->closing)
@@ -563,8 +583,7 @@ static int tb__ws_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
             s->ctl_head = (s->ctl_head + 1) % TB__CTL_CAP;
             s->ctl_count--;
         }
-        tb_msg_unref(s->slot);
-        s->slot = NULL;
+        tb__clear_slots(s);
         free(s->rx);
         s->rx = NULL;
         if (s->prev)
@@ -738,8 +757,7 @@ void tb_server_stop(tb_server *server, tb_server_close_cb close_cb)
             s->ctl_head = (s->ctl_head + 1) % TB__CTL_CAP;
             s->ctl_count--;
         }
-        tb_msg_unref(s->slot);
-        s->slot = NULL;
+        tb__clear_slots(s);
         tb__begin_close(s, LWS_CLOSE_STATUS_GOINGAWAY, "server shutting down");
     }
     uv_timer_stop(&server->housekeeping);

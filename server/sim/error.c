@@ -4,7 +4,7 @@
 const char *tb_strerror(int code)
 {
     switch (code) {
-    case TB_OK: return "ok";
+    case 0: return "ok";
     case TB_EINVAL: return "invalid argument";
     case TB_ENOMEM: return "out of memory";
     case TB_EFULL: return "queue full";

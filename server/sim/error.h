@@ -7,8 +7,8 @@
 #ifndef TB_ERROR_H
 #define TB_ERROR_H
 
+/* 0 is success; proto/c's tb_proto.h owns the name TB_OK. */
 enum {
-    TB_OK = 0,
     TB_EINVAL = -1,       /* invalid argument */
     TB_ENOMEM = -2,       /* out of memory */
     TB_EFULL = -3,        /* a bounded queue is full */

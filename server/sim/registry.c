@@ -155,6 +155,7 @@ int tb_registry_rows(tb_registry *reg, tb_room_row *rows, int cap)
         row->awake = atomic_load(&room->awake);
         row->worker = room->worker;
         row->step_us = tb_room_mean_step_us(room);
+        row->steps = atomic_load(&room->step_count);
         row->keep = room->keep;
     }
     pthread_mutex_unlock(&reg->lock);

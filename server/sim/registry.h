@@ -36,6 +36,7 @@ typedef struct tb_room_row {
     char scene[24];
     int clients, bodies, awake, worker;
     double step_us;
+    uint64_t steps;
     bool keep;
 } tb_room_row;
 

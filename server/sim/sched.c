@@ -143,8 +143,9 @@ static void tb__step_room(tb_worker *w, tb_room *room, int64_t now)
             msgpack_sbuffer_destroy(&sb);
         }
 
-        /* Only the last snapshot of a catch-up burst is worth encoding. */
-        if (room->tick % (uint64_t)room->snapshot_every == 0 && s + room->snapshot_every >= owed) {
+        /* Every Nth tick, also inside a catch-up burst: a client that keeps
+         * up then misses nothing; the network side drops what it cannot send. */
+        if (room->tick % (uint64_t)room->snapshot_every == 0) {
             tb_msg *snap = tb_wire_snapshot(room);
             if (snap) {
                 snap->tick = room->tick;
