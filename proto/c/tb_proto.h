@@ -327,7 +327,9 @@ int tb_proto_close_code(int code);
 bool tb_proto_room_id_valid(const char *s);       /* [A-Za-z0-9_-]{1,32} */
 
 /* A capsule given by its segment a-b (world) as a body: centre, rotation taking
- * +y to b - a, shape capsule (radius, half length). For moving figure parts. */
+ * +y to b - a, shape capsule (radius, half length, both snapped to 1/1024 m so
+ * float noise in the segment's length does not turn into a respawn every
+ * snapshot). For moving figure parts. */
 void tb_proto_body_from_segment(tb_proto_body *out, uint16_t id, const float a[3], const float b[3],
                                 float radius, uint32_t color, uint8_t material);
 

@@ -134,7 +134,12 @@ void tb_proto_body_from_segment(tb_proto_body *out, uint16_t id, const float a[3
     double d[3] = {(double)b[0] - a[0], (double)b[1] - a[1], (double)b[2] - a[2]};
     double len = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
     out->id = id;
-    out->shape = (tb_proto_shape){TB_SHAPE_CAPSULE, material, color, {radius, (float)(0.5 * len), 0.0f}};
+    /* A body's shape is compared exactly from snapshot to snapshot (a change is a
+     * remove + spawn), so float noise in |b - a| must not change it: sizes are
+     * snapped to 1/1024 m. */
+    float r = (float)(floor((double)radius * 1024.0 + 0.5) / 1024.0);
+    float half = (float)(floor(0.5 * len * 1024.0 + 0.5) / 1024.0);
+    out->shape = (tb_proto_shape){TB_SHAPE_CAPSULE, material, color, {r, half, 0.0f}};
     for (int k = 0; k < 3; k++) out->pos[k] = (float)(0.5 * ((double)a[k] + (double)b[k]));
     if (len < 1e-9) { out->rot[0] = out->rot[1] = out->rot[2] = 0; out->rot[3] = 1; return; }
     for (int k = 0; k < 3; k++) d[k] /= len;

@@ -72,7 +72,7 @@ export function quantRot(q) {
 }
 
 export const zigzag = (v) => (v >= 0 ? 2 * v : -2 * v - 1);
-export const unzigzag = (u) => (u % 2 === 0 ? u / 2 : -(u + 1) / 2);
+export const unzigzag = (u) => ((u & 1) === 0 ? u >>> 1 : -((u + 1) >>> 1));   // u < 2^28
 
 /** MSB-first bit reader over a Uint8Array. Errors set `error` and return 0. */
 export class BitReader {
@@ -81,9 +81,12 @@ export class BitReader {
     if (this.error) return 0;
     if (this.total - this.bit < n) { this.error = true; return 0; }
     let v = 0;
-    for (let i = 0; i < n; i++) {
-      const b = this.bit++;
-      v = v * 2 + ((this.buf[b >> 3] >> (7 - (b & 7))) & 1);
+    while (n > 0) {
+      const used = this.bit & 7, room = 8 - used, take = n < room ? n : room;
+      const byte = this.buf[this.bit >> 3];
+      v = v * (1 << take) + ((byte >> (room - take)) & ((1 << take) - 1));
+      this.bit += take;
+      n -= take;
     }
     return v;
   }
@@ -98,7 +101,7 @@ export class BitReader {
       this.bit++;
       if (++zeros + k + 1 > 28) { this.error = true; return 0; }
     }
-    return this.get(zeros + k + 1) - 2 ** k;
+    return this.get(zeros + k + 1) - (1 << k);
   }
 }
 

@@ -661,7 +661,7 @@ export class SnapshotState {
       });
     }
     // kept bodies are nx[0, nkept); spawned ones nx[nkept, nkept + spawns)
-    const mq = this.meshes.map((mesh) => [Int32Array.from(mesh.q), new Int32Array(mesh.q.length)]);
+    const mq = this.meshes.map((mesh) => [mesh.q.slice(), new Int32Array(mesh.q.length)]);
     let changed = null;
     if (m.bin === null) {
       if (m.spawns.length) fail(ERR.bad_snapshot, 'snap_delta: spawns without a bin');
@@ -698,23 +698,28 @@ export class SnapshotState {
         }
         if (r.error) fail(ERR.bad_snapshot, 'snapshot bin: body record');
       }
-      this.meshes.forEach((mesh, mi) => {
-        const [nq, nv] = mq[mi];
-        const [mpred, kv] = mp[mi];
+      for (let mi = 0; mi < this.meshes.length; mi++) {
+        const mesh = this.meshes[mi], nq = mq[mi][0], nv = mq[mi][1], oq = mesh.q, ov = mesh.v;
+        const mpred = mp[mi][0], kv = mp[mi][1], verts = mesh.verts;
+        const vmax0 = this.vmax[0], vmax1 = this.vmax[1], vmax2 = this.vmax[2];
         const n = r.eg(0);
-        if (r.error || n > mesh.verts) fail(ERR.bad_snapshot, 'snapshot bin: changed-vertex count');
+        if (r.error || n > verts) fail(ERR.bad_snapshot, 'snapshot bin: changed-vertex count');
         let v = -1;
         for (let c = 0; c < n; c++) {
           v += r.eg(0) + 1;
-          if (r.error || v >= mesh.verts) fail(ERR.bad_snapshot, 'snapshot bin: changed-vertex index');
-          for (let a = 0; a < 3; a++) {
-            const at = 3 * v + a;
-            const q = mesh.q[at] + mpred * mesh.v[at] + unzigzag(r.eg(kv));
-            if (r.error || q < 0 || q > this.vmax[a]) fail(ERR.bad_snapshot, 'snapshot bin: vertex outside the room grid');
-            nq[at] = q; nv[at] = q - mesh.q[at];
+          if (r.error || v >= verts) fail(ERR.bad_snapshot, 'snapshot bin: changed-vertex index');
+          const at = 3 * v;
+          const q0 = oq[at] + mpred * ov[at] + unzigzag(r.eg(kv));
+          const q1 = oq[at + 1] + mpred * ov[at + 1] + unzigzag(r.eg(kv));
+          const q2 = oq[at + 2] + mpred * ov[at + 2] + unzigzag(r.eg(kv));
+          if (r.error || q0 < 0 || q0 > vmax0 || q1 < 0 || q1 > vmax1 || q2 < 0 || q2 > vmax2) {
+            fail(ERR.bad_snapshot, 'snapshot bin: vertex outside the room grid');
           }
+          nq[at] = q0; nv[at] = q0 - oq[at];
+          nq[at + 1] = q1; nv[at + 1] = q1 - oq[at + 1];
+          nq[at + 2] = q2; nv[at + 2] = q2 - oq[at + 2];
         }
-      });
+      }
       SnapshotState._finish(r);
     }
     if (!simple && m.spawns.length) {
@@ -743,12 +748,18 @@ export class SnapshotState {
     }
     this.pos = pos; this.rot = rot;
     this.bodyCount = n; this.ids = nx.ids; this.shapes = nx.shapes;
-    this.meshes.forEach((mesh, mi) => {
-      mesh.q = mq[mi][0]; mesh.v = mq[mi][1];
-      const p = new Float32Array(mesh.q.length);
-      for (let i = 0; i < p.length; i++) p[i] = dequantPos(mesh.q[i], this.min[i % 3], VERT_SCALE);
+    const min0 = this.min[0], min1 = this.min[1], min2 = this.min[2];
+    for (let mi = 0; mi < this.meshes.length; mi++) {
+      const mesh = this.meshes[mi], q = mq[mi][0];
+      mesh.q = q; mesh.v = mq[mi][1];
+      const p = new Float32Array(q.length);
+      for (let i = 0; i < p.length; i += 3) {
+        p[i] = min0 + q[i] / VERT_SCALE;            // = dequantPos(), inlined
+        p[i + 1] = min1 + q[i + 1] / VERT_SCALE;
+        p[i + 2] = min2 + q[i + 2] / VERT_SCALE;
+      }
       mesh.pos = p;
-    });
+    }
     this.tick = tick; this.lastSeq = lastSeq; this.awake = awake;
   }
 

@@ -139,12 +139,25 @@ static void measure(const capture *c, const tb_bench_opts *opts)
         tb_snap_decoder *dec = tb_snap_decoder_create(c->max_bodies);
         tb_proto_err err;
         if (!enc || !dec) { fprintf(stderr, "bench proto: encoder/decoder create failed\n"); exit(1); }
+        /* TB_BENCH_PROTO_NEAREST=1: plain nearest-cell quantization, to see what spending the error budget saves */
+        const char *nearest = getenv("TB_BENCH_PROTO_NEAREST");
+        if (nearest && *nearest == '1') tb_snap_encoder_set_tolerance(enc, 0, 0, 0);
         tb_snap_input in = {.tick = TICK0, .awake = c->awake[0], .bodies = c->bodies[0], .body_count = c->body_count[0]};
         for (uint32_t m = 0; m < c->frame.mesh_count; m++) in.verts[m] = c->verts[m][0];
         if (tb_snap_encoder_step(enc, &in, &err)) { fprintf(stderr, "bench proto: %s\n", err.msg); exit(1); }
         msgpack_sbuffer sb;
         msgpack_sbuffer_init(&sb);
         tb_proto_encode_welcome(&sb, &wel, tb_snap_encoder_key(enc));
+        /* TB_BENCH_PROTO_DUMP=dir: the frames a client receives, for proto/js/bench-decode.mjs
+         * (each frame as a 4-byte little-endian length and the bytes; the welcome first) */
+        const char *dump_dir = getenv("TB_BENCH_PROTO_DUMP");
+        FILE *dump = NULL;
+        if (dump_dir && r == 0) {
+            char path[512];
+            snprintf(path, sizeof path, "%s/%s.frames", dump_dir, c->name);
+            dump = fopen(path, "wb");
+        }
+        if (dump) { uint32_t l = (uint32_t)sb.size; fwrite(&l, 4, 1, dump); fwrite(sb.data, 1, sb.size, dump); }
         key_bytes = tb_snap_write(frame, sizeof frame, tb_snap_encoder_key(enc), 0);
         if (tb_snap_decoder_apply(dec, (const uint8_t *)sb.data, sb.size, &err)) { fprintf(stderr, "bench proto: welcome: %s\n", err.msg); exit(1); }
         msgpack_sbuffer_destroy(&sb);
@@ -163,6 +176,7 @@ static void measure(const capture *c, const tb_bench_opts *opts)
             double t2 = cpu_now_us();
             t_enc += t1 - t0;
             t_dec += t2 - t1;
+            if (dump) { uint32_t l = (uint32_t)n; fwrite(&l, 4, 1, dump); fwrite(frame, 1, n, dump); }
             if (r > 0) continue;
             /* sizes, motion and accuracy: first run only (all runs are identical) */
             bytes += n;
@@ -206,6 +220,7 @@ static void measure(const capture *c, const tb_bench_opts *opts)
             }
             if (moved && c->frame.mesh_count == 0) { body_bytes_when_moving += n; snaps_with_bodies++; }
         }
+        if (dump) fclose(dump);
         enc_us[r] = t_enc / snaps;
         dec_us[r] = t_dec / snaps;
         tb_snap_encoder_destroy(enc);

@@ -430,7 +430,7 @@ static void a_segment_becomes_a_capsule_body_along_it(void **s)
         tb_proto_body_from_segment(&b, 9, segs[i], segs[i] + 3, 0.25f, 0x101010, 3);
         float dx = segs[i][3] - segs[i][0], dy = segs[i][4] - segs[i][1], dz = segs[i][5] - segs[i][2];
         float len = sqrtf(dx * dx + dy * dy + dz * dz);
-        assert_float_equal(b.shape.size[1], 0.5f * len, 1e-6f);
+        assert_float_equal(b.shape.size[1], 0.5f * len, 0.5f / 1024);
         assert_int_equal(b.shape.kind, TB_SHAPE_CAPSULE);
         /* rotate +y by q: y' = 2(xy - wz), 1 - 2(x^2 + z^2), 2(yz + wx) */
         float x = b.rot[0], y = b.rot[1], z = b.rot[2], w = b.rot[3];

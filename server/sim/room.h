@@ -1,0 +1,73 @@
+/* room.h: one shared world, its inputs, its pacing, and who holds it.
+ *
+ * A room is created by the registry (on a join, or at start for the default
+ * rooms), adopted by one worker for its whole life, and referenced by the
+ * registry, its worker, every session in it and every queued output that
+ * names it; the last tb_room_unref() frees it. Ownership of fields:
+ *
+ *   worker thread only : world, tick, pace, snapshot cadence, step stats
+ *                        writes (read by others through atomics)
+ *   network thread only: net (the session list), idle_since_ns
+ *   any thread         : refs, clients, retire, inputs (lock-free ring)
+ *   immutable          : id, scene, ops, keep, seed
+ */
+#ifndef TB_ROOM_H
+#define TB_ROOM_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sim/pace.h"
+#include "sim/ring.h"
+#include "sim/world.h"
+
+#define TB_ROOM_ID_MAX 32
+#define TB_ROOM_INPUT_CAPACITY 512
+
+typedef struct tb_room {
+    char id[TB_ROOM_ID_MAX + 1];
+    char scene[24];
+    const tb_world_ops *ops;
+    bool keep;     /* default room: never disposed when idle */
+    uint64_t seed;
+
+    atomic_int refs;
+    atomic_int clients;   /* sessions joined (network thread writes) */
+    atomic_bool retire;   /* set by the registry; the worker drops the room */
+    int worker;           /* index of the owning worker */
+    tb_ring inputs;       /* tb_input records, network -> worker */
+
+    /* worker thread */
+    void *world;
+    uint64_t tick;
+    tb_pace pace;
+    int snapshot_every;   /* steps per snapshot (120 / snapshot rate) */
+
+    /* statistics, written by the worker, read by /api/rooms */
+    atomic_uint_fast64_t step_ns_sum;
+    atomic_uint_fast64_t step_count;
+    atomic_int bodies;
+    atomic_int awake;
+
+    /* network thread */
+    void *net;
+    int64_t idle_since_ns;
+} tb_room;
+
+/* Room ids are [A-Za-z0-9_-]{1,32}: safe in URLs, logs and file names. */
+bool tb_room_id_valid(const char *id);
+
+/* Allocates a room with one reference; the world is created later, on its
+ * worker (tb_room_start_world). TB_EBADID, TB_EBADSCENE, TB_ENOMEM. */
+int tb_room_new(const char *id, const char *scene, uint64_t seed, bool keep, tb_room **out);
+tb_room *tb_room_ref(tb_room *room);
+void tb_room_unref(tb_room *room);
+
+/* Queue an input for the next step. TB_EFULL when the ring is full. */
+int tb_room_push_input(tb_room *room, const tb_input *in);
+
+/* Mean step time in microseconds since the room started (0 if none). */
+double tb_room_mean_step_us(const tb_room *room);
+
+#endif
