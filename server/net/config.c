@@ -78,7 +78,7 @@ static void tb__defaults(tb_config *cfg)
     cfg->log_level = TB_LOG_INFO;
     if (gethostname(cfg->instance, sizeof cfg->instance - 1) != 0 || !cfg->instance[0])
         strcpy(cfg->instance, "tumble");
-    cfg->max_message_bytes = 65536;
+    cfg->max_message_bytes = 4096; /* the protocol's client frame limit */
     cfg->input_rate = 120;
     cfg->throw_rate = 5;
     cfg->max_conns_per_address = 32;

@@ -143,9 +143,11 @@ static int tb__api_rooms(tb_server *server, struct lws *wsi, tb_http_session *h)
         tb__sb_json_str(&b, r->kind);
         tb__sb_printf(&b, ",\"scene\":");
         tb__sb_json_str(&b, r->scene);
-        tb__sb_printf(&b, ",\"clients\":%d,\"bodies\":%d,\"awake\":%d,\"step_us\":%.2f,\"steps\":%llu,\"worker\":%d,\"default\":%s}",
+        tb__sb_printf(&b, ",\"clients\":%d,\"bodies\":%d,\"awake\":%d,\"step_us\":%.2f,\"steps\":%llu,\"worker\":%d,\"default\":%s,\"instance\":",
                       r->clients, r->bodies, r->awake, r->step_us, (unsigned long long)r->steps, r->worker,
                       r->keep ? "true" : "false");
+        tb__sb_json_str(&b, server->cfg->instance); /* which server holds it, for a router's merged lobby */
+        tb__sb_printf(&b, "}");
     }
     tb__sb_printf(&b, "]\n");
     free(rows);

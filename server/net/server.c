@@ -6,23 +6,33 @@
  *   ctl[]  a small FIFO of messages that must all arrive, in order: the
  *          welcome, errors, parameter changes, room events, pongs. If it
  *          overflows the client is not keeping up at all and is closed.
- *   slots  at most TB__SNAP_SLOTS (2) snapshots. A new snapshot pushes the
- *          oldest unsent one out (counted as skipped), so a slow reader gets
- *          the latest world and never a growing backlog; the second slot
- *          only absorbs a single scheduling hiccup of the server itself
- *          (two snapshots of one room drained in one go) so that a client
- *          that keeps up sees every tick.
+ *   slots  at most TB__SNAP_SLOTS (4, 67 ms at 60/s) snapshots. When a new
+ *          snapshot finds the slots full, the unsent ones are dropped
+ *          (counted as skipped) and the client gets a keyframe next, so a
+ *          slow reader gets the latest world and never a backlog. The few
+ *          slots only absorb scheduling hiccups of the server itself (the
+ *          network thread descheduled for a frame or two on a busy machine)
+ *          so that a client that keeps up sees every tick.
  *
- * lws allows one write per WRITEABLE callback: ctl first, then the slot,
- * then ask for another callback if anything is left. A session that has had
- * data waiting and written nothing for --slow-reader-timeout seconds is
+ * Snapshots are deltas against the previous snapshot tick, encoded once per
+ * room by its worker. A session knows the tick its client will hold once
+ * everything queued is written (queued_tick); a delta whose base is that
+ * tick is queued, otherwise the keyframe of the same tick if the worker made
+ * one, otherwise the session asks the room for a keyframe next time
+ * (room->key_wanted) and skips this one. Each client's frame is the shared
+ * blob with a small per-client prefix (its last input seq the state
+ * includes), composed at write time.
+ *
+ * lws allows one write per WRITEABLE callback: ctl first, then a slot, then
+ * ask for another callback if anything is left. A session that has had data
+ * waiting and written nothing for --slow-reader-timeout seconds is
  * disconnected by the housekeeping timer.
  *
  * Data comes from the workers through their output rings; tb_server_wake
  * (uv_async_send, thread-safe) makes the loop drain them in on_wake().
  * Frames from clients may arrive fragmented: they are reassembled up to
- * --max-message-bytes, decoded (sim/wire.c), rate limited and pushed to the
- * room's input ring.
+ * --max-message-bytes, decoded (sim/wire.c on proto/c), rate limited and
+ * pushed to the room's input ring.
  */
 #define _GNU_SOURCE
 #include "net/server.h"
@@ -30,6 +40,9 @@
 #include <libwebsockets.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 
 #include "net/log.h"
 #include "sim/clock.h"
@@ -39,10 +52,16 @@
 _Static_assert(TB_MSG_HEADROOM >= LWS_PRE, "tb_msg headroom must hold LWS_PRE");
 
 #define TB__CTL_CAP 128
-#define TB__SNAP_SLOTS 2
+#define TB__SNAP_SLOTS 4
+#define TB__SEQ_FIFO 64
+#define TB__ERROR_BURST 32.0
+#define TB__ERROR_RATE 16.0
+#define TB__RX_CHUNK 4096
+/* Kernel send buffer per WebSocket: with lws's own one-message partial
+ * buffer this bounds what a client that stops reading costs the server. */
+#define TB__SNDBUF (256 * 1024)
 /* lws keeps opcode 4 (close) out of the public enum; lws_write() takes it. */
 #define TB__LWS_WRITE_CLOSE ((enum lws_write_protocol)4)
-#define TB__RX_CHUNK 4096
 
 typedef struct tb_session {
     struct lws *wsi;
@@ -58,9 +77,22 @@ typedef struct tb_session {
     int ctl_head, ctl_count;
     tb_msg *slot[TB__SNAP_SLOTS]; /* oldest first */
     int slot_count;
-    uint64_t last_tick_sent;
-    uint64_t acked_tick;
+    uint32_t sent_tick;   /* the state the client holds once ctl is written */
+    uint32_t queued_tick; /* ... and once the slots are written too */
     int64_t last_write_ns;
+    /* slow-reader watch (housekeeping): bytes handed to the socket, and what
+     * the kernel still held unacknowledged at the last look */
+    uint64_t wire_bytes, wire_bytes_checked;
+    int prev_outq;
+    int64_t last_progress_ns;
+    unsigned char *tx;    /* LWS_PRE + composed snapshot frame */
+    size_t tx_cap;
+
+    /* inputs pushed, by room arrival number, to tell the client which of
+     * them a snapshot includes */
+    struct { uint64_t serial; uint32_t seq; } seqs[TB__SEQ_FIFO];
+    int seq_head, seq_count;
+    uint32_t acked_seq;
 
     unsigned char *rx;
     size_t rx_len, rx_cap;
@@ -69,6 +101,8 @@ typedef struct tb_session {
     double tokens, throw_tokens;
     int64_t tokens_ns, throw_ns;
     int64_t last_rate_error_ns;
+    double error_tokens;
+    int64_t error_ns;
 
     bool closing, close_sent;
     int close_code;
@@ -84,18 +118,16 @@ static void tb__clear_slots(tb_session *s)
     for (int i = 0; i < s->slot_count; i++)
         tb_msg_unref(s->slot[i]);
     s->slot_count = 0;
+    s->queued_tick = s->sent_tick;
 }
 
-/* Newest wins: queue a snapshot, pushing the oldest out when full. */
-static void tb__put_snapshot(tb_session *s, tb_msg *msg)
+static void tb__clear_ctl(tb_session *s)
 {
-    if (s->slot_count == TB__SNAP_SLOTS) {
-        tb_msg_unref(s->slot[0]);
-        memmove(s->slot, s->slot + 1, (TB__SNAP_SLOTS - 1) * sizeof s->slot[0]);
-        s->slot_count--;
-        TB_COUNT(s->server->metrics, snapshots_skipped_total);
+    while (s->ctl_count) {
+        tb_msg_unref(s->ctl[s->ctl_head]);
+        s->ctl_head = (s->ctl_head + 1) % TB__CTL_CAP;
+        s->ctl_count--;
     }
-    s->slot[s->slot_count++] = msg;
 }
 
 static void tb__want_write(tb_session *s)
@@ -135,16 +167,32 @@ static void tb__push_ctl(tb_session *s, tb_msg *msg)
     tb__want_write(s);
 }
 
-static void tb__send_error(tb_session *s, tb_reject_reason reason, const char *message, uint32_t seq)
+/* An error to the client, counted by its protocol code; fatal codes close.
+ * Replies are themselves rate limited (bursts of TB__ERROR_BURST, then
+ * TB__ERROR_RATE a second): a client spraying garbage is counted in full
+ * but cannot make the server spray errors back. */
+static void tb__send_error(tb_session *s, int code, const char *message, int64_t seq)
 {
-    TB_COUNT(s->server->metrics, inputs_rejected_total[reason]);
-    tb__push_ctl(s, tb_wire_error(tb_reject_names[reason], message, seq));
+    if (code > 0 && code < TB_REJECT_COUNT)
+        TB_COUNT(s->server->metrics, inputs_rejected_total[code]);
+    int close_code = tb_proto_close_code(code);
+    int64_t now = tb_clock_now_ns();
+    s->error_tokens += (double)(now - s->error_ns) * TB__ERROR_RATE / 1e9;
+    s->error_ns = now;
+    if (s->error_tokens > TB__ERROR_BURST)
+        s->error_tokens = TB__ERROR_BURST;
+    if (close_code || s->error_tokens >= 1.0) {
+        s->error_tokens -= 1.0;
+        tb__push_ctl(s, tb_wire_error(code, message, seq));
+    }
+    if (close_code)
+        tb__begin_close(s, close_code, tb_proto_code_name(code));
 }
 
-static void tb__refuse(tb_session *s, tb_refuse_reason reason, const char *message)
+static void tb__refuse(tb_session *s, tb_refuse_reason reason, int code, const char *message)
 {
     TB_COUNT(s->server->metrics, connections_refused_total[reason]);
-    tb__push_ctl(s, tb_wire_error(tb_refuse_names[reason], message, 0));
+    tb__push_ctl(s, tb_wire_error(code, message, -1));
 }
 
 static tb_addr_count *tb__addr(tb_server *server, const char *addr, bool create)
@@ -195,7 +243,8 @@ static void tb__leave_room(tb_session *s)
     in.client = s->id;
     in.target = -1;
     in.recv_ns = tb_clock_now_ns();
-    tb_room_push_input(room, &in); /* best effort: grabs also end on their own */
+    in.serial = ++room->next_serial;
+    tb_room_push_input(room, &in); /* best effort: the world ends the grabs */
     atomic_fetch_sub(&room->clients, 1);
     atomic_fetch_sub(&s->server->metrics->clients, 1);
     s->room = NULL;
@@ -204,28 +253,41 @@ static void tb__leave_room(tb_session *s)
     tb_room_unref(room);
 }
 
+static const char *tb__default_scene(const char *kind)
+{
+    if (strcmp(kind, "rigid") == 0) return "tower";
+    if (strcmp(kind, "cloth") == 0) return "flag";
+    if (strcmp(kind, "soft") == 0) return "dough";
+    return NULL;
+}
+
 static void tb__join(tb_session *s, const tb_client_msg *m)
 {
     tb_server *server = s->server;
-    if (s->room)
-        tb__leave_room(s);
-    if (!tb_room_id_valid(m->room)) {
-        tb__refuse(s, TB_REFUSE_BAD_ROOM_ID, tb_strerror(TB_EBADID));
+    if (s->room) {
+        tb__send_error(s, TB_ERR_ALREADY_JOINED, "this connection has joined a room already", -1);
         return;
     }
-    const char *scene = m->scene[0] ? m->scene : (tb_scene_find(m->room) ? m->room : NULL);
+    if (!tb_room_id_valid(m->room)) {
+        tb__refuse(s, TB_REFUSE_BAD_ROOM_ID, TB_ERR_BAD_ROOM, tb_strerror(TB_EBADID));
+        return;
+    }
     tb_room *room = tb_registry_find(server->registry, m->room);
     if (!room) {
-        if (!scene || !tb_scene_find(scene)) {
-            tb__refuse(s, TB_REFUSE_BAD_SCENE,
-                       "room does not exist; join with scene tower, dice, pile, flag, cape or dough to create it");
+        const char *scene = m->scene[0]                            ? m->scene
+                            : m->wanted_kind[0]                    ? tb__default_scene(m->wanted_kind)
+                            : tb_scene_find(m->room)               ? m->room
+                                                                   : NULL;
+        const tb_scene *sc = scene ? tb_scene_find(scene) : NULL;
+        if (!sc || (m->wanted_kind[0] && strcmp(sc->kind, m->wanted_kind) != 0)) {
+            tb__refuse(s, TB_REFUSE_BAD_SCENE, TB_ERR_BAD_ROOM,
+                       "room does not exist; say which scene to create it with "
+                       "(tower, dice, pile, flag, cape, dough)");
             return;
         }
-        int rc = tb_registry_get_or_create(server->registry, m->room, scene, false, &room, NULL);
+        int rc = tb_registry_get_or_create(server->registry, m->room, sc->name, false, &room, NULL);
         if (rc < 0) {
-            tb__refuse(s, rc == TB_EMAXROOMS ? TB_REFUSE_MAX_ROOMS
-                          : rc == TB_EBADSCENE ? TB_REFUSE_BAD_SCENE
-                                               : TB_REFUSE_BAD_ROOM_ID,
+            tb__refuse(s, rc == TB_EMAXROOMS ? TB_REFUSE_MAX_ROOMS : TB_REFUSE_BAD_SCENE, tb_wire_code(rc),
                        tb_strerror(rc));
             return;
         }
@@ -233,7 +295,7 @@ static void tb__join(tb_session *s, const tb_client_msg *m)
     }
     if (atomic_load(&room->clients) >= server->cfg->max_clients_per_room) {
         tb_room_unref(room);
-        tb__refuse(s, TB_REFUSE_ROOM_FULL, tb_strerror(TB_EROOMFULL));
+        tb__refuse(s, TB_REFUSE_ROOM_FULL, TB_ERR_ROOM_FULL, tb_strerror(TB_EROOMFULL));
         return;
     }
     tb_input in;
@@ -242,11 +304,14 @@ static void tb__join(tb_session *s, const tb_client_msg *m)
     in.client = s->id;
     in.target = -1;
     in.recv_ns = tb_clock_now_ns();
+    in.serial = room->next_serial + 1;
+    snprintf(in.by_name, sizeof in.by_name, "%s", m->name);
     if (tb_room_push_input(room, &in) < 0) {
         tb_room_unref(room);
-        tb__send_error(s, TB_REJECT_QUEUE_FULL, "room is busy, try again", m->input.seq);
+        tb__send_error(s, TB_ERR_RATE_LIMITED, "room is busy, try again", -1);
         return;
     }
+    room->next_serial++;
     s->room = room; /* keeps the registry's lookup reference */
     s->room_prev = NULL;
     s->room_next = room->net;
@@ -259,12 +324,10 @@ static void tb__join(tb_session *s, const tb_client_msg *m)
 }
 
 /* Token bucket: rate per second, bursts of 2 * rate. */
-static bool tb__take_token(double *tokens, int64_t *last_ns, int64_t now, int rate, bool advance)
+static bool tb__take_token(double *tokens, int64_t *last_ns, int64_t now, int rate)
 {
-    if (advance) {
-        *tokens += (double)(now - *last_ns) * rate / 1e9;
-        *last_ns = now;
-    }
+    *tokens += (double)(now - *last_ns) * rate / 1e9;
+    *last_ns = now;
     if (*tokens > 2.0 * rate)
         *tokens = 2.0 * rate;
     if (*tokens < 1.0)
@@ -273,14 +336,39 @@ static bool tb__take_token(double *tokens, int64_t *last_ns, int64_t now, int ra
     return true;
 }
 
-static void tb__rate_error(tb_session *s, tb_reject_reason reason, const char *msg, uint32_t seq, int64_t now)
+static void tb__rate_error(tb_session *s, const char *msg, uint32_t seq, int64_t now)
 {
     if (now - s->last_rate_error_ns < 250 * TB_NS_PER_MS) { /* count, but do not flood replies */
-        TB_COUNT(s->server->metrics, inputs_rejected_total[reason]);
+        TB_COUNT(s->server->metrics, inputs_rejected_total[TB_ERR_RATE_LIMITED]);
         return;
     }
     s->last_rate_error_ns = now;
-    tb__send_error(s, reason, msg, seq);
+    tb__send_error(s, TB_ERR_RATE_LIMITED, msg, seq);
+}
+
+static void tb__remember_seq(tb_session *s, uint64_t serial, uint32_t seq)
+{
+    if (s->seq_count == TB__SEQ_FIFO) { /* oldest falls out: it is surely applied by now */
+        s->acked_seq = s->seqs[s->seq_head].seq;
+        s->seq_head = (s->seq_head + 1) % TB__SEQ_FIFO;
+        s->seq_count--;
+    }
+    int i = (s->seq_head + s->seq_count) % TB__SEQ_FIFO;
+    s->seqs[i].serial = serial;
+    s->seqs[i].seq = seq;
+    s->seq_count++;
+}
+
+/* The seq of the client's latest input that the room had applied when it
+ * produced a snapshot with this serial. */
+static uint32_t tb__acked_seq(tb_session *s, uint64_t serial)
+{
+    while (s->seq_count && s->seqs[s->seq_head].serial <= serial) {
+        s->acked_seq = s->seqs[s->seq_head].seq;
+        s->seq_head = (s->seq_head + 1) % TB__SEQ_FIFO;
+        s->seq_count--;
+    }
+    return s->acked_seq;
 }
 
 static void tb__on_message(tb_session *s, const unsigned char *data, size_t len)
@@ -288,48 +376,64 @@ static void tb__on_message(tb_session *s, const unsigned char *data, size_t len)
     tb_server *server = s->server;
     TB_COUNT(server->metrics, messages_received_total);
     TB_COUNT_N(server->metrics, bytes_received_total, len);
-    tb_client_msg m;
-    char why[160];
-    int rc = tb_wire_decode(data, len, &m, why, sizeof why);
-    if (rc < 0) {
-        tb_reject_reason reason = (tb_reject_reason)(-rc - 1);
-        tb__send_error(s, reason, why, m.input.seq);
-        if (reason == TB_REJECT_VERSION)
-            tb__begin_close(s, LWS_CLOSE_STATUS_PROTOCOL_ERR, "protocol version not supported");
+    static tb_client_msg m; /* network thread only */
+    tb_proto_err err;
+    int rc = tb_wire_decode(data, len, &m, &err);
+    if (rc != TB_OK) {
+        tb__send_error(s, rc, err.msg, m.input.seq ? (int64_t)m.input.seq : -1);
         return;
     }
     int64_t now = tb_clock_now_ns();
+    /* Everything but hello costs a token: pings and lobby requests are
+     * answered, so they must not be free either. */
+    if (m.kind != TB_CLIENT_JOIN && !tb__take_token(&s->tokens, &s->tokens_ns, now, server->cfg->input_rate)) {
+        tb__rate_error(s, "input rate limit", m.input.seq, now);
+        return;
+    }
     switch (m.kind) {
     case TB_CLIENT_JOIN:
         tb__join(s, &m);
         return;
     case TB_CLIENT_PING:
-        tb__push_ctl(s, tb_wire_pong(m.ping_time, now, s->last_tick_sent));
+        tb__push_ctl(s, tb_wire_pong(m.ping_time, (double)now / 1e6));
         return;
-    case TB_CLIENT_ACK:
-        if (m.ack_tick <= s->last_tick_sent)
-            s->acked_tick = m.ack_tick;
+    case TB_CLIENT_LOBBY: {
+        int cap = server->cfg->max_rooms + 8;
+        tb_room_row *rows = calloc((size_t)cap, sizeof *rows);
+        if (!rows)
+            return;
+        int n = tb_registry_rows(server->registry, rows, cap);
+        tb__push_ctl(s, tb_wire_lobby(rows, n < cap ? n : cap));
+        free(rows);
+        return;
+    }
+    case TB_CLIENT_RESYNC:
+        if (s->room) {
+            tb__clear_slots(s);
+            s->sent_tick = s->queued_tick = 0; /* no delta fits: the next snapshot is a keyframe */
+            atomic_store(&s->room->key_wanted, true);
+        }
         return;
     default:
         break;
     }
     if (!s->room) {
-        tb__send_error(s, TB_REJECT_NOT_JOINED, "join a room first", m.input.seq);
+        tb__send_error(s, TB_ERR_NOT_JOINED, "send hello first", m.input.seq);
         return;
     }
-    if (!tb__take_token(&s->tokens, &s->tokens_ns, now, server->cfg->input_rate, true)) {
-        tb__rate_error(s, TB_REJECT_RATE, "input rate limit", m.input.seq, now);
-        return;
-    }
-    if (m.input.type == TB_INPUT_THROW &&
-        !tb__take_token(&s->throw_tokens, &s->throw_ns, now, server->cfg->throw_rate, true)) {
-        tb__rate_error(s, TB_REJECT_THROW_RATE, "throw rate limit", m.input.seq, now);
+    if (m.input.type == TB_INPUT_THROW && !tb__take_token(&s->throw_tokens, &s->throw_ns, now, server->cfg->throw_rate)) {
+        tb__rate_error(s, "throw rate limit", m.input.seq, now);
         return;
     }
     m.input.client = s->id;
     m.input.recv_ns = now;
-    if (tb_room_push_input(s->room, &m.input) < 0)
-        tb__send_error(s, TB_REJECT_QUEUE_FULL, "room input queue full", m.input.seq);
+    m.input.serial = s->room->next_serial + 1;
+    if (tb_room_push_input(s->room, &m.input) < 0) {
+        tb__send_error(s, TB_ERR_RATE_LIMITED, "room input queue full", m.input.seq);
+        return;
+    }
+    s->room->next_serial++;
+    tb__remember_seq(s, m.input.serial, m.input.seq);
 }
 
 /* ---- worker output -> sessions ------------------------------------------ */
@@ -342,27 +446,59 @@ static tb_session *tb__room_session(tb_room *room, uint32_t client)
     return NULL;
 }
 
+static void tb__put_snapshot(tb_session *s, tb_msg *msg)
+{
+    s->slot[s->slot_count++] = tb_msg_ref(msg);
+    s->queued_tick = (uint32_t)msg->tick;
+    tb__want_write(s);
+}
+
+/* Newest wins, and deltas must chain (see the file comment). */
+static void tb__offer_snapshot(tb_server *server, tb_session *s, tb_room *room, tb_msg *msg, tb_msg *key)
+{
+    if (s->slot_count == TB__SNAP_SLOTS) {
+        TB_COUNT_N(server->metrics, snapshots_skipped_total, s->slot_count);
+        tb__clear_slots(s);
+    }
+    if (msg->type == TB_MSG_SNAP_DELTA && msg->base_tick == s->queued_tick)
+        tb__put_snapshot(s, msg);
+    else if (key)
+        tb__put_snapshot(s, key);
+    else if (msg->type == TB_MSG_SNAP_KEY)
+        tb__put_snapshot(s, msg);
+    else {
+        TB_COUNT(server->metrics, snapshots_skipped_total);
+        atomic_store_explicit(&room->key_wanted, true, memory_order_release);
+    }
+}
+
 static void tb__deliver(tb_server *server, tb_out *out)
 {
     tb_room *room = out->room;
     switch (out->kind) {
     case TB_OUT_SNAPSHOT:
-        for (tb_session *s = room->net; s; s = s->room_next) {
-            if (!s->welcomed || s->closing)
-                continue;
-            tb__put_snapshot(s, tb_msg_ref(out->msg));
-            tb__want_write(s);
-        }
+        for (tb_session *s = room->net; s; s = s->room_next)
+            if (s->welcomed && !s->closing)
+                tb__offer_snapshot(server, s, room, out->msg, out->key);
         break;
     case TB_OUT_WELCOME: {
         tb_session *s = tb__room_session(room, out->client);
-        if (s) {
+        if (s && !s->welcomed) {
             s->welcomed = true;
-            s->last_tick_sent = out->msg->tick;
+            tb__clear_slots(s);
+            s->sent_tick = s->queued_tick = (uint32_t)out->msg->tick;
             tb__push_ctl(s, tb_msg_ref(out->msg));
         }
         break;
     }
+    case TB_OUT_SCENE:
+        for (tb_session *s = room->net; s; s = s->room_next)
+            if (s->welcomed) {
+                tb__clear_slots(s);
+                s->sent_tick = s->queued_tick = (uint32_t)out->msg->tick;
+                tb__push_ctl(s, tb_msg_ref(out->msg));
+            }
+        break;
     case TB_OUT_CLIENT: {
         tb_session *s = tb__room_session(room, out->client);
         if (s)
@@ -371,11 +507,12 @@ static void tb__deliver(tb_server *server, tb_out *out)
     }
     case TB_OUT_BROADCAST:
         for (tb_session *s = room->net; s; s = s->room_next)
-            if (s->welcomed)
+            if (s->welcomed && s->id != out->client)
                 tb__push_ctl(s, tb_msg_ref(out->msg));
         break;
     }
     tb_msg_unref(out->msg);
+    tb_msg_unref(out->key);
     tb_room_unref(room);
 }
 
@@ -400,37 +537,58 @@ void tb_server_wake(void *data)
 
 /* ---- the tumble.v1 protocol callback ------------------------------------ */
 
+static int tb__write_snapshot(tb_session *s, tb_msg *msg)
+{
+    size_t need = LWS_PRE + msg->len + 32;
+    if (need > s->tx_cap) {
+        unsigned char *tx = realloc(s->tx, need);
+        if (!tx)
+            return -1;
+        s->tx = tx;
+        s->tx_cap = need;
+    }
+    size_t n = tb_wire_snap_frame(msg, tb__acked_seq(s, msg->serial), s->tx + LWS_PRE, s->tx_cap - LWS_PRE);
+    if (n == 0)
+        return -1;
+    if (lws_write(s->wsi, s->tx + LWS_PRE, n, LWS_WRITE_BINARY) < (int)n)
+        return -1;
+    s->wire_bytes += n + (n < 126 ? 2 : n < 65536 ? 4 : 10);
+    tb_metrics *m = s->server->metrics;
+    TB_COUNT(m, snapshots_sent_total);
+    TB_COUNT_N(m, bytes_sent_total, n);
+    s->sent_tick = (uint32_t)msg->tick;
+    return 0;
+}
+
 static int tb__write_one(tb_session *s)
 {
     tb_msg *msg = NULL;
-    bool snapshot = false;
+    int rc = 0;
+    tb_metrics *m = s->server->metrics;
     if (s->ctl_count) {
         msg = s->ctl[s->ctl_head];
         s->ctl_head = (s->ctl_head + 1) % TB__CTL_CAP;
         s->ctl_count--;
+        if (lws_write(s->wsi, tb_msg_data(msg), msg->len, LWS_WRITE_BINARY) < (int)msg->len) {
+            rc = -1;
+        } else {
+            TB_COUNT_N(m, bytes_sent_total, msg->len);
+            s->wire_bytes += msg->len + (msg->len < 126 ? 2 : msg->len < 65536 ? 4 : 10);
+        }
     } else if (s->slot_count) {
         msg = s->slot[0];
         memmove(s->slot, s->slot + 1, (TB__SNAP_SLOTS - 1) * sizeof s->slot[0]);
         s->slot_count--;
-        snapshot = true;
+        rc = tb__write_snapshot(s, msg);
     }
     if (!msg)
         return 0;
-    int n = lws_write(s->wsi, tb_msg_data(msg), msg->len, LWS_WRITE_BINARY);
-    tb_metrics *m = s->server->metrics;
-    if (n < (int)msg->len) {
-        tb_msg_unref(msg);
-        return -1;
+    if (rc == 0) {
+        TB_COUNT(m, messages_sent_total);
+        s->last_write_ns = tb_clock_now_ns();
     }
-    TB_COUNT(m, messages_sent_total);
-    TB_COUNT_N(m, bytes_sent_total, msg->len);
-    if (snapshot) {
-        TB_COUNT(m, snapshots_sent_total);
-        s->last_tick_sent = msg->tick;
-    }
-    s->last_write_ns = tb_clock_now_ns();
     tb_msg_unref(msg);
-    return 0;
+    return rc;
 }
 
 static bool tb__origin_allowed(tb_server *server, struct lws *wsi)
@@ -489,16 +647,22 @@ static int tb__ws_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
         s->wsi = wsi;
         s->server = server;
         s->id = ++server->next_client_id;
+        int sndbuf = TB__SNDBUF, fd = lws_get_socket_fd(wsi);
+        if (fd >= 0)
+            setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
         lws_get_peer_simple(wsi, s->addr, sizeof s->addr);
         tb_addr_count *a = tb__addr(server, s->addr, true);
         if (a)
             a->count++;
         int64_t now = tb_clock_now_ns();
         s->last_write_ns = now;
+        s->last_progress_ns = now;
         s->tokens_ns = now;
         s->throw_ns = now;
         s->tokens = 2.0 * server->cfg->input_rate;
         s->throw_tokens = 2.0 * server->cfg->throw_rate;
+        s->error_tokens = TB__ERROR_BURST;
+        s->error_ns = now;
         s->next = server->sessions;
         if (s->next)
             s->next->prev = s;
@@ -519,7 +683,7 @@ static int tb__ws_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
             s->rx_len = 0;
             char why[96];
             snprintf(why, sizeof why, "message larger than %d bytes", server->cfg->max_message_bytes);
-            tb__send_error(s, TB_REJECT_TOO_BIG, why, 0);
+            tb__send_error(s, TB_ERR_TOO_BIG, why, -1);
             tb__begin_close(s, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, "message too big");
             return 0;
         }
@@ -538,7 +702,7 @@ static int tb__ws_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
         if (!lws_is_final_fragment(wsi) || lws_remaining_packet_payload(wsi) > 0)
             return 0;
         if (s->rx_text)
-            tb__send_error(s, TB_REJECT_TEXT, "binary msgpack frames only", 0);
+            tb__send_error(s, TB_ERR_TEXT_FRAME, "binary msgpack frames only", -1);
         else
             tb__on_message(s, s->rx, s->rx_len);
         s->rx_len = 0;
@@ -578,14 +742,12 @@ static int tb__ws_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
         if (!s->server)
             return 0;
         tb__leave_room(s);
-        while (s->ctl_count) {
-            tb_msg_unref(s->ctl[s->ctl_head]);
-            s->ctl_head = (s->ctl_head + 1) % TB__CTL_CAP;
-            s->ctl_count--;
-        }
+        tb__clear_ctl(s);
         tb__clear_slots(s);
         free(s->rx);
         s->rx = NULL;
+        free(s->tx);
+        s->tx = NULL;
         if (s->prev)
             s->prev->next = s->next;
         else
@@ -617,18 +779,41 @@ static struct lws_protocols tb__protocols[] = {
 
 /* ---- housekeeping and lifecycle ----------------------------------------- */
 
+/* Has the client read anything lately? The kernel acknowledges data into
+ * the client's receive buffer even when the application does not read, so
+ * the sign of a client that stopped reading is a send queue that no longer
+ * drains (its receive window closed). Each look: drained = what the queue
+ * held last time + what we wrote since - what it holds now. */
+static bool tb__reader_progressed(tb_session *s)
+{
+    int fd = lws_get_socket_fd(s->wsi), outq = 0;
+    if (fd < 0 || ioctl(fd, SIOCOUTQ, &outq) != 0)
+        return true;
+    long long written = (long long)(s->wire_bytes - s->wire_bytes_checked);
+    long long drained = (long long)s->prev_outq + written - outq;
+    s->wire_bytes_checked = s->wire_bytes;
+    s->prev_outq = outq;
+    return outq == 0 || drained > 0;
+}
+
 static void tb__housekeeping(uv_timer_t *timer)
 {
     tb_server *server = timer->data;
     int64_t now = tb_clock_now_ns();
     int64_t limit = (int64_t)server->cfg->slow_reader_timeout * TB_NS_PER_SEC;
     for (tb_session *s = server->sessions; s; s = s->next) {
-        if (!(tb__has_output(s) || s->closing) || now - s->last_write_ns < limit)
+        if (tb__reader_progressed(s))
+            s->last_progress_ns = now;
+        /* stuck: nothing drained for the timeout, or lws holds data it could
+         * not write at all (no WRITEABLE) for as long */
+        bool stuck = now - s->last_progress_ns >= limit ||
+                     ((tb__has_output(s) || s->closing) && now - s->last_write_ns >= limit);
+        if (!stuck)
             continue;
         tb_log_info("client %u (%s) has not read for %d s: disconnecting", s->id, s->addr,
                     server->cfg->slow_reader_timeout);
         TB_COUNT(server->metrics, connections_refused_total[TB_REFUSE_SLOW_READER]);
-        s->last_write_ns = now; /* once */
+        s->last_write_ns = s->last_progress_ns = now; /* once */
         lws_set_timeout(s->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
     }
     if (!server->stopping) {
@@ -724,6 +909,7 @@ static void tb__finish_stop(tb_server *server)
     tb_out out;
     while (tb_sched_poll(server->sched, &out)) {
         tb_msg_unref(out.msg);
+        tb_msg_unref(out.key);
         tb_room_unref(out.room);
     }
     if (server->context) {
@@ -752,12 +938,9 @@ void tb_server_stop(tb_server *server, tb_server_close_cb close_cb)
     tb_log_info("stopping: closing %d client(s) with 1001", server->session_count);
     for (tb_session *s = server->sessions; s; s = s->next) {
         /* Going away beats anything still queued for the client. */
-        while (s->ctl_count) {
-            tb_msg_unref(s->ctl[s->ctl_head]);
-            s->ctl_head = (s->ctl_head + 1) % TB__CTL_CAP;
-            s->ctl_count--;
-        }
+        tb__clear_ctl(s);
         tb__clear_slots(s);
+        tb__push_ctl(s, tb_wire_error(TB_ERR_SHUTTING_DOWN, "server shutting down", -1));
         tb__begin_close(s, LWS_CLOSE_STATUS_GOINGAWAY, "server shutting down");
     }
     uv_timer_stop(&server->housekeeping);

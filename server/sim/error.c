@@ -19,6 +19,8 @@ const char *tb_strerror(int code)
     case TB_ENOENT: return "not found";
     case TB_ESHUTDOWN: return "server is shutting down";
     case TB_ECAP: return "limit reached";
+    case TB_ENOBODY: return "no such body, or nothing there";
+    case TB_EBUSY: return "already under way";
     default: return "unknown error";
     }
 }

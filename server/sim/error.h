@@ -23,6 +23,8 @@ enum {
     TB_ENOENT = -12,      /* no such file */
     TB_ESHUTDOWN = -13,   /* server is stopping */
     TB_ECAP = -14,        /* per-room cap reached (projectiles, grabs) */
+    TB_ENOBODY = -15,     /* no such body, or nothing to grab there */
+    TB_EBUSY = -16,       /* already under way (a press, a grab with that pointer) */
 };
 
 const char *tb_strerror(int code);

@@ -20,12 +20,12 @@ typedef enum tb_input_type {
     TB_INPUT_GRAB_MOVE,  /* pointer, pos = new target point */
     TB_INPUT_GRAB_END,   /* pointer */
     TB_INPUT_PARAM,      /* name = value */
-    TB_INPUT_RESET,      /* rebuild the scene; flags = 1: knock-down (tower) */
+    TB_INPUT_RESET,      /* rebuild the scene; flags = 1: knock-down (tower); name = action */
     TB_INPUT_SCENE,      /* name = scene to load (same kind) */
     TB_INPUT_CONTACTS,   /* flags = 1 on, 0 off: contacts view for this client */
 } tb_input_type;
 
-#define TB_INPUT_NAME_MAX 32
+#define TB_INPUT_NAME_MAX 40 /* protocol names are up to 32 bytes */
 
 typedef struct tb_input {
     uint8_t type;   /* tb_input_type */
@@ -38,8 +38,12 @@ typedef struct tb_input {
     float pos[3];
     float vec[3];
     float value;
+    double value_d;   /* PARAM: the value as sent */
     char name[TB_INPUT_NAME_MAX]; /* parameter or scene, NUL terminated */
     int64_t recv_ns;  /* arrival, monotonic (input-to-snapshot latency) */
+    uint64_t serial;  /* per-room arrival number (network thread), so a snapshot can
+                         tell each client which of its inputs it already contains */
+    char by_name[33]; /* JOIN: the player's display name */
 } tb_input;
 
 #endif

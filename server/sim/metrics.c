@@ -6,13 +6,10 @@
 #include <string.h>
 
 const double tb_hist_bounds_us[TB_HIST_BUCKETS] = {
-    25, 50, 100, 250, 500, 1000, 2000, 4000, 8000, 16000, 32000, 50000,
+    25, 50, 100, 250, 500, 1000, 2000, 4000, 8000, 16000, 32000, 50000, 100000, 250000,
 };
 
-const char *const tb_reject_names[TB_REJECT_COUNT] = {
-    "malformed", "version", "unknown_type", "too_big", "rate", "throw_rate",
-    "queue_full", "invalid", "not_joined", "text_frame",
-};
+_Static_assert(TB_ERR__COUNT <= TB_REJECT_COUNT, "reject counters cover every protocol error code");
 
 const char *const tb_refuse_names[TB_REFUSE_COUNT] = {
     "per_address", "shutting_down", "max_rooms", "room_full", "bad_room_id",
@@ -108,6 +105,9 @@ size_t tb_metrics_write(const tb_metrics *cm, char *buf, size_t cap)
     tb__hist(&o, "tumble_step_seconds", "Time of one world step.", &m->step_time);
     tb__hist(&o, "tumble_tick_lateness_seconds", "How late a room's step started after its due time.",
              &m->tick_lateness);
+    tb__hist(&o, "tumble_input_to_snapshot_seconds",
+             "From an input's arrival on the network thread to the first snapshot encoded with it.",
+             &m->input_latency);
     tb__counter(&o, "tumble_snapshots_total", "Snapshots encoded by the workers.", LOAD(m->snapshots_total));
     tb__counter(&o, "tumble_snapshots_sent_total", "Snapshot frames written to clients.",
                 LOAD(m->snapshots_sent_total));
@@ -125,8 +125,8 @@ size_t tb_metrics_write(const tb_metrics *cm, char *buf, size_t cap)
     tb__counter(&o, "tumble_inputs_applied_total", "Inputs applied to a world.", LOAD(m->inputs_applied_total));
     tb__printf(&o, "# HELP tumble_inputs_rejected_total Client messages rejected, by reason.\n"
                "# TYPE tumble_inputs_rejected_total counter\n");
-    for (int r = 0; r < TB_REJECT_COUNT; r++)
-        tb__printf(&o, "tumble_inputs_rejected_total{reason=\"%s\"} %llu\n", tb_reject_names[r],
+    for (int r = 1; r < TB_ERR__COUNT; r++)
+        tb__printf(&o, "tumble_inputs_rejected_total{reason=\"%s\"} %llu\n", tb_proto_code_name(r),
                    LOAD(m->inputs_rejected_total[r]));
     tb__counter(&o, "tumble_connections_total", "WebSocket connections accepted.", LOAD(m->connections_total));
     tb__printf(&o, "# HELP tumble_connections_refused_total Connections or joins refused, by reason.\n"

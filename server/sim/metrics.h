@@ -16,14 +16,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TB_HIST_BUCKETS 12
+#include "tb_proto.h"
+
+#define TB_HIST_BUCKETS 14
 typedef struct tb_hist {
     atomic_uint_fast64_t bucket[TB_HIST_BUCKETS + 1]; /* last one: +Inf */
     atomic_uint_fast64_t count;
     atomic_uint_fast64_t sum_us;
 } tb_hist;
 
-/* Upper bounds (us) shared by both histograms: 25 us .. 50 ms. */
+/* Upper bounds (us) shared by both histograms: 25 us .. 250 ms. */
 extern const double tb_hist_bounds_us[TB_HIST_BUCKETS];
 
 void tb_hist_observe(tb_hist *hist, int64_t value_us);
@@ -31,22 +33,10 @@ void tb_hist_observe(tb_hist *hist, int64_t value_us);
  * interpolation inside the bucket (us); -1 when empty. */
 double tb_hist_quantile(const tb_hist *hist, double q);
 
-/* Why an input was rejected: also the error reason sent to the client. */
-typedef enum tb_reject_reason {
-    TB_REJECT_MALFORMED,   /* not decodable msgpack / wrong shape */
-    TB_REJECT_VERSION,     /* wrong protocol version */
-    TB_REJECT_UNKNOWN,     /* unknown message type */
-    TB_REJECT_TOO_BIG,     /* frame over the size cap */
-    TB_REJECT_RATE,        /* per-client input rate limit */
-    TB_REJECT_THROW_RATE,  /* throws per second limit */
-    TB_REJECT_QUEUE_FULL,  /* room input queue full */
-    TB_REJECT_INVALID,     /* out of range, non-finite, unknown parameter */
-    TB_REJECT_NOT_JOINED,  /* input before join */
-    TB_REJECT_TEXT,        /* text frame */
-    TB_REJECT_COUNT
-} tb_reject_reason;
-extern const char *const tb_reject_names[TB_REJECT_COUNT];
-
+/* Client messages are rejected with a protocol error code (tb_proto.h
+ * enum tb_proto_code); the counters are indexed by that code and labelled
+ * with tb_proto_code_name(). */
+#define TB_REJECT_COUNT 32
 /* Why a connection or a join was refused. */
 typedef enum tb_refuse_reason {
     TB_REFUSE_PER_ADDRESS,  /* too many connections from one address */
@@ -83,6 +73,7 @@ typedef struct tb_metrics {
     atomic_int clients;
     tb_hist step_time;     /* one world step, us */
     tb_hist tick_lateness; /* wake-up time minus due time of the step, us */
+    tb_hist input_latency; /* input received -> first snapshot encoded with it, us */
 } tb_metrics;
 
 void tb_metrics_init(tb_metrics *m);

@@ -13,6 +13,10 @@ tb_msg *tb_msg_new(size_t len)
     msg->len = len;
     msg->tick = 0;
     msg->made_ns = 0;
+    msg->type = 0;
+    msg->base_tick = 0;
+    msg->fields = 0;
+    msg->serial = 0;
     return msg;
 }
 

@@ -21,6 +21,12 @@ typedef struct tb_msg {
     size_t len;
     uint64_t tick;     /* the room tick this message describes (0: none) */
     int64_t made_ns;   /* monotonic time it was encoded, for latency figures */
+    /* Snapshot blobs (a shared tail that each client's frame prefixes with
+     * its own last input seq, see tb_snap_write): */
+    int type;          /* TB_MSG_SNAP_KEY / TB_MSG_SNAP_DELTA, else 0 */
+    uint32_t base_tick;/* delta: the tick the client must hold */
+    uint32_t fields;   /* envelope length the prefix needs */
+    uint64_t serial;   /* inputs of the room applied up to this arrival number */
     _Alignas(16) unsigned char storage[]; /* TB_MSG_HEADROOM + len bytes */
 } tb_msg;
 

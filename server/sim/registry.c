@@ -144,12 +144,10 @@ int tb_registry_rows(tb_registry *reg, tb_room_row *rows, int cap)
     for (int i = 0; i < n && i < cap; i++) {
         tb_room *room = reg->rooms[i];
         tb_room_row *row = &rows[i];
-        const tb_scene *scene = tb_scene_find(room->scene);
+        const tb_scene *scene = atomic_load(&room->scene_def);
         snprintf(row->id, sizeof row->id, "%s", room->id);
-        snprintf(row->kind, sizeof row->kind, "%s", scene ? scene->kind : "?");
-        /* room->scene is only rewritten by the worker on a scene change; a
-         * torn read here would be a cosmetic lobby glitch, bounded by size. */
-        snprintf(row->scene, sizeof row->scene, "%.*s", (int)sizeof row->scene - 1, room->scene);
+        snprintf(row->kind, sizeof row->kind, "%s", scene->kind);
+        snprintf(row->scene, sizeof row->scene, "%s", scene->name);
         row->clients = atomic_load(&room->clients);
         row->bodies = atomic_load(&room->bodies);
         row->awake = atomic_load(&room->awake);

@@ -39,6 +39,7 @@ int tb_room_new(const char *id, const char *scene_name, uint64_t seed, bool keep
     strcpy(room->id, id);
     strncpy(room->scene, scene->name, sizeof room->scene - 1);
     room->ops = scene->ops;
+    atomic_init(&room->scene_def, scene);
     room->keep = keep;
     room->seed = seed;
     room->worker = -1;
@@ -62,6 +63,9 @@ void tb_room_unref(tb_room *room)
      * never reached a worker (start failure) may still hold one. */
     if (room->world && room->ops)
         room->ops->destroy(room->world);
+    if (room->encoder)
+        tb_snap_encoder_destroy(room->encoder);
+    free(room->describe_scratch);
     tb_ring_close(&room->inputs);
     free(room);
 }

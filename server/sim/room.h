@@ -21,13 +21,23 @@
 #include "sim/pace.h"
 #include "sim/ring.h"
 #include "sim/world.h"
+#include "tb_proto.h"
 
 #define TB_ROOM_ID_MAX 32
 #define TB_ROOM_INPUT_CAPACITY 512
+#define TB_ROOM_MAX_PEERS TB_PROTO_MAX_PEERS
+
+/* A client in the room as the worker knows it (names for events, views). */
+typedef struct tb_peer {
+    uint32_t id;
+    char name[TB_PROTO_NAME_MAX + 1];
+    bool contacts;   /* wants the contacts debug view */
+} tb_peer;
 
 typedef struct tb_room {
     char id[TB_ROOM_ID_MAX + 1];
-    char scene[24];
+    char scene[24];       /* worker thread (changes on a scene select) */
+    _Atomic(const tb_scene *) scene_def; /* the same, readable from any thread */
     const tb_world_ops *ops;
     bool keep;     /* default room: never disposed when idle */
     uint64_t seed;
@@ -43,6 +53,14 @@ typedef struct tb_room {
     uint64_t tick;
     tb_pace pace;
     int snapshot_every;   /* steps per snapshot (120 / snapshot rate) */
+    tb_snap_encoder *encoder;  /* quantized state of the last snapshot tick */
+    uint32_t encoder_tick;     /* the tick that state is from */
+    tb_proto_welcome *describe_scratch; /* welcome/scene builder (large) */
+    tb_peer peers[TB_ROOM_MAX_PEERS];
+    int peer_count;
+    uint64_t applied_serial;   /* last input (by arrival number) applied */
+    int64_t unsent_input_ns;   /* arrival of the oldest input no snapshot has shown yet */
+    atomic_bool key_wanted;    /* a client skipped: add a keyframe next snapshot */
 
     /* statistics, written by the worker, read by /api/rooms */
     atomic_uint_fast64_t step_ns_sum;
@@ -53,6 +71,7 @@ typedef struct tb_room {
     /* network thread */
     void *net;
     int64_t idle_since_ns;
+    uint64_t next_serial;
 } tb_room;
 
 /* Room ids are [A-Za-z0-9_-]{1,32}: safe in URLs, logs and file names. */

@@ -21,11 +21,13 @@
 #define TB__MAX_SLEEP_NS (4 * TB_NS_PER_MS)
 #define TB__INPUTS_PER_STEP 256
 
-static void tb__emit(tb_worker *w, int kind, uint32_t client, tb_room *room, tb_msg *msg)
+static void tb__emit2(tb_worker *w, int kind, uint32_t client, tb_room *room, tb_msg *msg, tb_msg *key)
 {
-    if (!msg)
+    if (!msg) {
+        tb_msg_unref(key);
         return;
-    tb_out out = {kind, client, tb_room_ref(room), msg};
+    }
+    tb_out out = {kind, client, tb_room_ref(room), msg, key};
     if (tb_ring_push(&w->out, &out) != 0) {
         if (kind == TB_OUT_SNAPSHOT)
             TB_COUNT(w->sched->metrics, snapshots_dropped_total);
@@ -33,26 +35,80 @@ static void tb__emit(tb_worker *w, int kind, uint32_t client, tb_room *room, tb_
             TB_COUNT(w->sched->metrics, events_dropped_total);
         tb_room_unref(room);
         tb_msg_unref(msg);
+        tb_msg_unref(key);
     }
 }
 
-static void tb__emit_error(tb_worker *w, tb_room *room, const tb_input *in, int code)
+static void tb__emit(tb_worker *w, int kind, uint32_t client, tb_room *room, tb_msg *msg)
 {
-    const char *reason = code == TB_ERANGE ? "out_of_range"
-                         : code == TB_EUNKNOWN ? "unknown_name"
-                         : code == TB_ECAP ? "limit"
-                         : code == TB_ENOTSUP ? "not_supported"
-                                              : "invalid";
-    tb__emit(w, TB_OUT_CLIENT, in->client, room, tb_wire_error(reason, tb_strerror(code), in->seq));
-    TB_COUNT(w->sched->metrics, inputs_rejected_total[TB_REJECT_INVALID]);
+    tb__emit2(w, kind, client, room, msg, NULL);
 }
 
-/* Rebuild the room's world (reset, or another scene of the same kind). */
+static void tb__emit_error(tb_worker *w, tb_room *room, const tb_input *in, int code, const char *detail)
+{
+    int proto = tb_wire_code(code);
+    char text[160];
+    snprintf(text, sizeof text, "%s%s%s", detail ? detail : "", detail ? ": " : "", tb_strerror(code));
+    tb__emit(w, TB_OUT_CLIENT, in->client, room, tb_wire_error(proto, text, in->seq));
+    TB_COUNT(w->sched->metrics, inputs_rejected_total[proto]);
+}
+
+static tb_peer *tb__peer(tb_room *room, uint32_t client)
+{
+    for (int i = 0; i < room->peer_count; i++)
+        if (room->peers[i].id == client)
+            return &room->peers[i];
+    return NULL;
+}
+
+static const char *tb__peer_name(tb_room *room, uint32_t client)
+{
+    tb_peer *p = tb__peer(room, client);
+    return p ? p->name : "";
+}
+
+/* Quantize the world's current state into the room's encoder. */
+static int tb__encode_state(tb_room *room)
+{
+    tb_snap_input in;
+    room->ops->fill_snapshot(room->world, &in);
+    in.tick = (uint32_t)room->tick;
+    tb_proto_err err;
+    if (tb_snap_encoder_step(room->encoder, &in, &err) != TB_OK)
+        return TB_EINVAL;
+    room->encoder_tick = (uint32_t)room->tick;
+    return 0;
+}
+
+/* (Re)build the encoder for the world's frame (bounds, meshes) and prime it
+ * with the current state, so welcome and scene messages have a keyframe. */
+static int tb__start_encoder(tb_room *room)
+{
+    if (!room->describe_scratch) {
+        room->describe_scratch = calloc(1, sizeof *room->describe_scratch);
+        if (!room->describe_scratch)
+            return TB_ENOMEM;
+    }
+    memset(room->describe_scratch, 0, sizeof *room->describe_scratch);
+    room->ops->describe(room->world, room->describe_scratch);
+    tb_proto_frame frame;
+    tb_proto_frame_from_static(&frame, &room->describe_scratch->st);
+    if (room->encoder)
+        tb_snap_encoder_destroy(room->encoder);
+    room->encoder = tb_snap_encoder_create(&frame, room->ops->max_bodies(room->world));
+    if (!room->encoder)
+        return TB_ENOMEM;
+    return tb__encode_state(room);
+}
+
+/* Rebuild the room's world (another scene of the same kind). */
 static int tb__rebuild(tb_room *room, const char *scene_name)
 {
     const tb_scene *scene = tb_scene_find(scene_name);
-    if (!scene || scene->ops != room->ops)
+    if (!scene)
         return TB_EBADSCENE;
+    if (scene->ops != room->ops)
+        return TB_ENOTSUP;
     void *world = NULL;
     int rc = room->ops->create(scene->name, room->seed + room->tick, &world);
     if (rc < 0)
@@ -60,47 +116,122 @@ static int tb__rebuild(tb_room *room, const char *scene_name)
     room->ops->destroy(room->world);
     room->world = world;
     snprintf(room->scene, sizeof room->scene, "%s", scene->name);
-    return 0;
+    atomic_store(&room->scene_def, scene);
+    return tb__start_encoder(room);
 }
 
 static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *in)
 {
     tb_metrics *m = w->sched->metrics;
     int rc = 0;
+    room->applied_serial = in->serial;
+    if (in->type != TB_INPUT_JOIN && in->type != TB_INPUT_LEAVE && in->recv_ns &&
+        (!room->unsent_input_ns || in->recv_ns < room->unsent_input_ns))
+        room->unsent_input_ns = in->recv_ns;
     switch (in->type) {
-    case TB_INPUT_JOIN:
-        tb__emit(w, TB_OUT_WELCOME, in->client, room, tb_wire_welcome(room, in->client, w->sched->instance));
+    case TB_INPUT_JOIN: {
+        if (!tb__peer(room, in->client) && room->peer_count < TB_ROOM_MAX_PEERS) {
+            tb_peer *p = &room->peers[room->peer_count++];
+            p->id = in->client;
+            snprintf(p->name, sizeof p->name, "%s", in->by_name);
+            p->contacts = false;
+        }
+        tb__emit(w, TB_OUT_WELCOME, in->client, room,
+                 tb_wire_welcome(room, in->client, w->sched->instance, TB_MSG_WELCOME));
+        tb__emit(w, TB_OUT_BROADCAST, in->client, room, tb_wire_peer_joined(in->client, in->by_name));
         return;
-    case TB_INPUT_LEAVE:
+    }
+    case TB_INPUT_LEAVE: {
         room->ops->apply_input(room->world, in);
+        tb_peer *p = tb__peer(room, in->client);
+        if (p) {
+            *p = room->peers[--room->peer_count];
+            tb__emit(w, TB_OUT_BROADCAST, in->client, room, tb_wire_peer_left(in->client));
+        }
         return;
+    }
     case TB_INPUT_PARAM: {
-        rc = room->ops->param_set(room->world, in->name, in->value);
+        rc = room->ops->param_set(room->world, in->name, in->value_d);
         if (rc == 0) {
-            float applied = in->value;
+            double applied = in->value_d;
             room->ops->param_get(room->world, in->name, &applied);
-            tb__emit(w, TB_OUT_BROADCAST, 0, room, tb_wire_param(in->name, applied, in->client, room->tick));
+            tb__emit(w, TB_OUT_BROADCAST, 0, room,
+                     tb_wire_param_changed(in->name, applied, in->client, tb__peer_name(room, in->client)));
         }
         break;
     }
     case TB_INPUT_RESET:
         rc = room->ops->apply_input(room->world, in);
-        if (rc == TB_ENOTSUP)
-            rc = tb__rebuild(room, room->scene);
+        if (rc == 0)
+            tb__emit(w, TB_OUT_BROADCAST, 0, room,
+                     tb_wire_reset(in->name[0] ? in->name : "reset", in->client, tb__peer_name(room, in->client)));
         break;
     case TB_INPUT_SCENE:
         rc = tb__rebuild(room, in->name);
-        if (rc == 0) /* everyone needs the new static description: re-welcome */
-            tb__emit(w, TB_OUT_BROADCAST, 0, room, tb_wire_welcome(room, 0, w->sched->instance));
+        if (rc == 0) /* everyone needs the new static description and a keyframe */
+            tb__emit(w, TB_OUT_SCENE, 0, room, tb_wire_welcome(room, 0, w->sched->instance, TB_MSG_SCENE));
         break;
+    case TB_INPUT_CONTACTS: {
+        tb_peer *p = tb__peer(room, in->client);
+        if (!room->ops->contacts)
+            rc = TB_ENOTSUP;
+        else if (p)
+            p->contacts = in->flags != 0;
+        break;
+    }
     default:
         rc = room->ops->apply_input(room->world, in);
         break;
     }
-    if (rc < 0)
-        tb__emit_error(w, room, in, rc);
-    else
+    if (rc == TB_ECAP && in->type == TB_INPUT_THROW) {
+        /* applied, but the oldest projectile made room: tell the thrower */
         TB_COUNT(m, inputs_applied_total);
+        tb__emit_error(w, room, in, rc, "projectile cap: the oldest was recycled");
+    } else if (rc < 0) {
+        tb__emit_error(w, room, in, rc, in->type == TB_INPUT_PARAM ? in->name : NULL);
+    } else {
+        TB_COUNT(m, inputs_applied_total);
+    }
+}
+
+static void tb__snapshot(tb_worker *w, tb_room *room)
+{
+    tb_metrics *m = w->sched->metrics;
+    if (!room->encoder || tb__encode_state(room) < 0)
+        return;
+    const tb_snap_blob *delta = tb_snap_encoder_delta(room->encoder);
+    bool want_key = atomic_exchange_explicit(&room->key_wanted, false, memory_order_acq_rel) || !delta;
+    tb_msg *key = NULL;
+    if (want_key) {
+        const tb_snap_blob *k = tb_snap_encoder_key(room->encoder);
+        key = k ? tb_wire_snap_blob(k, room->applied_serial) : NULL;
+    }
+    tb_msg *main_msg = delta ? tb_wire_snap_blob(delta, room->applied_serial) : tb_msg_ref(key);
+    int64_t now = tb_clock_now_ns();
+    if (room->unsent_input_ns) {
+        tb_hist_observe(&m->input_latency, (now - room->unsent_input_ns) / TB_NS_PER_US);
+        room->unsent_input_ns = 0;
+    }
+    if (main_msg)
+        main_msg->made_ns = now;
+    if (key)
+        key->made_ns = now;
+    TB_COUNT(m, snapshots_total);
+    tb__emit2(w, TB_OUT_SNAPSHOT, 0, room, main_msg, key);
+
+    /* The contacts view, for the clients that asked for it. */
+    int viewers = 0;
+    for (int i = 0; i < room->peer_count; i++)
+        viewers += room->peers[i].contacts;
+    if (viewers && room->ops->contacts) {
+        static _Thread_local tb_proto_contact contacts[TB_PROTO_MAX_CONTACTS];
+        int n = room->ops->contacts(room->world, contacts, TB_PROTO_MAX_CONTACTS);
+        tb_msg *msg = tb_wire_contacts((uint32_t)room->tick, contacts, (uint32_t)(n > 0 ? n : 0));
+        for (int i = 0; msg && i < room->peer_count; i++)
+            if (room->peers[i].contacts)
+                tb__emit(w, TB_OUT_CLIENT, room->peers[i].id, room, tb_msg_ref(msg));
+        tb_msg_unref(msg);
+    }
 }
 
 static void tb__step_room(tb_worker *w, tb_room *room, int64_t now)
@@ -131,29 +262,17 @@ static void tb__step_room(tb_worker *w, tb_room *room, int64_t now)
         atomic_fetch_add_explicit(&w->steps, 1, memory_order_relaxed);
         TB_COUNT(m, steps_total);
 
-        if (room->ops->poll_event) {
-            msgpack_sbuffer sb;
-            msgpack_packer pk;
-            msgpack_sbuffer_init(&sb);
-            msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-            while (room->ops->poll_event(room->world, &pk) == 1) {
-                tb__emit(w, TB_OUT_BROADCAST, 0, room, tb_wire_event(sb.data, sb.size, room->tick));
-                msgpack_sbuffer_clear(&sb);
-            }
-            msgpack_sbuffer_destroy(&sb);
+        if (room->ops->poll_dice) {
+            uint32_t faces[TB_PROTO_MAX_DICE];
+            int n = room->ops->poll_dice(room->world, faces, TB_PROTO_MAX_DICE);
+            if (n > 0)
+                tb__emit(w, TB_OUT_BROADCAST, 0, room, tb_wire_dice((uint32_t)room->tick, faces, (uint32_t)n));
         }
 
         /* Every Nth tick, also inside a catch-up burst: a client that keeps
          * up then misses nothing; the network side drops what it cannot send. */
-        if (room->tick % (uint64_t)room->snapshot_every == 0) {
-            tb_msg *snap = tb_wire_snapshot(room);
-            if (snap) {
-                snap->tick = room->tick;
-                snap->made_ns = tb_clock_now_ns();
-                TB_COUNT(m, snapshots_total);
-                tb__emit(w, TB_OUT_SNAPSHOT, 0, room, snap);
-            }
-        }
+        if (room->tick % (uint64_t)room->snapshot_every == 0)
+            tb__snapshot(w, room);
     }
     tb_world_info info = {0, 0};
     room->ops->info(room->world, &info);
@@ -179,6 +298,8 @@ static void tb__take_adoptions(tb_worker *w, int64_t now)
             w->room_cap = cap;
         }
         tb_pace_init(&room->pace, now, TB_STEP_NS, TB_MAX_BEHIND_NS);
+        if (!room->encoder && tb__start_encoder(room) < 0) /* no snapshots; joins get no welcome */
+            atomic_fetch_add(&w->sched->metrics->events_dropped_total, 1);
         w->rooms[w->room_count++] = room;
     }
     w->adopt_count = 0;
@@ -325,6 +446,7 @@ void tb_sched_close(tb_sched *sched)
     tb_out out;
     while (tb_sched_poll(sched, &out)) {
         tb_msg_unref(out.msg);
+        tb_msg_unref(out.key);
         tb_room_unref(out.room);
     }
     for (int i = 0; i < sched->worker_count; i++) {

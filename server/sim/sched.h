@@ -39,14 +39,19 @@ typedef enum tb_out_kind {
     TB_OUT_WELCOME,      /* to one session: its welcome; snapshots flow after it */
     TB_OUT_CLIENT,       /* to one session (error, ack) */
     TB_OUT_BROADCAST,    /* to every session of the room (param change, event) */
+    TB_OUT_SCENE,        /* to every session: new static description + keyframe */
 } tb_out_kind;
 
-/* One produced message. The record holds a reference on room and msg. */
+/* One produced message. The record holds a reference on room, msg and key.
+ * SNAPSHOT: msg is the delta (or a keyframe when there is no delta), key an
+ * optional keyframe of the same tick for clients that skipped.
+ * BROADCAST: client, if not 0, is left out (the author already knows). */
 typedef struct tb_out {
     int kind;
     uint32_t client;
     tb_room *room;
     tb_msg *msg;
+    tb_msg *key;
 } tb_out;
 
 typedef void (*tb_sched_wake_cb)(void *data);

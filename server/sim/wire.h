@@ -1,13 +1,10 @@
-/* wire.h: the messages the server sends and receives, as bytes.
+/* wire.h: the server's side of the tumble.v1 wire format (proto/c).
  *
- * The one place that knows the wire format. Workers call the encoders for
- * welcome, snapshots and room events; the network thread calls the decoder
- * on every client frame and the encoders for errors and pongs. The format
- * itself is specified in proto/PROTOCOL.md; this file adapts it to the
- * server's records (tb_input, tb_msg).
- *
- * Every decoder treats its input as hostile: lengths and types are checked
- * before use, numbers must be finite, strings bounded.
+ * The one place in the server that turns protocol messages into the
+ * server's own records and back. The network thread decodes every client
+ * frame here (hostile input: proto/c's decoder checks it) into a
+ * tb_client_msg, and encodes errors, pongs and the lobby. Workers encode
+ * welcome/scene, room events and snapshot blobs.
  */
 #ifndef TB_WIRE_H
 #define TB_WIRE_H
@@ -16,42 +13,55 @@
 #include <stdint.h>
 
 #include "sim/input.h"
-#include "sim/metrics.h"
 #include "sim/msg.h"
-
-#define TB_WIRE_VERSION 1
+#include "tb_proto.h"
 
 struct tb_room;
+struct tb_room_row;
 
 typedef enum tb_client_kind {
-    TB_CLIENT_JOIN = 1,
+    TB_CLIENT_JOIN = 1, /* hello */
     TB_CLIENT_PING,
-    TB_CLIENT_INPUT, /* everything a room applies: see tb_input */
-    TB_CLIENT_ACK,   /* snapshot acknowledgement */
+    TB_CLIENT_RESYNC,   /* the client lost its baseline: send a keyframe */
+    TB_CLIENT_LOBBY,    /* lobby request */
+    TB_CLIENT_INPUT,    /* everything a room applies: see tb_input */
 } tb_client_kind;
 
 typedef struct tb_client_msg {
-    int kind;                 /* tb_client_kind */
-    char room[40];            /* JOIN: room id (validated later) */
-    char scene[24];           /* JOIN: scene for a room that does not exist yet */
-    char name[32];            /* JOIN: player name (optional) */
-    double ping_time;         /* PING: client clock, echoed */
-    uint64_t ack_tick;        /* ACK */
-    tb_input input;           /* INPUT */
+    int kind;               /* tb_client_kind */
+    char room[TB_PROTO_NAME_MAX + 1];
+    char scene[TB_PROTO_NAME_MAX + 1]; /* "" when the hello names none */
+    char wanted_kind[TB_PROTO_NAME_MAX + 1];
+    char name[TB_PROTO_NAME_MAX + 1];
+    double ping_time;
+    tb_input input;         /* INPUT (and seq for every message) */
 } tb_client_msg;
 
-/* 0 and *out filled, or a negative tb_reject_reason-coded failure:
- * returns -(TB_REJECT_xxx + 1) and writes a human reason into why. */
-int tb_wire_decode(const void *data, size_t len, tb_client_msg *out, char *why, size_t why_cap);
+/* TB_OK (0) and *out filled, or a tb_proto_code with a reason in err. */
+int tb_wire_decode(const void *data, size_t len, tb_client_msg *out, tb_proto_err *err);
 
 /* Encoders return a new message with one reference, or NULL (no memory). */
-tb_msg *tb_wire_welcome(const struct tb_room *room, uint32_t client, const char *instance);
-tb_msg *tb_wire_snapshot(const struct tb_room *room);
-tb_msg *tb_wire_param(const char *name, float value, uint32_t author, uint64_t tick);
-/* A world event (already packed msgpack object) wrapped for broadcast. */
-tb_msg *tb_wire_event(const void *packed, size_t len, uint64_t tick);
-tb_msg *tb_wire_error(const char *code, const char *message, uint32_t seq);
-tb_msg *tb_wire_pong(double client_time, int64_t server_ns, uint64_t tick);
-tb_msg *tb_wire_ack(uint32_t seq, uint64_t tick);
+
+/* Welcome (type TB_MSG_WELCOME) or scene change (TB_MSG_SCENE) with the
+ * room's static description and a keyframe of its encoder's current state. */
+tb_msg *tb_wire_welcome(struct tb_room *room, uint32_t client, const char *instance, int type);
+/* A snapshot blob of the room's encoder as a shared message. */
+tb_msg *tb_wire_snap_blob(const tb_snap_blob *blob, uint64_t serial);
+/* One client's frame for a blob message: bytes written into out (with
+ * room for LWS_PRE in front decided by the caller), 0 if cap is short. */
+size_t tb_wire_snap_frame(const tb_msg *blob, uint32_t last_seq, uint8_t *out, size_t cap);
+
+tb_msg *tb_wire_error(int code, const char *message, int64_t seq);
+tb_msg *tb_wire_pong(double client_time, double server_time);
+tb_msg *tb_wire_param_changed(const char *name, double value, uint32_t by, const char *by_name);
+tb_msg *tb_wire_reset(const char *action, uint32_t by, const char *by_name);
+tb_msg *tb_wire_dice(uint32_t tick, const uint32_t *faces, uint32_t n);
+tb_msg *tb_wire_peer_joined(uint32_t id, const char *name);
+tb_msg *tb_wire_peer_left(uint32_t id);
+tb_msg *tb_wire_contacts(uint32_t tick, const tb_proto_contact *contacts, uint32_t n);
+tb_msg *tb_wire_lobby(const struct tb_room_row *rows, int n);
+
+/* The protocol error code for a server error (sim/error.h). */
+int tb_wire_code(int tb_error);
 
 #endif

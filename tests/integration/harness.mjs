@@ -17,7 +17,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { encode, decode } from '@msgpack/msgpack';
+import { encodeClient, decodeServer, SnapshotState } from '../../proto/js/tumble-proto.mjs';
 import WebSocket from 'ws';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -124,19 +124,33 @@ export function rawGet(port, rawPath) {
   });
 }
 
-// A tumble.v1 client with a buffered inbox of decoded messages.
-export function connect(port, { protocol = 'tumble.v1', headers } = {}) {
+// A tumble.v1 client with a buffered inbox of decoded messages (proto/js
+// codec) and its own SnapshotState: welcome, scene and snapshots are applied
+// as they arrive, and each snapshot message gets .state = {tick, ...} copies
+// of what a test usually checks. A delta that does not fit is recorded in
+// client.snapErrors and answered with a resync, like a real client.
+export function connect(port, { protocol = 'tumble.v1', headers, name = 'test' } = {}) {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(`ws://127.0.0.1:${port}/`, protocol ? [protocol] : [], { headers });
     const client = {
       ws,
+      name,
       inbox: [],
       waiters: [],
       closed: null,
       snapshots: 0,
-      send(obj) { ws.send(encode(obj)); },
+      snapErrors: [],
+      undecodable: 0,
+      state: new SnapshotState(),
+      seq: 0,
+      // Encode with the protocol codec; seq is filled in when missing.
+      send(obj) {
+        const msg = { ...obj };
+        if (!['hello', 'ping', 'resync', 'lobby_req'].includes(msg.type) && msg.seq === undefined) msg.seq = ++client.seq;
+        ws.send(encodeClient(msg));
+        return msg.seq;
+      },
       sendRaw(buf, opts) { ws.send(buf, opts); },
-      // Next message matching pred (by default any), within timeoutMs.
       next(pred = () => true, timeoutMs = 3000) {
         const i = client.inbox.findIndex(pred);
         if (i >= 0) return Promise.resolve(client.inbox.splice(i, 1)[0]);
@@ -144,14 +158,17 @@ export function connect(port, { protocol = 'tumble.v1', headers } = {}) {
           const w = { pred, res };
           const t = setTimeout(() => {
             client.waiters.splice(client.waiters.indexOf(w), 1);
-            rej(new Error(`no matching message within ${timeoutMs} ms; last types: ${client.inbox.slice(-5).map((m) => m.type).join(',')}`));
+            rej(new Error(`no matching message within ${timeoutMs} ms; last types: ${client.inbox.slice(-6).map((m) => m.type).join(',')}`));
           }, timeoutMs);
           w.res = (m) => { clearTimeout(t); res(m); };
           client.waiters.push(w);
         });
       },
       type(type, timeoutMs) { return client.next((m) => m.type === type, timeoutMs); },
-      drop(type) { client.inbox = client.inbox.filter((m) => m.type !== type); },
+      error(name, timeoutMs) { return client.next((m) => m.type === 'error' && (!name || m.name === name), timeoutMs); },
+      snapshot(timeoutMs) { return client.next((m) => m.type === 'snap_delta' || m.type === 'snap_key', timeoutMs); },
+      drop(pred) { client.inbox = client.inbox.filter((m) => !pred(m)); },
+      dropSnapshots() { client.drop((m) => m.type === 'snap_delta' || m.type === 'snap_key'); },
       close() { try { ws.close(); } catch { /* ignore */ } },
       whenClosed: null,
     };
@@ -159,11 +176,20 @@ export function connect(port, { protocol = 'tumble.v1', headers } = {}) {
       client.closed = { code, reason: reason.toString() };
       res(client.closed);
     }));
-    ws.on('message', (data, isBinary) => {
+    ws.on('message', (data) => {
       let msg;
-      try { msg = decode(data); } catch (e) { msg = { type: '__undecodable__', raw: data, isBinary }; }
+      try { msg = decodeServer(new Uint8Array(data)); } catch (e) { client.undecodable++; msg = { type: '__undecodable__', error: e }; }
       msg.__at = performance.now();
-      if (msg.type === 'snapshot') client.snapshots++;
+      if (client.state.handles(msg)) {
+        try {
+          client.state.apply(msg);
+          msg.state = snapshotView(client.state);
+        } catch (e) {
+          client.snapErrors.push(e);
+          try { ws.send(encodeClient({ type: 'resync' })); } catch { /* closing */ }
+        }
+        if (msg.type === 'snap_delta' || msg.type === 'snap_key') client.snapshots++;
+      }
       const w = client.waiters.find((x) => x.pred(msg));
       if (w) { client.waiters.splice(client.waiters.indexOf(w), 1); w.res(msg); return; }
       client.inbox.push(msg);
@@ -175,9 +201,22 @@ export function connect(port, { protocol = 'tumble.v1', headers } = {}) {
   });
 }
 
-// Join a room and wait for the welcome.
+// A copy of the decoded world a test can keep: tick, bodies by id, meshes.
+export function snapshotView(st) {
+  const bodies = new Map();
+  for (let i = 0; i < st.bodyCount; i++) {
+    bodies.set(st.ids[i], {
+      pos: [st.pos[3 * i], st.pos[3 * i + 1], st.pos[3 * i + 2]],
+      rot: [st.rot[4 * i], st.rot[4 * i + 1], st.rot[4 * i + 2], st.rot[4 * i + 3]],
+      shape: st.shapes[i],
+    });
+  }
+  return { tick: st.tick, lastSeq: st.lastSeq, awake: st.awake, bodies, meshes: st.meshes.map((m) => Float32Array.from(m.pos)) };
+}
+
+// Join a room (hello) and wait for the welcome.
 export async function join(client, room, scene, extra = {}) {
-  client.send({ type: 'join', v: 1, room, ...(scene ? { scene } : {}), ...extra });
+  client.send({ type: 'hello', version: 1, room, kind: null, scene: scene ?? null, name: client.name, ...extra });
   return client.type('welcome');
 }
 
@@ -193,3 +232,22 @@ export async function metrics(url) {
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Snapshot delivery as the server clock sees it: how many of the room's
+// snapshot ticks in the inbox span reached this client, per second of room
+// time. Independent of this test process's own event-loop stalls (a client
+// busy flooding the server delays its own message handlers, not the server).
+export function snapshotStats(client) {
+  const snaps = client.inbox.filter((m) => (m.type === 'snap_delta' || m.type === 'snap_key') && m.state);
+  if (snaps.length < 2) return { received: snaps.length, seconds: 0, rate: 0 };
+  const seconds = (snaps[snaps.length - 1].state.tick - snaps[0].state.tick) / 120;
+  return { received: snaps.length, seconds, rate: (snaps.length - 1) / seconds };
+}
+
+// Steps per second of a room measured by the server's own counter.
+export async function roomSteps(url, id) {
+  const rooms = await (await fetch(`${url}/api/rooms`)).json();
+  const r = rooms.find((x) => x.id === id);
+  return { steps: r ? r.steps : 0, at: performance.now() };
+}
+export function stepRate(a, b) { return (b.steps - a.steps) / ((b.at - a.at) / 1000); }

@@ -13,7 +13,7 @@ for (const signal of ['SIGTERM', 'SIGINT']) {
     for (const room of ['tower', 'dice', 'flag']) {
       const c = await connect(srv.port);
       await join(c, room);
-      await c.type('snapshot');
+      await c.snapshot();
       clients.push(c);
     }
     const idle = await connect(srv.port); // connected, never joined
