@@ -162,6 +162,8 @@ typedef struct tl_client {
     int phase, step;
     double grab_point[3], grab_dir[3];
     double next_ping_at;
+    char last_action[TB_PROTO_NAME_MAX + 1];
+    uint32_t last_action_seq;
 
     /* one outstanding input-to-effect probe */
     uint32_t probe_seq;
@@ -270,6 +272,10 @@ struct tl_run {
     tl_report *steps;
     int step_count, step_cap;
     int max_rooms_held;
+
+    /* Servers that name an action differently from PROTOCOL.md: the tool switches
+     * to the alternative once and reports it (not as an error). */
+    bool rebuild_as_reset, throw_dice_as_roll;
 
     int exit_code;
 };

@@ -10,13 +10,15 @@
  * answers nothing.
  *
  * Who sends what (client 0 of a room drives the scene, the others are lighter):
- *   tower   knock every 5 s, rebuild 2.5 s after each knock   | poke a body every 3 s
+ *   tower   knock every 5 s, rebuild 2.5 s after each knock   | poke a plank every 3 s
  *   dice    throw_dice every 4 s                                | poke a body every 3 s
  *   pile    throw a ball every 3 s                              | poke a body every 3 s
  *   flag,   wind change every 4 s, and a 1 s drag (grab_start,  | poke a vertex every 3 s
  *   cape    20 grab_move, grab_end) 1 s after it
- *   dough   grab a vertex, pull it out for 0.75 s, release,     | press (inward poke) every 3 s
- *           every 3 s
+ *   dough   grab a vertex, pull it out for 0.75 s, release,     | client 1: a press (inward poke)
+ *           every 3 s                                           | every 3 s (one press at a time per
+ *                                                               | room); 2+: a 0.5 s drag with its
+ *                                                               | own pointer every 3 s
  * Every client pings every 5 s (round trip through the server's network thread).
  *
  * Measured here, while the run's window is open: snapshot inter-arrival jitter
@@ -97,11 +99,46 @@ static void tl__send(tl_client *c, tb_proto_client_msg *m)
     lws_callback_on_writable(c->wsi);
 }
 
+static void tl__probe_start(tl_client *c, int kind);
+
 static void tl__action(tl_client *c, const char *action)
 {
+    tl_run *run = c->run;
+    if (run->rebuild_as_reset && strcmp(action, "rebuild") == 0)
+        action = "reset";
+    if (run->throw_dice_as_roll && strcmp(action, "throw_dice") == 0)
+        action = "roll";
     tb_proto_client_msg m = {.type = TB_MSG_ACTION};
     snprintf(m.u.action.action, sizeof m.u.action.action, "%s", action);
     tl__send(c, &m);
+    snprintf(c->last_action, sizeof c->last_action, "%s", action);
+    c->last_action_seq = c->seq;
+}
+
+/* A server that refuses PROTOCOL.md's `rebuild` / `throw_dice` by name (bad_value)
+ * may know them as `reset` / `roll`: switch once for the whole run, resend, and
+ * report the deviation instead of counting an error per room. */
+static bool tl__action_fallback(tl_client *c, uint32_t seq)
+{
+    tl_run *run = c->run;
+    if (seq != c->last_action_seq)
+        return false;
+    bool *flag = strcmp(c->last_action, "rebuild") == 0      ? &run->rebuild_as_reset
+                 : strcmp(c->last_action, "throw_dice") == 0 ? &run->throw_dice_as_roll
+                                                             : NULL;
+    if (!flag)
+        return false;
+    if (!*flag && !run->opt.quiet)
+        fprintf(stderr, "tumble-load: the server refuses action '%s' (PROTOCOL.md 4); using '%s'\n", c->last_action,
+                flag == &run->rebuild_as_reset ? "reset" : "roll");
+    *flag = true;
+    bool probe = c->probe_kind != TL_PROBE_NONE && c->probe_seq == seq;
+    tl__action(c, c->last_action);
+    if (probe) {
+        c->probe_kind = TL_PROBE_NONE;
+        tl__probe_start(c, TL_PROBE_DICE);
+    }
+    return true;
 }
 
 static void tl__probe_start(tl_client *c, int kind)
@@ -204,13 +241,17 @@ static bool tl__random_vertex(tl_client *c, double p[3])
     return true;
 }
 
-static bool tl__random_body(tl_client *c, tb_proto_body *b)
+/* A random box body (planks, dice): never removed, unlike balls and projectiles,
+ * so a poke cannot name a body the server has just dropped (unknown_body). */
+static bool tl__random_box(tl_client *c, tb_proto_body *b)
 {
     uint32_t n = tb_snap_decoder_body_count(c->dec);
-    if (!n)
-        return false;
-    tb_snap_decoder_body(c->dec, (uint32_t)(tl__rand() * n) % n, b);
-    return true;
+    for (int tries = 0; n && tries < 16; tries++) {
+        tb_snap_decoder_body(c->dec, (uint32_t)(tl__rand() * n) % n, b);
+        if (b->shape.kind == TB_SHAPE_BOX)
+            return true;
+    }
+    return false;
 }
 
 /* The lighter input of the clients that do not drive the scene. */
@@ -220,7 +261,7 @@ static void tl__poke(tl_client *c)
     enum tl_scene s = c->room->scene;
     if (s == TL_TOWER || s == TL_DICE || s == TL_PILE) {
         tb_proto_body b;
-        if (!tl__random_body(c, &b))
+        if (!tl__random_box(c, &b))
             return;
         m.u.poke.has_body = true;
         m.u.poke.body = b.id;
@@ -328,6 +369,32 @@ static void tl__drive(tl_client *c, double now)
         c->next_at = now; /* a stalled loop does not fire a burst afterwards */
 }
 
+/* Dough clients other than 0 and 1: a short drag with their own pointer
+ * (several grabs at once are allowed, one per pointer), every 3 s. */
+static void tl__pull(tl_client *c, double now)
+{
+    uint32_t pointer = (uint32_t)c->index;
+    if (c->phase == 0) {
+        if (tl__random_vertex(c, c->grab_point)) {
+            tl__grab(c, TB_MSG_GRAB_START, pointer);
+            tl__probe_start(c, TL_PROBE_ACK);
+            c->phase = 1;
+            c->step = 0;
+        }
+        c->next_at = now + 0.05;
+    } else if (c->step < 10) {
+        for (int a = 0; a < 3; a++)
+            c->grab_point[a] += c->grab_dir[a] * 0.015;
+        tl__grab(c, TB_MSG_GRAB_MOVE, pointer);
+        c->step++;
+        c->next_at = now + 0.05;
+    } else {
+        tl__grab(c, TB_MSG_GRAB_END, pointer);
+        c->phase = 0;
+        c->next_at = now + 2.5;
+    }
+}
+
 void tl_client_tick(tl_client *c, double now)
 {
     tl_run *run = c->run;
@@ -357,7 +424,10 @@ void tl_client_tick(tl_client *c, double now)
         return;
     if (c->index == 0) {
         tl__drive(c, now);
+    } else if (c->room->scene == TL_DOUGH && c->index >= 2) {
+        tl__pull(c, now);
     } else {
+        /* dough: only client 1 presses (one press at a time per room, else not_allowed) */
         tl__poke(c);
         c->next_at = now + 3.0;
     }
@@ -469,6 +539,8 @@ static void tl__message(tl_client *c, const uint8_t *buf, size_t len)
         break;
     case TB_MSG_ERROR: {
         uint32_t code = msg.u.error.code;
+        if (code == TB_ERR_BAD_VALUE && msg.u.error.has_seq && tl__action_fallback(c, msg.u.error.seq))
+            break;
         run->win.server_errors_by_code[code <= TB_ERR__COUNT ? code : TB_ERR__COUNT]++;
         if (code != TB_ERR_PROJECTILE_CAP) /* "applied (warning)": the oldest projectile was recycled */
             tl_count_error(run, TL_ERR_SERVER_ERROR);

@@ -787,7 +787,10 @@ static void tl__print_json(const tl_run *run, const tl_report *top)
     printf("\"url\":\"%s\",\"mix\":\"", run->opt.url);
     for (int i = 0; i < run->opt.mix_count; i++)
         printf("%s%s", i ? "," : "", tl_scene_names[run->opt.mix[i]]);
-    printf("\",\"clients_per_room\":%d,\"idle\":%s,\"leave\":%s,\"server_pid\":%d", run->opt.clients_per_room,
+    printf("\",\"protocol_deviations\":[%s%s%s]", run->rebuild_as_reset ? "\"rebuild is reset\"" : "",
+           run->rebuild_as_reset && run->throw_dice_as_roll ? "," : "",
+           run->throw_dice_as_roll ? "\"throw_dice is roll\"" : "");
+    printf(",\"clients_per_room\":%d,\"idle\":%s,\"leave\":%s,\"server_pid\":%d", run->opt.clients_per_room,
            run->opt.idle ? "true" : "false", run->opt.leave ? "true" : "false", run->opt.server_pid);
     if (run->opt.ramp) {
         printf(",\"ramp\":{\"max_rooms_held\":%d,\"max_clients_held\":%d,\"steps\":[", run->max_rooms_held,
@@ -854,6 +857,10 @@ static void tl__print_table(const tl_run *run, const tl_report *r)
     for (int e = 0; e < TL_ERR_COUNT; e++)
         printf("%s%s %llu", e ? ", " : "", tl_err_names[e], (unsigned long long)r->errors_by[e]);
     printf(")\n");
+    if (run->rebuild_as_reset || run->throw_dice_as_roll)
+        printf("  protocol deviations: the server knows %s%s%s\n", run->rebuild_as_reset ? "`rebuild` as `reset`" : "",
+               run->rebuild_as_reset && run->throw_dice_as_roll ? ", " : "",
+               run->throw_dice_as_roll ? "`throw_dice` as `roll`" : "");
     if (run->opt.ramp) {
         printf("\n  ramp steps:\n  %6s %7s %8s %10s %10s %8s %8s  %s\n", "rooms", "clients", "ratio", "steps/s",
                "late p99", "srv cpu", "gen cpu", "verdict");
