@@ -202,7 +202,7 @@ typedef struct tl_options {
     double duration, warmup, join_timeout;
     bool json, quiet;
     bool ramp;
-    int ramp_step, ramp_max_rooms;
+    int ramp_step, ramp_max_rooms, ramp_retries;
     double ramp_interval, ramp_settle;
     int server_pid;
     bool idle;                 /* clients join and then send nothing */
@@ -272,6 +272,7 @@ struct tl_run {
     tl_report *steps;
     int step_count, step_cap;
     int max_rooms_held;
+    int retries_left;
 
     /* Servers that name an action differently from PROTOCOL.md: the tool switches
      * to the alternative once and reports it (not as an error). */

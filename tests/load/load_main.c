@@ -57,6 +57,8 @@ static void tl__usage(FILE *f)
         "  --ramp-interval S       window per step in seconds (default 5)\n"
         "  --ramp-settle S         seconds after a step's joins before its window (default 2)\n"
         "  --ramp-max-rooms N      stop there even if the server holds (default 2000)\n"
+        "  --ramp-retries N        measure a step that fell behind again, up to N times, before\n"
+        "                          stopping (default 1: one noisy window does not end a ramp)\n"
         "  --target-ratio F        snapshots received/expected a step must hold (default 0.99)\n"
         "  --target-lateness MS    p99 tick lateness a step must stay under (default 8.333)\n"
         "  --server-pid PID        read the server's CPU and memory from /proc (default: the local\n"
@@ -129,6 +131,7 @@ static int tl__parse(tl_options *o, int argc, char **argv)
     o->ramp_interval = 5;
     o->ramp_settle = 2;
     o->ramp_max_rooms = 2000;
+    o->ramp_retries = 1;
     o->connect_rate = 400;
     o->target_ratio = 0.99;
     o->target_lateness_ms = 1000.0 / 120.0;
@@ -137,7 +140,7 @@ static int tl__parse(tl_options *o, int argc, char **argv)
     int kind = -1, scene = -1;
     bool allow_remote = false;
     enum { O_URL = 256, O_ROOMS, O_CPR, O_SCENE, O_KIND, O_MIX, O_DURATION, O_WARMUP, O_IDLE, O_LEAVE, O_RAMP,
-           O_RAMP_STEP, O_RAMP_INTERVAL, O_RAMP_SETTLE, O_RAMP_MAX, O_TRATIO, O_TLATE, O_PID, O_RATE,
+           O_RAMP_STEP, O_RAMP_INTERVAL, O_RAMP_SETTLE, O_RAMP_MAX, O_RAMP_RETRIES, O_TRATIO, O_TLATE, O_PID, O_RATE,
            O_JOIN_TIMEOUT, O_SRCADDR, O_PREFIX, O_SEED, O_REMOTE, O_JSON, O_QUIET, O_HELP };
     static const struct option opts[] = {
         {"url", required_argument, 0, O_URL}, {"rooms", required_argument, 0, O_ROOMS},
@@ -147,6 +150,7 @@ static int tl__parse(tl_options *o, int argc, char **argv)
         {"idle", no_argument, 0, O_IDLE}, {"leave", no_argument, 0, O_LEAVE}, {"ramp", no_argument, 0, O_RAMP},
         {"ramp-step", required_argument, 0, O_RAMP_STEP}, {"ramp-interval", required_argument, 0, O_RAMP_INTERVAL},
         {"ramp-settle", required_argument, 0, O_RAMP_SETTLE}, {"ramp-max-rooms", required_argument, 0, O_RAMP_MAX},
+        {"ramp-retries", required_argument, 0, O_RAMP_RETRIES},
         {"target-ratio", required_argument, 0, O_TRATIO}, {"target-lateness", required_argument, 0, O_TLATE},
         {"server-pid", required_argument, 0, O_PID}, {"connect-rate", required_argument, 0, O_RATE},
         {"join-timeout", required_argument, 0, O_JOIN_TIMEOUT}, {"source-addrs", required_argument, 0, O_SRCADDR}, {"prefix", required_argument, 0, O_PREFIX},
@@ -199,6 +203,7 @@ static int tl__parse(tl_options *o, int argc, char **argv)
         case O_RAMP_INTERVAL: o->ramp_interval = atof(optarg); break;
         case O_RAMP_SETTLE: o->ramp_settle = atof(optarg); break;
         case O_RAMP_MAX: o->ramp_max_rooms = atoi(optarg); break;
+        case O_RAMP_RETRIES: o->ramp_retries = atoi(optarg); break;
         case O_TRATIO: o->target_ratio = atof(optarg); break;
         case O_TLATE: o->target_lateness_ms = atof(optarg); break;
         case O_PID: o->server_pid = atoi(optarg); break;
@@ -236,7 +241,7 @@ static int tl__parse(tl_options *o, int argc, char **argv)
     }
     if (o->clients_per_room < 1 || o->clients_per_room > TB_PROTO_MAX_PEERS || o->rooms < 0 ||
         o->rooms > 100000 || o->duration <= 0 || o->duration > 24 * 3600 || o->warmup < 0 ||
-        o->ramp_step < 1 || o->ramp_interval <= 0 || o->ramp_settle < 0 || o->ramp_max_rooms < 1 ||
+        o->ramp_step < 1 || o->ramp_interval <= 0 || o->ramp_settle < 0 || o->ramp_max_rooms < 1 || o->ramp_retries < 0 ||
         o->connect_rate < 1 || o->source_addrs < 0 || o->source_addrs > 65000 || o->join_timeout <= 0 || (!o->ramp && o->rooms < 1)) {
         fprintf(stderr, "tumble-load: an option is out of range (see --help)\n");
         return 2;
@@ -570,8 +575,20 @@ static void tl__ramp_judge(tl_run *run, double now)
                  run->step_count, r->rooms, r->clients, r->snapshot_rate_ratio, r->steps_per_room_s,
                  r->lateness_p99_ms, r->server_cpu_cores, r->generator_cpu_cores, r->held ? "held" : "FELL BEHIND",
                  r->why[0] ? ": " : "", r->why);
-    if (r->held)
-        run->max_rooms_held = r->rooms;
+    if (r->held) {
+        if (r->rooms > run->max_rooms_held)
+            run->max_rooms_held = r->rooms;
+        run->retries_left = run->opt.ramp_retries;
+    } else if (run->retries_left > 0 &&
+               now - run->started_at + run->opt.ramp_interval + run->opt.ramp_settle + 5 < run->opt.duration) {
+        /* the same room count once more: one noisy window should not end the ramp */
+        run->retries_left--;
+        tl__step_errors_base = tl__errors(run);
+        run->window_start = run->window_end = 0;
+        run->phase = P_WARMUP;
+        run->phase_at = now;
+        return;
+    }
     bool more = r->held && run->room_count + run->opt.ramp_step <= run->opt.ramp_max_rooms &&
                 now - run->started_at + run->opt.ramp_interval + run->opt.ramp_settle + 5 < run->opt.duration;
     if (!more) {
@@ -970,6 +987,7 @@ int main(int argc, char **argv)
         return 2;
     }
     run->scrape.data = run;
+    run->retries_left = o->ramp_retries;
     uv_timer_init(&loop, &run->tick);
     uv_timer_init(&loop, &run->deadline);
     uv_signal_init(&loop, &run->sigint);
