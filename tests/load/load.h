@@ -231,7 +231,7 @@ typedef struct tl_report {
     double lateness_p50_ms, lateness_p99_ms, step_p50_ms, step_p99_ms, steps_per_room_s;
     double overruns, overruns_total, server_rooms, server_clients, server_snapshots_skipped;
     /* from /proc */
-    double server_cpu_cores, server_rss_mb, server_rss_before_mb, server_kb_per_room, generator_cpu_cores;
+    double server_cpu_cores, server_cpu_ms_per_room_s, server_rss_mb, server_rss_before_mb, server_kb_per_room, generator_cpu_cores;
     uint64_t errors, errors_by[TL_ERR_COUNT], server_errors_by_code[TB_ERR__COUNT + 1];
     bool held;                 /* ramp: the step met every target */
     char why[160];             /* ramp: the first target missed */

@@ -457,6 +457,9 @@ static void tl__fill_report(tl_run *run, tl_report *r, uint64_t errors_before)
         r->server_cpu_cores = (run->cpu_end - run->cpu_start) / win;
     else
         r->server_cpu_cores = NAN;
+    /* CPU per open room (default rooms included), robust to a shared machine: what a
+     * room costs, not how many fit next to everyone else's processes */
+    r->server_cpu_ms_per_room_s = r->server_rooms > 0 ? r->server_cpu_cores * 1e3 / r->server_rooms : NAN;
     r->server_rss_mb = run->rss_end_mb >= 0 ? run->rss_end_mb : NAN;
     r->server_rss_before_mb = run->rss_before_mb >= 0 ? run->rss_before_mb : NAN;
     r->server_kb_per_room = run->rss_end_mb >= 0 && run->rss_before_mb >= 0 && run->room_count
@@ -773,6 +776,7 @@ static void tl__json_report(const tl_report *r)
     tl__jnum("server_rooms", r->server_rooms, true);
     tl__jnum("server_clients", r->server_clients, true);
     tl__jnum("server_cpu_cores", r->server_cpu_cores, true);
+    tl__jnum("server_cpu_ms_per_room_s", r->server_cpu_ms_per_room_s, true);
     tl__jnum("server_rss_mb", r->server_rss_mb, true);
     tl__jnum("server_rss_before_mb", r->server_rss_before_mb, true);
     tl__jnum("server_kb_per_room", r->server_kb_per_room, true);
@@ -825,6 +829,7 @@ static void tl__print_json(const tl_run *run, const tl_report *top)
             tl__jnum("kbit_per_s_per_client", r->kbit_mean, true);
             tl__jnum("overruns", r->overruns, true);
             tl__jnum("server_cpu_cores", r->server_cpu_cores, true);
+            tl__jnum("server_cpu_ms_per_room_s", r->server_cpu_ms_per_room_s, true);
             tl__jnum("server_rss_mb", r->server_rss_mb, true);
             tl__jnum("generator_cpu_cores", r->generator_cpu_cores, true);
             printf("\"errors\":%llu,\"held\":%s,\"why\":\"%s\"}", (unsigned long long)r->errors,
@@ -869,6 +874,7 @@ static void tl__print_table(const tl_run *run, const tl_report *r)
     printf("  %-34s %10s %10s %10.2f  (rss %.1f MB, %.1f before the run: %.1f kB per room)\n",
            "server cpu (cores)", "", "", r->server_cpu_cores, r->server_rss_mb, r->server_rss_before_mb,
            r->server_kb_per_room);
+    printf("  %-34s %10s %10s %10.2f\n", "server cpu ms per room per s", "", "", r->server_cpu_ms_per_room_s);
     printf("  %-34s %10s %10s %10.2f\n", "generator cpu (cores)", "", "", r->generator_cpu_cores);
     printf("  errors: %llu (", (unsigned long long)r->errors);
     for (int e = 0; e < TL_ERR_COUNT; e++)

@@ -55,7 +55,7 @@ summary() {
     console.log(`${process.argv[2]}: ${ramp}${r.rooms} rooms ${r.clients} clients: ratio ${f(r.snapshot_rate_ratio, 3)}, ` +
       `lateness p50/p99 ${f(r.tick_lateness_ms && r.tick_lateness_ms.p50)}/${f(r.tick_lateness_p99_ms)} ms, ` +
       `steps/s/room ${f(r.steps_per_room_per_s, 1)}, latency p99 ${f(r.latency_p99_ms)} ms, ` +
-      `${f(r.kbit_per_s_per_client)} kbit/s/client, server cpu ${f(r.server_cpu_cores)}, rss ${f(r.server_rss_mb, 1)} MB ` +
+      `${f(r.kbit_per_s_per_client)} kbit/s/client, server cpu ${f(r.server_cpu_cores)} (${f(r.server_cpu_ms_per_room_s)} ms/s per room), rss ${f(r.server_rss_mb, 1)} MB ` +
       `(${f(r.server_kb_per_room, 0)} kB/room), generator cpu ${f(r.generator_cpu_cores)}, errors ${r.errors}`);
   ' "$1" "$2"
 }
