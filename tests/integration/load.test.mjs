@@ -38,12 +38,18 @@ function runLoad(args, timeoutMs) {
 
 test('20 rooms x 3 clients of every kind hold the snapshot rate with no errors', { timeout: 90_000 }, async (t) => {
   // The server's network thread drops a client's queued snapshots when it has
-  // not run for 67 ms (4 slots at 60/s): on a machine whose run queue is several
-  // times its core count that happens whatever the server does. There the ratio
-  // is only held to 0.80 and the test says so; errors are never excused.
+  // not run for 67 ms (4 slots at 60/s), and a worker that gets no CPU for more
+  // than 0.25 s counts overruns: on a machine whose run queue is several times
+  // its core count that happens whatever the server does. There the rates are
+  // held to looser bounds and the test says so; errors are never excused.
   const load = os.loadavg()[0] / os.cpus().length;
-  const minRatio = load > 2 ? 0.80 : 0.95;
-  if (minRatio < 0.95) t.diagnostic(`machine load ${load.toFixed(1)} per core: snapshot_rate_ratio held to ${minRatio}`);
+  const strict = load <= 2;
+  const minRatio = strict ? 0.95 : 0.80;
+  const maxOverrunShare = strict ? 0.01 : 0.10;
+  if (!strict) {
+    t.diagnostic(`machine load ${load.toFixed(1)} per core: snapshot_rate_ratio held to ${minRatio}, ` +
+      `steps/s to ${minRatio} of the tick rate, overruns to ${maxOverrunShare * 100} % of the steps`);
+  }
   const rooms = 20;
   const perRoom = 3;
   // 60 connections from one address and 20 more rooms than the defaults allow
@@ -66,7 +72,8 @@ test('20 rooms x 3 clients of every kind hold the snapshot rate with no errors',
   }
   const why = `\n${JSON.stringify(r)}\n${stderr}\nserver stderr:\n${srv.stderr.slice(-2000)}`;
   t.diagnostic(`ratio ${r.snapshot_rate_ratio}, jitter p99 ${r.jitter_ms.p99} ms, tick lateness p99 ${r.tick_lateness_p99_ms} ms, ` +
-    `latency p99 ${r.latency_p99_ms} ms, ${r.kbit_per_s_per_client} kbit/s per client, server cpu ${r.server_cpu_cores}`);
+    `latency p99 ${r.latency_p99_ms} ms, ${r.kbit_per_s_per_client} kbit/s per client, overruns ${r.overruns}, ` +
+    `server cpu ${r.server_cpu_cores}`);
 
   assert.equal(r.rooms, rooms, why);
   assert.equal(r.clients, rooms * perRoom, why);
@@ -85,7 +92,7 @@ test('20 rooms x 3 clients of every kind hold the snapshot rate with no errors',
   assert.ok(r.latency_ms.count > 0, `knock-downs/throws seen moving bodies${why}`);
   // the server's own view (its /metrics) when it is reachable
   assert.notEqual(r.steps_per_room_per_s, null, `/metrics was read${why}`);
-  assert.ok(r.steps_per_room_per_s >= 0.95 * r.tick_rate, `steps/s per room ${r.steps_per_room_per_s}${why}`);
-  assert.ok(r.overruns <= 0.01 * r.tick_rate * r.window_s * (r.server_rooms ?? rooms), `overruns ${r.overruns}${why}`);
+  assert.ok(r.steps_per_room_per_s >= minRatio * r.tick_rate, `steps/s per room ${r.steps_per_room_per_s}${why}`);
+  assert.ok(r.overruns <= maxOverrunShare * r.tick_rate * r.window_s * (r.server_rooms ?? rooms), `overruns ${r.overruns}${why}`);
   assert.equal(code, 0, `exit status${why}`);
 });

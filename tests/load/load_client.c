@@ -574,6 +574,7 @@ static void tl__closed(tl_client *c, bool failed)
     c->wsi = NULL;
     c->out_count = 0;
     c->probe_kind = TL_PROBE_NONE;
+    tl_client_free(c); /* a closed client is never reopened: its decoder and buffers go now */
 }
 
 static int tl__callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len)
@@ -684,8 +685,10 @@ const struct lws_protocols tl_protocols[] = {
 int tl_client_connect(tl_client *c)
 {
     tl_run *run = c->run;
+    /* capacity is allocated up front (3 x 76 bytes per body): the pile needs many,
+     * every other scene a few dozen plus projectiles */
     if (!c->dec)
-        c->dec = tb_snap_decoder_create(1024);
+        c->dec = tb_snap_decoder_create(c->room->scene == TL_PILE ? TB_PROTO_MAX_BODIES : 256);
     if (!c->dec)
         return -1;
     struct lws_client_connect_info info;
