@@ -187,6 +187,7 @@ struct tl_room {
 typedef struct tl_window_stats {
     tl_hist jitter, latency, ack_latency, rtt;
     uint64_t latency_timeouts;
+    uint64_t inputs_refused;   /* unknown_body / not_allowed: refused by the world, not errors */
     uint64_t errors[TL_ERR_COUNT];
     uint64_t server_errors_by_code[TB_ERR__COUNT + 1];
 } tl_window_stats;
@@ -232,6 +233,7 @@ typedef struct tl_report {
     double overruns, overruns_total, server_rooms, server_clients, server_snapshots_skipped;
     /* from /proc */
     double server_cpu_cores, server_cpu_ms_per_room_s, server_rss_mb, server_rss_before_mb, server_kb_per_room, generator_cpu_cores;
+    uint64_t inputs_refused;
     uint64_t errors, errors_by[TL_ERR_COUNT], server_errors_by_code[TB_ERR__COUNT + 1];
     bool held;                 /* ramp: the step met every target */
     char why[160];             /* ramp: the first target missed */

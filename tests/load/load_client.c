@@ -542,7 +542,13 @@ static void tl__message(tl_client *c, const uint8_t *buf, size_t len)
         if (code == TB_ERR_BAD_VALUE && msg.u.error.has_seq && tl__action_fallback(c, msg.u.error.seq))
             break;
         run->win.server_errors_by_code[code <= TB_ERR__COUNT ? code : TB_ERR__COUNT]++;
-        if (code != TB_ERR_PROJECTILE_CAP) /* "applied (warning)": the oldest projectile was recycled */
+        /* Not errors: projectile_cap is "applied (warning)"; unknown_body (a poke on a
+         * cloth vertex that has moved on since the snapshot the client saw) and
+         * not_allowed (a press while one is under way) are the world saying no to a
+         * well-formed input, as it would to a lagging player. They are counted apart. */
+        if (code == TB_ERR_UNKNOWN_BODY || code == TB_ERR_NOT_ALLOWED)
+            run->win.inputs_refused++;
+        else if (code != TB_ERR_PROJECTILE_CAP)
             tl_count_error(run, TL_ERR_SERVER_ERROR);
         if (!run->opt.quiet && run->win.server_errors_by_code[code <= TB_ERR__COUNT ? code : TB_ERR__COUNT] <= 3)
             fprintf(stderr, "tumble-load: %s client %d: server error %s: %s\n", c->room->id, c->index,

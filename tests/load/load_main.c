@@ -469,6 +469,7 @@ static void tl__fill_report(tl_run *run, tl_report *r, uint64_t errors_before)
         r->errors_by[e] = w->errors[e];
     memcpy(r->server_errors_by_code, w->server_errors_by_code, sizeof r->server_errors_by_code);
     r->errors = tl__errors(run) - errors_before;
+    r->inputs_refused = w->inputs_refused;
 
     /* the ramp's targets */
     double tick = r->tick_rate ? r->tick_rate : 120;
@@ -781,6 +782,7 @@ static void tl__json_report(const tl_report *r)
     tl__jnum("server_rss_before_mb", r->server_rss_before_mb, true);
     tl__jnum("server_kb_per_room", r->server_kb_per_room, true);
     tl__jnum("generator_cpu_cores", r->generator_cpu_cores, true);
+    printf("\"inputs_refused\":%llu,", (unsigned long long)r->inputs_refused);
     printf("\"errors\":%llu,\"errors_by\":{", (unsigned long long)r->errors);
     for (int e = 0; e < TL_ERR_COUNT; e++)
         printf("%s\"%s\":%llu", e ? "," : "", tl_err_names[e], (unsigned long long)r->errors_by[e]);
@@ -876,6 +878,8 @@ static void tl__print_table(const tl_run *run, const tl_report *r)
            r->server_kb_per_room);
     printf("  %-34s %10s %10s %10.2f\n", "server cpu ms per room per s", "", "", r->server_cpu_ms_per_room_s);
     printf("  %-34s %10s %10s %10.2f\n", "generator cpu (cores)", "", "", r->generator_cpu_cores);
+    printf("  inputs refused by the world (unknown_body, not_allowed; not errors): %llu\n",
+           (unsigned long long)r->inputs_refused);
     printf("  errors: %llu (", (unsigned long long)r->errors);
     for (int e = 0; e < TL_ERR_COUNT; e++)
         printf("%s%s %llu", e ? ", " : "", tl_err_names[e], (unsigned long long)r->errors_by[e]);
