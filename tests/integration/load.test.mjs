@@ -73,6 +73,7 @@ test('20 rooms x 3 clients of every kind hold the snapshot rate with no errors',
   const why = `\n${JSON.stringify(r)}\n${stderr}\nserver stderr:\n${srv.stderr.slice(-2000)}`;
   t.diagnostic(`ratio ${r.snapshot_rate_ratio}, jitter p99 ${r.jitter_ms.p99} ms, tick lateness p99 ${r.tick_lateness_p99_ms} ms, ` +
     `latency p99 ${r.latency_p99_ms} ms, ${r.kbit_per_s_per_client} kbit/s per client, overruns ${r.overruns}, ` +
+    `inputs refused ${r.inputs_refused}, ` +
     `server cpu ${r.server_cpu_cores}`);
 
   assert.equal(r.rooms, rooms, why);
