@@ -200,7 +200,7 @@ typedef struct tl_options {
     int rooms, clients_per_room;
     enum tl_scene mix[TL_SCENE_COUNT * 4];
     int mix_count;
-    double duration, warmup, join_timeout;
+    double duration, warmup, join_timeout, deadline;
     bool json, quiet;
     bool ramp;
     int ramp_step, ramp_max_rooms, ramp_retries;

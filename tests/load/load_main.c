@@ -67,6 +67,8 @@ static void tl__usage(FILE *f)
         "  --source-addrs N        spread the clients over N loopback source addresses\n"
         "                          (127.0.0.1..N) to stay under a per-address connection limit\n"
         "  --join-timeout S        seconds a client may take to get its welcome (default 15)\n"
+        "  --deadline S            hard stop after S seconds whatever happens (default: the\n"
+        "                          phases' own bounds + 30 s)\n"
         "  --prefix P              room id prefix (default load-<pid>)\n"
         "  --seed N                behaviour random seed (default 1)\n"
         "  --allow-remote          allow a server that is not on a loopback address\n"
@@ -141,7 +143,7 @@ static int tl__parse(tl_options *o, int argc, char **argv)
     bool allow_remote = false;
     enum { O_URL = 256, O_ROOMS, O_CPR, O_SCENE, O_KIND, O_MIX, O_DURATION, O_WARMUP, O_IDLE, O_LEAVE, O_RAMP,
            O_RAMP_STEP, O_RAMP_INTERVAL, O_RAMP_SETTLE, O_RAMP_MAX, O_RAMP_RETRIES, O_TRATIO, O_TLATE, O_PID, O_RATE,
-           O_JOIN_TIMEOUT, O_SRCADDR, O_PREFIX, O_SEED, O_REMOTE, O_JSON, O_QUIET, O_HELP };
+           O_JOIN_TIMEOUT, O_DEADLINE, O_SRCADDR, O_PREFIX, O_SEED, O_REMOTE, O_JSON, O_QUIET, O_HELP };
     static const struct option opts[] = {
         {"url", required_argument, 0, O_URL}, {"rooms", required_argument, 0, O_ROOMS},
         {"clients-per-room", required_argument, 0, O_CPR}, {"scene", required_argument, 0, O_SCENE},
@@ -153,7 +155,8 @@ static int tl__parse(tl_options *o, int argc, char **argv)
         {"ramp-retries", required_argument, 0, O_RAMP_RETRIES},
         {"target-ratio", required_argument, 0, O_TRATIO}, {"target-lateness", required_argument, 0, O_TLATE},
         {"server-pid", required_argument, 0, O_PID}, {"connect-rate", required_argument, 0, O_RATE},
-        {"join-timeout", required_argument, 0, O_JOIN_TIMEOUT}, {"source-addrs", required_argument, 0, O_SRCADDR}, {"prefix", required_argument, 0, O_PREFIX},
+        {"join-timeout", required_argument, 0, O_JOIN_TIMEOUT}, {"source-addrs", required_argument, 0, O_SRCADDR},
+        {"deadline", required_argument, 0, O_DEADLINE}, {"prefix", required_argument, 0, O_PREFIX},
         {"seed", required_argument, 0, O_SEED}, {"allow-remote", no_argument, 0, O_REMOTE},
         {"json", no_argument, 0, O_JSON}, {"quiet", no_argument, 0, O_QUIET}, {"help", no_argument, 0, O_HELP},
         {0, 0, 0, 0},
@@ -210,6 +213,7 @@ static int tl__parse(tl_options *o, int argc, char **argv)
         case O_RATE: o->connect_rate = atoi(optarg); break;
         case O_JOIN_TIMEOUT: o->join_timeout = atof(optarg); break;
         case O_SRCADDR: o->source_addrs = atoi(optarg); break;
+        case O_DEADLINE: o->deadline = atof(optarg); break;
         case O_PREFIX: snprintf(o->prefix, sizeof o->prefix, "%s", optarg); break;
         case O_SEED: o->seed = (uint32_t)strtoul(optarg, NULL, 10); break;
         case O_REMOTE: allow_remote = true; break;
@@ -1004,7 +1008,9 @@ int main(int argc, char **argv)
     run->tick.data = run->deadline.data = run->sigint.data = run;
     run->handles_open = 3;
     uv_timer_start(&run->tick, tl__tick_cb, 10, 10);
-    double bound = o->ramp ? o->duration + 60 : o->join_timeout + o->warmup + o->duration + 30;
+    double bound = o->deadline > 0 ? o->deadline
+                   : o->ramp      ? o->duration + 60
+                                  : o->join_timeout + o->warmup + o->duration + 30;
     uv_timer_start(&run->deadline, tl__deadline_cb, (uint64_t)(bound * 1000), 0);
     uv_signal_start(&run->sigint, tl__sigint_cb, SIGINT);
     run->phase = P_CONNECT;

@@ -75,7 +75,7 @@ idle() {
   # empty rooms: each is created by a client that leaves right after its welcome
   start_server idle-empty
   build/tumble-load --url "ws://127.0.0.1:$PORT" --scene tower --clients-per-room 1 --rooms "$IDLE_ROOMS" \
-    --leave --warmup 10 --duration 10 --connect-rate 1000 --join-timeout 60 --server-pid "$SERVER_PID" \
+    --leave --warmup "${IDLE_WARMUP:-30}" --duration 10 --connect-rate 1000 --join-timeout 90 --server-pid "$SERVER_PID" \
     --json >"$OUT/idle-empty.json" 2>"$OUT/idle-empty.log"
   stop_server
   summary "$OUT/idle-empty.json" "idle empty tower rooms"
