@@ -736,8 +736,16 @@ int tl_client_connect(tl_client *c)
 void tl_client_close(tl_client *c)
 {
     c->closing = true;
-    if (c->wsi)
-        lws_callback_on_writable(c->wsi);
+    if (!c->wsi)
+        return;
+    if (c->state == TL_OPEN || c->state == TL_JOINED)
+        lws_callback_on_writable(c->wsi); /* a normal close (1000) from the writable callback */
+    else {
+        /* Still in the handshake: have lws kill it. lws may free such a wsi without
+         * a CLOSED callback, so forget the pointer now; it must not be used again. */
+        lws_set_timeout(c->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+        c->wsi = NULL;
+    }
 }
 
 void tl_client_free(tl_client *c)
