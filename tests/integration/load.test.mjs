@@ -54,6 +54,9 @@ test('20 rooms x 3 clients of every kind hold the snapshot rate with no errors',
         `steps/s to ${minRatio} of the tick rate, overruns to ${maxOverrunShare * 100} % of the steps`
       : `machine load ${load.toFixed(1)} per core: rates reported, not judged`);
   }
+  const rooms = 20;
+  const perRoom = 3;
+  // 60 connections from one address and 20 more rooms than the defaults allow
   const srv = await startServer({
     args: ['--max-conns-per-address', '1000', '--max-rooms', '1000', '--workers', '2'],
   });
