@@ -239,9 +239,15 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 // busy flooding the server delays its own message handlers, not the server).
 export function snapshotStats(client) {
   const snaps = client.inbox.filter((m) => (m.type === 'snap_delta' || m.type === 'snap_key') && m.state);
-  if (snaps.length < 2) return { received: snaps.length, seconds: 0, rate: 0 };
+  const load = os.loadavg()[0].toFixed(1);
+  if (snaps.length < 2) return { received: snaps.length, seconds: 0, rate: 0, load };
   const seconds = (snaps[snaps.length - 1].state.tick - snaps[0].state.tick) / 120;
-  return { received: snaps.length, seconds, rate: (snaps.length - 1) / seconds };
+  let maxGap = 0;
+  for (let i = 1; i < snaps.length; i++) maxGap = Math.max(maxGap, snaps[i].state.tick - snaps[i - 1].state.tick);
+  const rate = (snaps.length - 1) / seconds;
+  // for assertion messages: enough to tell a starved machine from a bug
+  const note = `${rate.toFixed(1)} snapshots/s over ${seconds.toFixed(2)} s, largest tick gap ${maxGap}, keyframes ${snaps.filter((m) => m.type === 'snap_key').length}, load average ${load} on ${os.cpus().length} cores`;
+  return { received: snaps.length, seconds, rate, load, maxGap, note };
 }
 
 // Steps per second of a room measured by the server's own counter.

@@ -139,7 +139,7 @@ test('garbage, wrong version, unknown type, text and oversized frames get errors
 
   await sleep(Math.max(0, 2000 - (performance.now() - t0)));
   const stats = snapshotStats(good);
-  assert.ok(stats.rate >= 57, `good client got ${stats.rate.toFixed(1)} snapshots/s over ${stats.seconds.toFixed(2)} s`);
+  assert.ok(stats.rate >= 57, `good client: ${stats.note}`);
   const steps = stepRate(steps0, await roomSteps(srv.url, 'abuse'));
   assert.ok(steps >= 114, `room stepped ${steps.toFixed(1)}/s`);
   assert.equal(good.closed, null);
@@ -174,7 +174,7 @@ test('an input flood hits the rate limit with errors and the room keeps its rate
   assert.match(e.message, /rate/);
   await sleep(1500);
   const stats = snapshotStats(good);
-  assert.ok(stats.rate >= 57, `good client got ${stats.rate.toFixed(1)} snapshots/s over ${stats.seconds.toFixed(2)} s`);
+  assert.ok(stats.rate >= 57, `good client: ${stats.note}`);
   const steps = stepRate(steps0, await roomSteps(srv.url, 'flood'));
   assert.ok(steps >= 114, `room stepped ${steps.toFixed(1)}/s`);
   const m = await metrics(srv.url);
