@@ -26,6 +26,7 @@ export const SERVER_BIN = process.env.TUMBLE_SERVER_BIN || path.join(ROOT, 'buil
 
 const running = new Set();
 const tempDirs = new Set();
+const finished = []; // servers that ended: their stderr is checked for sanitizer reports
 
 function killAllNow() {
   for (const srv of running) {
@@ -68,7 +69,7 @@ export async function startServer({ args = [], env = {}, clientDir, index = true
   running.add(srv);
   srv.exited = new Promise((resolve) => {
     proc.on('exit', (code, signal) => {
-      srv.exitCode = code; srv.exitSignal = signal; running.delete(srv); resolve({ code, signal });
+      srv.exitCode = code; srv.exitSignal = signal; running.delete(srv); finished.push(srv); resolve({ code, signal });
     });
   });
   proc.stderr.on('data', (d) => { srv.stderr += d; });
@@ -94,6 +95,9 @@ export async function startServer({ args = [], env = {}, clientDir, index = true
   return srv;
 }
 
+// Stops every server still running, then fails if any server of this file
+// printed a sanitizer report (run the suite against build/asan/tumble-server
+// with TUMBLE_SERVER_BIN to make that meaningful).
 export async function stopAll() {
   const all = [...running];
   await Promise.all(all.map(async (srv) => {
@@ -103,6 +107,9 @@ export async function stopAll() {
     clearTimeout(t);
   }));
   killAllNow();
+  const reports = finished.filter((srv) => /ERROR: (Address|Leak|Thread)Sanitizer|runtime error:/.test(srv.stderr));
+  finished.length = 0;
+  if (reports.length) throw new Error(`sanitizer report from tumble-server:\n${reports[0].stderr.slice(0, 4000)}`);
 }
 
 // A raw HTTP/1.1 GET that sends the path byte for byte (fetch would
