@@ -1,0 +1,20 @@
+// Entry point: `/` is the lobby, `/r/<room-id>` a room (the server serves the same
+// index.html for both). ?kind=&scene= on a room link say what to create if the room
+// does not exist yet.
+import { startLobby } from './lobby.js';
+import { startRoom } from './room.js';
+import { createWsTransport } from './net/transport.js';
+
+const app = document.getElementById('app');
+const m = location.pathname.match(/^\/r\/([A-Za-z0-9_-]{1,32})\/?$/);
+if (m) {
+  const q = new URLSearchParams(location.search);
+  const roomId = m[1], kind = q.get('kind') || undefined, scene = q.get('scene') || undefined;
+  const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`;
+  document.title = `${roomId} · Tumble`;
+  startRoom({ host: app, roomId, kind, scene, transport: createWsTransport({ roomId, kind, scene, url }) });
+} else if (location.pathname.startsWith('/r/')) {
+  app.innerHTML = '<main class="lobby"><h1>Tumble</h1><p class="sub">That room name is not valid: use 1–32 letters, digits, - or _.</p><p><a class="primary" href="/">All rooms</a></p></main>';
+} else {
+  startLobby(app);
+}
