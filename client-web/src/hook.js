@@ -16,6 +16,8 @@ export function installHook() {
     dice: null,
     stats: null,
     errors: [],
+    resyncs: 0,
+    contacts: 0,
     sent: [],
     /** Body poses now on screen: { id: { p: [x,y,z], q: [x,y,z,w], asleep } }. */
     poses() {

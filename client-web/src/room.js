@@ -44,7 +44,7 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
 
   let insetObserver = null;
   let hud = null, view = null, input = null, panel = null, desc = null;
-  let you = null, players = [], dice = null;
+  let you = null, players = [], dice = null, contacts = [], showContacts = false;
   let lastState = null;
   const rate = { snaps: [], bytes: [] };   // arrival times and sizes over the last second
   let stepMs = NaN;
@@ -71,7 +71,7 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
     hud.setConnection(connState);
     panel = createParamsPanel(hud.side, d.params || [], {
       send, showContacts: kind === 'rigid', compact: small(),
-      onContacts: (on) => { view.setShowContacts(on); send({ type: 'contacts', on }); },
+      onContacts: (on) => { showContacts = on; view.setShowContacts(on); send({ type: 'contacts', on }); },
     });
     input = attachInput(stage, view, send, { onAim: (a) => aim.set(a) });
     const measure = () => {
@@ -106,9 +106,11 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
     rate.bytes.push([t, bytes]);
     switch (m.type) {
       case 'welcome':
-        you = m.you || null;
+        you = m.you || you;
         players = m.players || players;
+        dice = null; contacts = [];
         setupRoom(m.desc);
+        if (showContacts) { view.setShowContacts(true); }
         if (m.snapshot) buffer.push(m.snapshot, t);
         hook.welcomes++;
         break;
@@ -122,6 +124,22 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
       case 'players':
         players = m.players;
         hud?.setPlayers(players, you?.id);
+        if (m.joined && m.joined.id !== you?.id) hud?.toast(`${m.joined.name} joined`);
+        if (m.left) hud?.toast(`${m.left.name || 'Someone'} left`);
+        break;
+      case 'contacts':
+        contacts = m.contacts;
+        view?.setContacts?.(contacts);
+        hook.contacts = contacts.length;
+        break;
+      case 'reset': {
+        const what = { knock: 'knocked the tower down', rebuild: 'rebuilt the tower', throw_dice: 'threw the dice', select: 'changed the scene', reset: 'reset the room' }[m.action] || m.action;
+        hud?.toast(`${m.by?.name || 'Someone'} ${what}`);
+        if (m.action === 'throw_dice' || m.action === 'select') { dice = null; hud?.setDice(null); hook.dice = null; }
+        break;
+      }
+      case 'resync':
+        hook.resyncs++;
         break;
       case 'param':
         panel?.applyChange(m.name, m.value, m.by?.id === you?.id ? 'you' : (m.by?.name || 'someone'));

@@ -11,8 +11,12 @@ export class Stage {
   /** @param {HTMLElement} host */
   constructor(host) {
     this.host = host;
-    const r = (this.renderer = new THREE.WebGLRenderer({ antialias: true, powerPreference: 'high-performance' }));
-    r.setPixelRatio(Math.min(window.devicePixelRatio || 1, 2));
+    // Software rasterizers (SwiftShader, llvmpipe: headless test browsers, old
+    // machines) get a lighter setup: no MSAA, fewer pixels (fill rate is their limit), smaller shadow maps.
+    this.quality = detectQuality();
+    const low = this.quality === 'low';
+    const r = (this.renderer = new THREE.WebGLRenderer({ antialias: !low, powerPreference: 'high-performance' }));
+    r.setPixelRatio(low ? 0.6 : Math.min(window.devicePixelRatio || 1, 2));
     r.outputColorSpace = THREE.SRGBColorSpace;
     r.toneMapping = THREE.ACESFilmicToneMapping;
     r.toneMappingExposure = 1.0;
@@ -84,8 +88,10 @@ export class Stage {
   _fitBox(vfov, hfov) {
     const f = this.frame, [min, max] = f.box;
     // In portrait, look down more steeply: the tray then fills the tall screen.
-    const el = Array.isArray(f.elevation) ? f.elevation[this.camera.aspect < 1 ? 1 : 0] : f.elevation;
-    const back = new THREE.Vector3(Math.sin(f.azimuth) * Math.cos(el), Math.sin(el), Math.cos(f.azimuth) * Math.cos(el));
+    const portrait = this.camera.aspect < 1 ? 1 : 0;
+    const el = Array.isArray(f.elevation) ? f.elevation[portrait] : f.elevation;
+    const az = Array.isArray(f.azimuth) ? f.azimuth[portrait] : f.azimuth;
+    const back = new THREE.Vector3(Math.sin(az) * Math.cos(el), Math.sin(el), Math.cos(az) * Math.cos(el));
     f.back = back;
     const right = new THREE.Vector3(0, 1, 0).cross(back).normalize();
     const up = back.clone().cross(right);
@@ -163,3 +169,19 @@ export class Stage {
 }
 
 const _p = new THREE.Vector3();
+
+/** 'low' on software WebGL or when the URL says ?quality=low, else 'high'. */
+export function detectQuality() {
+  const q = new URLSearchParams(location.search).get('quality');
+  if (q === 'low' || q === 'high') return q;
+  try {
+    const gl = document.createElement('canvas').getContext('webgl2') || document.createElement('canvas').getContext('webgl');
+    const ext = gl && gl.getExtension('WEBGL_debug_renderer_info');
+    const name = ext ? gl.getParameter(ext.UNMASKED_RENDERER_WEBGL) : '';
+    gl?.getExtension('WEBGL_lose_context')?.loseContext();
+    return /swiftshader|llvmpipe|software|softpipe/i.test(name) ? 'low' : 'high';
+  } catch { return 'high'; }
+}
+
+/** Shadow map size for the current quality. */
+export function shadowSize(stage, high) { return stage.quality === 'low' ? Math.min(1024, high) / 2 : high; }

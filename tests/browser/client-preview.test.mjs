@@ -12,10 +12,11 @@ before(async () => { if (skip) return; server = await serveStatic(await buildPre
 after(async () => { await browser?.close(); await server?.close(); });
 
 async function open(vp, query) {
+  // Software WebGL picks the light 'low' quality on its own; screenshots for looks use ?quality=high.
   const page = await browser.newPage({ viewport: VIEWPORTS[vp], deviceScaleFactor: 1, hasTouch: vp !== 'desktop' });
   const errors = trackErrors(page);
   await page.goto(`${server.url}/?${query}`);
-  await page.waitForFunction(() => window.__tumble && window.__tumble.frames > 20 && window.__tumble.state, null, { timeout: 20000 });
+  await page.waitForFunction(() => window.__tumble && window.__tumble.frames > 3 && window.__tumble.state, null, { timeout: 30000, polling: 250 });
   await page.waitForTimeout(400);
   return { page, errors };
 }
@@ -26,6 +27,12 @@ for (const [kind, scene] of ROOMS) {
     test(`${kind} ${scene} renders on ${vp} without errors or overlapping UI`, { skip }, async () => {
       const { page, errors } = await open(vp, `kind=${kind}&scene=${scene}`);
       await shot(page, `preview-${scene}-${vp}`);
+      if (vp === 'desktop') {
+        const hq = await open(vp, `kind=${kind}&scene=${scene}&quality=high`);
+        await hq.page.waitForTimeout(1500);
+        await shot(hq.page, `preview-${scene}-desktop-hq`);
+        await hq.page.close();
+      }
       assert.deepEqual(await hudOverlaps(page), []);
       assert.deepEqual(errors, []);
       await page.close();

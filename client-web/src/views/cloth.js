@@ -8,6 +8,7 @@
 // recomputed every frame so lighting follows the flutter and picking keeps
 // working on a stretched cloth.
 import * as THREE from 'three';
+import { shadowSize } from '../stage.js';
 import { stoneTexture, flagTexture, capeTexture, glowTexture, groundTexture, skyTexture, woodTexture, rng } from './textures.js';
 
 export function createClothView(stage, desc) {
@@ -43,7 +44,7 @@ export function createClothView(stage, desc) {
   const moonLight = new THREE.DirectionalLight(0x9fb4ff, 1.5);
   moonLight.position.set(-6, 10, 4);
   moonLight.castShadow = true;
-  moonLight.shadow.mapSize.set(1024, 1024);
+  moonLight.shadow.mapSize.setScalar(shadowSize(stage, 1024));
   Object.assign(moonLight.shadow.camera, { left: -8, right: 8, top: 8, bottom: -8, near: 1, far: 30 });
   moonLight.shadow.bias = -0.0005; moonLight.shadow.radius = 3;
   root.add(moonLight);
@@ -94,7 +95,7 @@ export function createClothView(stage, desc) {
     halo.position.copy(flame.position); halo.scale.set(2.2, 2.2, 1);
     const light = new THREE.PointLight(0xff9a40, 6, 9, 1.6);
     light.position.set(0, 0.5, 0.35);
-    if (i === 0) { light.castShadow = true; light.shadow.mapSize.set(512, 512); light.shadow.bias = -0.002; light.shadow.radius = 4; }
+    if (i === 0 && stage.quality !== 'low') { light.castShadow = true; light.shadow.mapSize.set(512, 512); light.shadow.bias = -0.002; light.shadow.radius = 4; }
     stick.castShadow = true;
     g.add(stick, cup, flame, halo, light);
     root.add(g);
@@ -105,14 +106,16 @@ export function createClothView(stage, desc) {
   const cloths = [];
   const flagMap = keep(flagTexture()), capeMap = keep(capeTexture());
   for (const c of desc.cloths || []) {
-    const n = c.w * c.h;
+    const grid = c.w > 1 && c.h > 1 && c.w * c.h === (c.verts ?? c.w * c.h);
+    const n = c.verts ?? c.w * c.h;
     const g = keep(new THREE.BufferGeometry());
     const pos = new Float32Array(n * 3), uv = new Float32Array(n * 2), idx = [];
-    for (let j = 0; j < c.h; j++) for (let i = 0; i < c.w; i++) {
+    if (grid) for (let j = 0; j < c.h; j++) for (let i = 0; i < c.w; i++) {
       const k = j * c.w + i;
       uv[k * 2] = i / (c.w - 1); uv[k * 2 + 1] = 1 - j / (c.h - 1);
     }
-    for (let j = 0; j < c.h - 1; j++) for (let i = 0; i < c.w - 1; i++) {
+    if (c.triangles?.length) idx.push(...c.triangles);
+    else for (let j = 0; j < c.h - 1; j++) for (let i = 0; i < c.w - 1; i++) {
       const a = j * c.w + i, b = a + 1, d = a + c.w, e = d + 1;
       idx.push(a, d, b, b, d, e);
     }
@@ -157,18 +160,28 @@ export function createClothView(stage, desc) {
     cl.pole = g;
   }
 
+  // Static world capsules from the description (the flag pole).
+  for (const p of desc.poles || []) {
+    const a = new THREE.Vector3(...p.a), b = new THREE.Vector3(...p.b);
+    const lo = a.y <= b.y ? a : b, hi = a.y <= b.y ? b : a;
+    makePole({ info: { pole: { base: [lo.x, Math.min(lo.y, 0), lo.z], top: hi.toArray(), radius: p.radius } }, pos: new Float32Array(0) });
+  }
+
   // The figure: one mesh per capsule, rebuilt only if a bone's length changes.
+  // Materials by part name ('head', 'torso', anything else is armour); parts may be
+  // named after the first state arrives, so the material is picked at update time.
+  const partMats = {
+    head: keep(new THREE.MeshStandardMaterial({ color: 0xb8bec8, metalness: 0.6, roughness: 0.32 })),
+    torso: keep(new THREE.MeshStandardMaterial({ color: 0x6a4a34, roughness: 0.7 })),
+    other: keep(new THREE.MeshStandardMaterial({ color: 0x9aa2ae, metalness: 0.55, roughness: 0.38 })),
+  };
+  const matFor = (part = '') => (/head/.test(part) ? partMats.head : /torso|body|chest/.test(part) ? partMats.torso : partMats.other);
   const caps = (desc.capsules || []).map((c, i) => {
-    const part = c.part || '';
-    const head = /head/.test(part);
-    const mat = head ? keep(new THREE.MeshStandardMaterial({ color: 0xb8bec8, metalness: 0.6, roughness: 0.32 }))
-      : /torso|body|chest/.test(part) ? keep(new THREE.MeshStandardMaterial({ color: 0x6a4a34, roughness: 0.7 }))
-        : keep(new THREE.MeshStandardMaterial({ color: 0x9aa2ae, metalness: 0.55, roughness: 0.38 }));
-    const mesh = new THREE.Mesh(undefined, mat);
+    const mesh = new THREE.Mesh(undefined, matFor(c.part));
     mesh.castShadow = mesh.receiveShadow = true;
     mesh.visible = false;
     root.add(mesh);
-    return { info: c, mesh, len: -1, index: i };
+    return { info: c, mesh, len: -1, index: i, part: c.part };
   });
   // The figure carries a torch in its right hand (end point of the right arm).
   const handIdx = caps.findIndex((c) => /(arm|hand).*(_r|right)|right.*(arm|hand)/i.test(c.info.part || ''));
@@ -217,7 +230,7 @@ export function createClothView(stage, desc) {
         cl.geo.computeBoundingSphere();
         cl.geo.computeBoundingBox();
         cl.mesh.visible = true;
-        if (!cl.pole && cl.info.look !== 'cape') makePole(cl);
+        if (!cl.pole && cl.info.look !== 'cape' && !(desc.poles || []).length) makePole(cl);
       }
       const cv = state.verts?.capsules;
       for (const c of caps) {
@@ -225,6 +238,7 @@ export function createClothView(stage, desc) {
         if (!cv || cv.length < o + 6) { c.mesh.visible = false; continue; }
         _a.set(cv[o], cv[o + 1], cv[o + 2]); _b.set(cv[o + 3], cv[o + 4], cv[o + 5]);
         const len = _a.distanceTo(_b);
+        if (c.part !== c.info.part) { c.part = c.info.part; c.mesh.material = matFor(c.part); }
         if (Math.abs(len - c.len) > 0.01) {
           c.mesh.geometry?.dispose();
           c.mesh.geometry = new THREE.CapsuleGeometry(c.info.radius, Math.max(0.001, len), 6, 16);

@@ -5,6 +5,7 @@
 // the interpolated poses onto the meshes. The view never moves a body on its own:
 // if a body is not in the state, it is hidden.
 import * as THREE from 'three';
+import { shadowSize } from '../stage.js';
 import { RoundedBoxGeometry } from 'three/examples/jsm/geometries/RoundedBoxGeometry.js';
 import { woodTexture, feltTexture, dieFaceTexture, ballTexture, skyTexture } from './textures.js';
 
@@ -23,8 +24,16 @@ export function createRigidView(stage, desc) {
   const disposables = [];
   const keep = (x) => (disposables.push(x), x);
 
+  // The tray's inner size: from the wall planes (n = +-x: x = -+W; n = +-z: z = -+D),
+  // else from the room bounds.
   const min = desc.bounds?.min ?? [-4, 0, -2.5], max = desc.bounds?.max ?? [4, 6, 2.5];
-  const W = Math.max(Math.abs(min[0]), Math.abs(max[0])), D = Math.max(Math.abs(min[2]), Math.abs(max[2]));
+  let W = 0, D = 0;
+  for (const p of desc.planes || []) {
+    if (Math.abs(Math.abs(p.n[0]) - 1) < 1e-3) W = Math.max(W, Math.abs(p.d));
+    if (Math.abs(Math.abs(p.n[2]) - 1) < 1e-3) D = Math.max(D, Math.abs(p.d));
+  }
+  if (!W) W = Math.max(Math.abs(min[0]), Math.abs(max[0]));
+  if (!D) D = Math.max(Math.abs(min[2]), Math.abs(max[2]));
 
   // Light and air: a pale studio gradient, hemisphere fill, a warm key light with soft shadows.
   scene.background = keep(skyTexture('#eef3f8', '#b7c4d3'));
@@ -34,7 +43,7 @@ export function createRigidView(stage, desc) {
   const key = new THREE.DirectionalLight(0xfff3e2, 2.4);
   key.position.set(-3.5, 9, 5);
   key.castShadow = true;
-  key.shadow.mapSize.set(2048, 2048);
+  key.shadow.mapSize.setScalar(shadowSize(stage, 2048));
   Object.assign(key.shadow.camera, { left: -W - 2.5, right: W + 2.5, top: D + 4, bottom: -D - 4, near: 1, far: 25 });
   key.shadow.bias = -0.0004;
   key.shadow.normalBias = 0.02;
@@ -148,9 +157,10 @@ export function createRigidView(stage, desc) {
   dots.visible = nLines.visible = false;
   root.add(dots, nLines);
   let showContacts = false;
+  let contacts = [];
   const m4 = new THREE.Matrix4();
 
-  stage.frameBox([-W - 0.45, -0.3, -D - 0.45], [W + 0.45, 1.6, D + 0.45], [0.62, 1.0], 0);
+  stage.frameBox([-W - 0.45, -0.3, -D - 0.45], [W + 0.45, 1.6, D + 0.45], [0.62, 0.85], [0, Math.PI / 2]);
 
   const seen = new Set();
   let awake = 0, asleep = 0;
@@ -181,8 +191,8 @@ export function createRigidView(stage, desc) {
       for (const [id, b] of bodies) if (!seen.has(id)) b.mesh.visible = false;
 
       dots.visible = nLines.visible = showContacts;
-      if (showContacts && state) {
-        const C = state.contacts || [];
+      if (showContacts) {
+        const C = contacts.length ? contacts : state?.contacts || [];
         const n = Math.min(MAXC, C.length);
         for (let i = 0; i < n; i++) {
           const c = C[i], p = c.p, nn = c.n;
@@ -198,7 +208,9 @@ export function createRigidView(stage, desc) {
       }
     },
 
-    setShowContacts(on) { showContacts = !!on; },
+    setShowContacts(on) { showContacts = !!on; if (!on) contacts = []; },
+    /** Contact points streamed by the server: [{p, n, impulse}]. */
+    setContacts(list) { contacts = list || []; },
 
     /**
      * What is under a ray: a body (id, world point, normal), else a point on the

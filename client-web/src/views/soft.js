@@ -5,6 +5,7 @@
 // Normals are recomputed every frame for smooth shading, and bounding volumes too,
 // so a ray still finds the dough after it has been pulled far out of its first shape.
 import * as THREE from 'three';
+import { shadowSize } from '../stage.js';
 import { RoundedBoxGeometry } from 'three/examples/jsm/geometries/RoundedBoxGeometry.js';
 import { woodTexture, flourTexture, skyTexture, rng } from './textures.js';
 
@@ -24,7 +25,7 @@ export function createSoftView(stage, desc) {
   const key = new THREE.SpotLight(0xffe2b8, 120, 30, 0.6, 0.6, 1.6);
   key.position.set(-3, 7, 4);
   key.castShadow = true;
-  key.shadow.mapSize.set(2048, 2048);
+  key.shadow.mapSize.setScalar(shadowSize(stage, 2048));
   key.shadow.bias = -0.0003; key.shadow.normalBias = 0.02; key.shadow.radius = 5;
   const rim = new THREE.DirectionalLight(0xb8d0ff, 0.9);
   rim.position.set(4, 3, -5);
