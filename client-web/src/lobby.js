@@ -78,12 +78,12 @@ export function startLobby(host, { fetchRooms = defaultFetch, refreshMs = 2000 }
       const blurb = h('p', 'blurb', BLURB[r.scene] || '');
       const nums = h('div', 'nums');
       const players = r.clients ?? r.players ?? 0;
-      nums.append(h('span', 'n-players', `${players} ${players === 1 ? 'player' : 'players'}`));
+      nums.append(h('span', `n-players${players ? '' : ' none'}`, `${players} ${players === 1 ? 'player' : 'players'}`));
       if (r.bodies != null) {
         const awake = r.awake ?? r.awake_bodies ?? 0;
         nums.append(h('span', 'n-bodies', r.kind === 'rigid' ? `${awake} awake / ${r.bodies - awake} asleep` : `${r.bodies} ${r.kind === 'rigid' ? 'bodies' : 'points'}`));
       }
-      const step = r.step_ms ?? r.step_time_ms ?? r.mean_step_ms;
+      const step = r.step_us != null ? r.step_us / 1000 : r.step_ms ?? r.mean_step_ms;
       if (step != null) nums.append(h('span', 'n-step', `step ${(+step).toFixed(2)} ms`));
       const row = h('div', 'card-actions');
       const join = h('a', 'primary join', 'Join'); join.href = roomUrl(r);

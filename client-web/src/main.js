@@ -10,7 +10,8 @@ const m = location.pathname.match(/^\/r\/([A-Za-z0-9_-]{1,32})\/?$/);
 if (m) {
   const q = new URLSearchParams(location.search);
   const roomId = m[1], kind = q.get('kind') || undefined, scene = q.get('scene') || undefined;
-  const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`;
+  // The room id in the path lets a router in front of several servers hash it (DESIGN.md).
+  const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws/${roomId}`;
   document.title = `${roomId} · Tumble`;
   startRoom({ host: app, roomId, kind, scene, transport: createWsTransport({ roomId, kind, scene, url }) });
 } else if (location.pathname.startsWith('/r/')) {

@@ -11,33 +11,39 @@ let browser, server;
 before(async () => { if (skip) return; server = await serveStatic(await buildPreview()); browser = await launch(); });
 after(async () => { await browser?.close(); await server?.close(); });
 
-async function open(vp, query) {
-  // Software WebGL picks the light 'low' quality on its own; screenshots for looks use ?quality=high.
-  const page = await browser.newPage({ viewport: VIEWPORTS[vp], deviceScaleFactor: 1, hasTouch: vp !== 'desktop' });
+async function open(vp, query, minFrames = 3) {
+  const page = await browser.newPage({ viewport: VIEWPORTS[vp], deviceScaleFactor: 1 });
   const errors = trackErrors(page);
   await page.goto(`${server.url}/?${query}`);
-  await page.waitForFunction(() => window.__tumble && window.__tumble.frames > 3 && window.__tumble.state, null, { timeout: 30000, polling: 250 });
-  await page.waitForTimeout(400);
+  await page.waitForFunction((n) => window.__tumble && window.__tumble.frames > n && window.__tumble.state, minFrames, { timeout: 60000, polling: 250 });
   return { page, errors };
+}
+
+/** Wait until the page has drawn `n` more frames (a resize takes effect). */
+async function frames(page, n = 2) {
+  const f0 = await page.evaluate(() => window.__tumble.frames);
+  await page.waitForFunction((f) => window.__tumble.frames >= f, f0 + n, { timeout: 60000, polling: 100 });
 }
 
 const ROOMS = [['rigid', 'tower'], ['rigid', 'dice'], ['cloth', 'flag'], ['cloth', 'cape'], ['soft', 'dough']];
 for (const [kind, scene] of ROOMS) {
-  for (const vp of Object.keys(VIEWPORTS)) {
-    test(`${kind} ${scene} renders on ${vp} without errors or overlapping UI`, { skip }, async () => {
-      const { page, errors } = await open(vp, `kind=${kind}&scene=${scene}`);
+  test(`${kind} ${scene} renders on desktop, phone landscape and portrait without errors or overlapping UI`, { skip }, async () => {
+    // Software WebGL picks the light 'low' quality on its own; one screenshot per scene uses ?quality=high.
+    const { page, errors } = await open('desktop', `kind=${kind}&scene=${scene}`);
+    for (const vp of Object.keys(VIEWPORTS)) {
+      await page.setViewportSize(VIEWPORTS[vp]);
+      await frames(page);
       await shot(page, `preview-${scene}-${vp}`);
-      if (vp === 'desktop') {
-        const hq = await open(vp, `kind=${kind}&scene=${scene}&quality=high`);
-        await hq.page.waitForTimeout(1500);
-        await shot(hq.page, `preview-${scene}-desktop-hq`);
-        await hq.page.close();
-      }
-      assert.deepEqual(await hudOverlaps(page), []);
-      assert.deepEqual(errors, []);
-      await page.close();
-    });
-  }
+      assert.deepEqual(await hudOverlaps(page), [], `${scene} on ${vp}`);
+    }
+    assert.deepEqual(errors, []);
+    await page.close();
+    const hq = await open('desktop', `kind=${kind}&scene=${scene}&quality=high`, 1);
+    await frames(hq.page, 1);
+    await shot(hq.page, `preview-${scene}-desktop-hq`);
+    assert.deepEqual(hq.errors, []);
+    await hq.page.close();
+  });
 }
 
 test('lobby lists rooms on desktop and phones without overlap', { skip }, async () => {

@@ -87,3 +87,43 @@ export async function hudOverlaps(page) {
 }
 
 export const VIEWPORTS = { desktop: { width: 1280, height: 800 }, landscape: { width: 844, height: 390 }, portrait: { width: 390, height: 844 } };
+
+// ---- a real server for end-to-end tests --------------------------------------------------
+import { spawn } from 'node:child_process';
+const servers = new Set();
+process.on('exit', () => { for (const p of servers) { try { p.kill('SIGKILL'); } catch { /* gone */ } } });
+
+export const SERVER_BIN = process.env.TUMBLE_SERVER_BIN || join(ROOT, 'build/tumble-server');
+export const hasServer = () => existsSync(SERVER_BIN) && existsSync(join(ROOT, 'client-web/dist/index.html'));
+
+/**
+ * Start build/tumble-server on an ephemeral loopback port serving client-web/dist;
+ * resolves { url, port, proc, stop() } once it prints its listening line. Always
+ * stopped: stop() sends SIGTERM (SIGKILL after 2.5 s), and process exit kills it.
+ */
+export async function startTumble({ args = [], timeoutMs = 8000 } = {}) {
+  const proc = spawn(SERVER_BIN, ['--port', '0', '--bind', '127.0.0.1', '--client-dir', join(ROOT, 'client-web/dist'), '--log-level', 'warn', ...args],
+    { stdio: ['ignore', 'pipe', 'pipe'] });
+  servers.add(proc);
+  let out = '', err = '';
+  const exited = new Promise((r) => proc.on('exit', (code, sig) => { servers.delete(proc); r({ code, sig }); }));
+  proc.stderr.on('data', (d) => { err += d; });
+  const port = await new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`tumble-server did not listen within ${timeoutMs} ms\n${err}`)), timeoutMs);
+    proc.stdout.on('data', (d) => {
+      out += d;
+      const m = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out);
+      if (m) { clearTimeout(t); resolve(Number(m[1])); }
+    });
+    proc.on('exit', (code) => { clearTimeout(t); reject(new Error(`tumble-server exited (${code})\n${err}`)); });
+  });
+  return {
+    port, url: `http://127.0.0.1:${port}`, proc, get stderr() { return err; },
+    async stop() {
+      if (!servers.has(proc)) return exited;
+      proc.kill('SIGTERM');
+      const k = setTimeout(() => proc.kill('SIGKILL'), 2500);
+      const r = await exited; clearTimeout(k); return r;
+    },
+  };
+}
