@@ -11,6 +11,7 @@ export function installHook() {
     welcomes: 0,
     snapshots: 0,
     frames: 0,
+    frameMs: 0,
     params: {},
     paramLog: [],
     dice: null,

@@ -177,6 +177,7 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
   let prev = now(), statsAt = 0;
   const tmp = new THREE.Vector3();
   function frame() {
+    const cpu0 = performance.now();
     const t = now();
     const dt = Math.min(0.1, t - prev); prev = t;
     if (view) {
@@ -198,6 +199,9 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
       if (t - statsAt > 0.25) { statsAt = t; hud.setStats(statsLine(t)); }
     }
     stage.render();
+    // Main-thread time of this frame (sample + update + draw submission), smoothed.
+    const cpu = performance.now() - cpu0;
+    hook.frameMs = hook.frameMs ? hook.frameMs * 0.9 + cpu * 0.1 : cpu;
     hook.frames++;
     raf = requestAnimationFrame(frame);
   }

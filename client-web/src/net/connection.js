@@ -36,13 +36,15 @@ export class Connection {
     this.ws = ws;
     ws.onopen = () => {
       if (ws.protocol && ws.protocol !== SUBPROTOCOL) { this.fail(`server speaks ${ws.protocol}, not ${SUBPROTOCOL}`); return; }
-      this.attempt = 0;
       this._status('open');
       for (const b of this.adapter.onOpen()) ws.send(b);
     };
     ws.onmessage = (ev) => {
       if (typeof ev.data === 'string') return;
       const bytes = new Uint8Array(ev.data);
+      // The backoff resets only once the server talks to us: a server that accepts
+      // and drops at once must not be hammered every half second.
+      this.attempt = 0;
       this.bytesIn += bytes.byteLength;
       let msgs;
       try { msgs = this.adapter.decode(bytes); } catch (e) { this.h.onMessage({ type: 'error', message: `bad message: ${e.message}` }, bytes.byteLength); return; }
