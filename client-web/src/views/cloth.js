@@ -207,6 +207,20 @@ export function createClothView(stage, desc) {
   // Frame: the cloth area plus some of the wall and a torch on each side.
   stage.frameSphere(new THREE.Vector3(cx, 1.5, cz), Math.max(3.2, spanX * 0.55), 0.25, 0.35, 40);
   let t = 0;
+  // Once the first state is in: frame the cloths and the figure (plus room to walk and
+  // the ground below), rather than the whole quantization box.
+  let framed = false;
+  function frameFirst(state) {
+    const box = new THREE.Box3();
+    const add = (v) => { for (let i = 0; i + 2 < v.length; i += 3) box.expandByPoint(_a.set(v[i], v[i + 1], v[i + 2])); };
+    for (const c of desc.cloths || []) if (state.verts?.[c.key]) add(state.verts[c.key]);
+    if (state.verts?.capsules) add(state.verts.capsules);
+    for (const p of desc.poles || []) { add(p.a); add(p.b); }
+    if (box.isEmpty()) return;
+    framed = true;
+    const walk = caps.length ? 1.4 : 0.6;
+    stage.frameBox([box.min.x - walk, 0, box.min.z - 0.6], [box.max.x + walk, box.max.y + 0.3, box.max.z + 0.6], [0.22, 0.3], 0.3, 40);
+  }
 
   return {
     kind: 'cloth',
@@ -221,6 +235,7 @@ export function createClothView(stage, desc) {
         tr.halo.material.opacity = 0.28 + 0.1 * f;
       }
       if (!state) return;
+      if (!framed) frameFirst(state);
       for (const cl of cloths) {
         const v = state.verts?.[cl.info.key];
         if (!v || v.length !== cl.pos.length) { cl.mesh.visible = false; continue; }
