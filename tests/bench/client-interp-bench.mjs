@@ -2,15 +2,20 @@
 // the client's per-frame work. Prints one JSON line with the median of the runs.
 //   node tests/bench/client-interp-bench.mjs [--bodies 1000] [--runs 2000]
 //
-// Decoding uses the protocol's JS codec when it is present (proto/js), otherwise a
-// stand-in with the same shape of work: a msgpack envelope with packed binary poses,
-// positions as 16-bit grid coordinates in the room bounds and orientations as
-// smallest-three in 32 bits.
+// With the protocol's JS codec present (proto/js) it measures the client's real path:
+// a tumble.v1 snap_delta in which all N bodies moved (position residuals and absolute
+// orientations, the worst case) -> adapter.decode (SnapshotState.apply + the buffer's
+// full state) -> SnapshotBuffer.push -> sample. Without it, a stand-in with the same
+// shape of work (msgpack envelope, 16-bit positions, 32-bit smallest-three).
 import { encode, decode } from '@msgpack/msgpack';
+import { existsSync } from 'node:fs';
 import { SnapshotBuffer } from '../../client-web/src/net/snapshots.js';
 
 const arg = (name, def) => { const i = process.argv.indexOf(name); return i > 0 ? Number(process.argv[i + 1]) : def; };
 const N = arg('--bodies', 1000), RUNS = arg('--runs', 2000);
+const PROTO = new URL('../../proto/js/tumble-proto.mjs', import.meta.url);
+if (existsSync(PROTO) && !process.argv.includes('--stand-in')) { await realCodec(); process.exit(0); }
+
 const LO = [-4, 0, -2.5], HI = [4, 6, 2.5];
 
 function encodeSnapshot(tick, phase) {
@@ -72,3 +77,68 @@ times.sort((a, b) => a - b);
 const q = (p) => times[Math.floor(p * (times.length - 1))];
 console.log(JSON.stringify({ bench: 'client_decode_interpolate_frame', bodies: N, runs: RUNS, codec: 'stand-in', bytes: frames[0].byteLength,
   median_ms: +q(0.5).toFixed(4), p90_ms: +q(0.9).toFixed(4), p99_ms: +q(0.99).toFixed(4), node: process.version }));
+
+async function realCodec() {
+  const { createAdapter } = await import('../../client-web/src/net/adapter.js');
+  const { BitWriter, quantRot, zigzag, bitsFor, gridMax } = await import('../../proto/js/quant.mjs');
+  const B = [-8, -1, -8, 8, 15, 8], SCALE = 2048;
+  const gmax = [0, 1, 2].map((a) => gridMax(B[a], B[a + 3], SCALE)), pbits = gmax.map(bitsFor);
+  const cellsAt = (i, t) => {
+    const x = Math.sin(i * 0.37 + t * 1.3) * 6, y = 2 + (i % 20) * 0.5 + Math.sin(t * 2 + i) * 0.3, z = Math.cos(i * 0.11 + t) * 6;
+    return [x, y, z].map((v, a) => Math.round((v - B[a]) * SCALE));
+  };
+  const rotAt = (i, t) => { const h = (i + t * 3) * 0.5; return quantRot([Math.sin(h) * 0.6, Math.sin(h) * 0.8, 0, Math.cos(h)]); };
+  const s = (w, z, k) => w.eg(zigzag(z), k);
+  const bodies = Array.from({ length: N }, (_, i) => [i + 1, 0, 0.25, 0.25, 0.25, 0xc08040, 1]);
+  // Keyframe (in the welcome).
+  let cells = bodies.map((_, i) => cellsAt(i, 0));
+  let vel = bodies.map(() => [0, 0, 0]);
+  const w = new BitWriter();
+  w.put(0, 1); w.put(0, 4); w.put(0, 4);
+  bodies.forEach((_, i) => {
+    cells[i].forEach((c, a) => w.put(c, pbits[a]));
+    const r = rotAt(i, 0); w.put(r.index, 2); r.c.forEach((c) => w.put(c, 12));
+    for (let k = 0; k < 6; k++) s(w, 0, 0);
+  });
+  const key = [33, 0, 1000, N, bodies, w.finish()];
+  const welcome = encode([32, 1, 1, 'bench', 'rigid', 'pile', 'bench', 120, 60, [[1, 'bench']], [], { bounds: B, planes: [[0, 1, 0, 0]] }, key]);
+  // Deltas: every body moved; constant-velocity prediction, order-2 residuals.
+  const deltas = [];
+  for (let f = 1; f <= 16; f++) {
+    const t = f / 60, dw = new BitWriter();
+    dw.put(1, 1); dw.put(2, 4); dw.put(0, 4);
+    dw.eg(N, 0);
+    bodies.forEach((_, i) => {
+      dw.eg(0, 0);
+      const c1 = cellsAt(i, t);
+      for (let a = 0; a < 3; a++) { s(dw, c1[a] - cells[i][a] - vel[i][a], 2); vel[i][a] = c1[a] - cells[i][a]; }
+      cells[i] = c1;
+      dw.put(1, 1);
+      const r = rotAt(i, t); dw.put(r.index, 2); r.c.forEach((c) => dw.put(c, 12));
+    });
+    deltas.push(encode([34, 0, 1000 + 2 * f, 2, N, dw.finish()]));
+  }
+  const times = [];
+  const tStart = 1000 / 120;
+  for (let r = 0; r < RUNS; r += deltas.length) {
+    const a = createAdapter({ roomId: 'bench', kind: 'rigid', scene: 'pile', name: 'bench' });
+    const buf = new SnapshotBuffer({ interval: 1 / 60 });
+    const w0 = a.decode(welcome)[0];
+    buf.push(w0.snapshot, tStart + 0.03);
+    deltas.forEach((bytes, f) => {
+      const now = tStart + (f + 1) / 60 + 0.03;
+      const t0 = process.hrtime.bigint();
+      const msgs = a.decode(bytes);
+      const snap = msgs[msgs.length - 1].snap;
+      buf.push(snap, now);
+      const st = buf.sample(now);
+      const t1 = process.hrtime.bigint();
+      if (st.count !== N) throw new Error(`bad count ${st.count}`);
+      if (f > 1) times.push(Number(t1 - t0) / 1e6);
+    });
+  }
+  times.sort((x, y) => x - y);
+  const q = (p) => times[Math.floor(p * (times.length - 1))];
+  console.log(JSON.stringify({ bench: 'client_decode_interpolate_frame', bodies: N, runs: times.length, codec: 'tumble.v1 (proto/js)', bytes: deltas[3].byteLength,
+    median_ms: +q(0.5).toFixed(4), p90_ms: +q(0.9).toFixed(4), p99_ms: +q(0.99).toFixed(4), node: process.version }));
+}

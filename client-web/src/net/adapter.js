@@ -82,24 +82,25 @@ export function createAdapter({ roomId, kind, scene, name }) {
     // "At rest" = unchanged since the previous snapshot (the encoder does not resend
     // bodies whose pose is within tolerance), used to clear the dice labels.
     const asleep = new Uint8Array(n);
+    let index = null;
+    const indexOf = () => { if (!index) { index = new Map(); for (let i = 0; i < n; i++) index.set(ids[i], i); } return index; };
     if (prev) {
-      const same = prev.ids.length === n && prev.ids.every((v, i) => v === ids[i]);
+      let same = prev.ids.length === n;
+      for (let i = 0; same && i < n; i++) same = prev.ids[i] === ids[i];
+      const pp = prev.pos, pr = prev.rot;
       for (let i = 0; i < n; i++) {
-        const j = same ? i : prev.index.get(ids[i]);
+        const j = same ? i : prev.indexOf().get(ids[i]);
         if (j === undefined) continue;
-        let d = 0;
-        for (let a = 0; a < 3; a++) d = Math.max(d, Math.abs(pos[i * 3 + a] - prev.pos[j * 3 + a]));
-        for (let a = 0; a < 4; a++) d = Math.max(d, Math.abs(rot[i * 4 + a] - prev.rot[j * 4 + a]));
-        asleep[i] = d < 1e-6 ? 1 : 0;
+        asleep[i] = pos[i * 3] === pp[j * 3] && pos[i * 3 + 1] === pp[j * 3 + 1] && pos[i * 3 + 2] === pp[j * 3 + 2] &&
+          rot[i * 4] === pr[j * 4] && rot[i * 4 + 1] === pr[j * 4 + 1] && rot[i * 4 + 2] === pr[j * 4 + 2] && rot[i * 4 + 3] === pr[j * 4 + 3] ? 1 : 0;
       }
     }
     const verts = {};
     st.meshes.forEach((m, i) => { verts[`mesh${i}`] = m.pos; });
     if (desc?.capsules?.length) {
-      const index = new Map(); for (let i = 0; i < n; i++) index.set(ids[i], i);
       const ends = new Float32Array(desc.capsules.length * 6);
       desc.capsules.forEach((c, k) => {
-        const i = index.get(c.body);
+        const i = indexOf().get(c.body);
         if (i === undefined) return;
         transform(ends, k * 6, c.a, pos, rot, i);
         transform(ends, k * 6 + 3, c.b, pos, rot, i);
@@ -107,8 +108,7 @@ export function createAdapter({ roomId, kind, scene, name }) {
       nameParts(desc.capsules, ends);
       verts.capsules = ends;
     }
-    const index = new Map(); for (let i = 0; i < n; i++) index.set(ids[i], i);
-    prev = { ids, pos, rot, index };
+    prev = { ids, pos, rot, indexOf };
     return { tick: st.tick, time: st.tick / tickRate, ids, pos, rot, asleep, verts, awake: st.awake, lastSeq: st.lastSeq };
   }
 
