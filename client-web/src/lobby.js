@@ -30,7 +30,8 @@ export function startLobby(host, { fetchRooms = defaultFetch, refreshMs = 2000 }
   const fillScenes = () => { sceneSel.textContent = ''; for (const s of KINDS[kindSel.value]) sceneSel.append(new Option(s, s)); };
   kindSel.addEventListener('change', fillScenes); fillScenes();
   const nameIn = h('input'); nameIn.name = 'name'; nameIn.placeholder = 'room name'; nameIn.maxLength = 32;
-  nameIn.pattern = '[A-Za-z0-9_\-]{1,32}'; nameIn.required = true; nameIn.setAttribute('aria-label', 'Room name');
+  nameIn.pattern = '[A-Za-z0-9_\\-]{1,32}'; // compiled with the v flag: '-' must be escaped
+  nameIn.required = true; nameIn.setAttribute('aria-label', 'Room name');
   nameIn.value = `room-${Math.random().toString(36).slice(2, 7)}`;
   const go = h('button', 'primary', 'Create room'); go.type = 'submit';
   const err = h('div', 'form-error');

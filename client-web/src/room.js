@@ -175,6 +175,8 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
 
   // --- the frame loop: read the latest state, draw -------------------------------------
   let prev = now(), statsAt = 0;
+  const cpuTimes = new Float64Array(60);
+  let cpuI = 0;
   const tmp = new THREE.Vector3();
   function frame() {
     const cpu0 = performance.now();
@@ -199,9 +201,9 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
       if (t - statsAt > 0.25) { statsAt = t; hud.setStats(statsLine(t)); }
     }
     stage.render();
-    // Main-thread time of this frame (sample + update + draw submission), smoothed.
-    const cpu = performance.now() - cpu0;
-    hook.frameMs = hook.frameMs ? hook.frameMs * 0.9 + cpu * 0.1 : cpu;
+    // Main-thread time per frame (sample + update + draw submission): median of the last 60.
+    cpuTimes[cpuI++ % cpuTimes.length] = performance.now() - cpu0;
+    if (cpuI < 60 || cpuI % 30 === 0) hook.frameMs = median(cpuTimes.slice(0, Math.min(cpuI, cpuTimes.length)));
     hook.frames++;
     raf = requestAnimationFrame(frame);
   }
@@ -234,6 +236,8 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
     get lastState() { return lastState; },
   };
 }
+
+function median(a) { const s = Array.from(a).sort((x, y) => x - y); return s[s.length >> 1]; }
 
 function indexOfId(st, id) {
   for (let i = 0; i < st.count; i++) if (st.ids[i] === id) return i;

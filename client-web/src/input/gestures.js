@@ -13,7 +13,9 @@ export function attachGestures(el, h) {
 
   function rec(e) {
     const r = el.getBoundingClientRect();
-    return { x: e.clientX - r.left, y: e.clientY - r.top, clientX: e.clientX, clientY: e.clientY, t: performance.now() };
+    // Event time, not handler time: on a busy page events queue up, and a flick's
+    // speed must come from when the pointer actually moved.
+    return { x: e.clientX - r.left, y: e.clientY - r.top, clientX: e.clientX, clientY: e.clientY, t: e.timeStamp || performance.now() };
   }
   function onDown(e) {
     if (e.pointerType === 'mouse' && e.button !== 0) return;
