@@ -19,10 +19,10 @@ export function createSoftView(stage, desc) {
   const soft = desc.soft || { key: 'dough', vertexCount: 0, triangles: [] };
 
   scene.background = keep(skyTexture('#3a2a20', '#120c08', [[0.5, '#241a13']]));
-  scene.fog = new THREE.Fog(0x1a130d, 14, 40);
+  scene.fog = new THREE.Fog(0x1a130d, 10, 30);
   stage.setEnvironment(0.25);
   root.add(new THREE.HemisphereLight(0xffe9cf, 0x3a2a1c, 0.7));
-  const key = new THREE.SpotLight(0xffe2b8, 120, 30, 0.6, 0.6, 1.6);
+  const key = new THREE.SpotLight(0xffe2b8, 70, 30, 0.6, 0.6, 1.6);
   key.position.set(-3, 7, 4);
   key.castShadow = true;
   key.shadow.mapSize.setScalar(shadowSize(stage, 2048));
@@ -35,8 +35,8 @@ export function createSoftView(stage, desc) {
   const stage3 = new THREE.Group();
   root.add(stage3);
   const tableTex = keep(woodTexture(23, { base: '#6b4226', w: 1024, h: 512 }));
-  tableTex.repeat.set(3, 3);
-  const table = new THREE.Mesh(keep(new THREE.PlaneGeometry(40, 40).rotateX(-Math.PI / 2)), keep(new THREE.MeshStandardMaterial({ map: tableTex, roughness: 0.7 })));
+  tableTex.repeat.set(10, 10);
+  const table = new THREE.Mesh(keep(new THREE.PlaneGeometry(120, 120).rotateX(-Math.PI / 2)), keep(new THREE.MeshStandardMaterial({ map: tableTex, color: 0xc8b8a8, roughness: 0.7 })));
   table.position.y = -0.14;
   table.receiveShadow = true;
   const boardTex = keep(woodTexture(29, { base: '#d9b07a' }));
@@ -68,7 +68,7 @@ export function createSoftView(stage, desc) {
   for (let i = 0; i < n; i++) { const f = 0.93 + R() * 0.07, w = R() < 0.15 ? 0.04 : 0; col[i * 3] = f + w; col[i * 3 + 1] = f * 0.97 + w; col[i * 3 + 2] = f * 0.93 + w; }
   g.setAttribute('color', new THREE.BufferAttribute(col, 3));
   g.setIndex(Array.from(soft.triangles || []));
-  const doughMat = keep(new THREE.MeshPhysicalMaterial({ color: 0xf0d9b0, vertexColors: true, roughness: 0.62, sheen: 0.6, sheenColor: new THREE.Color(0xfff4e0), sheenRoughness: 0.5, clearcoat: 0.08, clearcoatRoughness: 0.6 }));
+  const doughMat = keep(new THREE.MeshPhysicalMaterial({ color: 0xe8c998, vertexColors: true, roughness: 0.6, sheen: 0.6, sheenColor: new THREE.Color(0xfff4e0), sheenRoughness: 0.5, clearcoat: 0.08, clearcoatRoughness: 0.6 }));
   const dough = new THREE.Mesh(g, doughMat);
   dough.castShadow = dough.receiveShadow = true;
   dough.frustumCulled = false;
