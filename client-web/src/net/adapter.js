@@ -40,6 +40,12 @@ export function describe(m, roomId) {
     if (c.body == null) poles.push({ a: c.a, b: c.b, radius: c.radius, color: hex(c.color) });
     else capsules.push({ id: capsules.length, body: c.body, a: c.a, b: c.b, radius: c.radius, color: hex(c.color), part: '' });
   });
+  // Capsule-shaped bodies no static capsule rides on are drawn as themselves:
+  // radius sx, segment +-sy along the body's local y.
+  for (const b of m.state.bodies) {
+    if (b.shape !== 2 || capsules.some((c) => c.body === b.id)) continue;
+    capsules.push({ id: capsules.length, body: b.id, a: [0, -b.size[1], 0], b: [0, b.size[1], 0], radius: b.size[0], color: hex(b.color), part: '' });
+  }
   return {
     room: { id: m.room ?? roomId, kind: m.kind, scene: m.scene, tickRate: m.tick_rate, snapshotRate: m.snap_rate },
     bounds: st.bounds,
@@ -60,7 +66,13 @@ function nameParts(capsules, ends) {
     if (y > Math.max(ends[head * 6 + 1], ends[head * 6 + 4])) head = i;
   });
   capsules.forEach((c, i) => { if (i !== head && (torso < 0 || c.radius > capsules[torso].radius)) torso = i; });
-  capsules.forEach((c, i) => { c.part = i === head ? 'head' : i === torso ? 'torso' : 'limb'; });
+  // Of the rest, the two reaching highest are arms (the second of them carries the torch).
+  const top = (i) => Math.max(ends[i * 6 + 1], ends[i * 6 + 4]);
+  const rest = capsules.map((c, i) => i).filter((i) => i !== head && i !== torso).sort((x, y) => top(y) - top(x));
+  const arms = rest.slice(0, rest.length >= 4 ? 2 : 0).sort((x, y) => x - y);
+  capsules.forEach((c, i) => {
+    c.part = i === head ? 'head' : i === torso ? 'torso' : i === arms[1] ? 'arm_r' : i === arms[0] ? 'arm_l' : 'limb';
+  });
 }
 
 export function createAdapter({ roomId, kind, scene, name }) {

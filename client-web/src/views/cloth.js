@@ -184,9 +184,9 @@ export function createClothView(stage, desc) {
     return { info: c, mesh, len: -1, index: i, part: c.part };
   });
   // The figure carries a torch in its right hand (end point of the right arm).
-  const handIdx = caps.findIndex((c) => /(arm|hand).*(_r|right)|right.*(arm|hand)/i.test(c.info.part || ''));
+  const isHand = (part) => /(arm|hand).*(_r|right)|right.*(arm|hand)/i.test(part || '');
   let handTorch = null;
-  if (handIdx >= 0) {
+  if (caps.length) {
     const g = new THREE.Group();
     const stick = new THREE.Mesh(keep(new THREE.CylinderGeometry(0.025, 0.02, 0.5, 8)), stickMat);
     stick.position.y = 0.12;
@@ -263,7 +263,10 @@ export function createClothView(stage, desc) {
         _d.copy(_b).sub(_a);
         if (len > 1e-6) c.mesh.quaternion.setFromUnitVectors(_up, _d.divideScalar(len));
         c.mesh.visible = true;
-        if (c.index === handIdx && handTorch) { handTorch.position.copy(_b); handTorch.visible = true; }
+        if (handTorch && isHand(c.info.part)) {
+          // The torch sits in the hand: the arm's lower end point.
+          handTorch.position.copy(_a.y < _b.y ? _a : _b); handTorch.visible = true;
+        }
       }
     },
 
