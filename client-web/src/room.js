@@ -85,6 +85,7 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
     for (const el of hud.el.querySelectorAll('.bar')) insetObserver.observe(el);
     measure();
     hook.kind = kind; hook.desc = d; hook.view = view;
+    for (const p of d.params || []) hook.params[p.name] = p.value ?? p.default;
   }
 
   let connState = { state: 'connecting' };
@@ -142,7 +143,7 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
         hook.resyncs++;
         break;
       case 'param':
-        panel?.applyChange(m.name, m.value, m.by?.id === you?.id ? 'you' : (m.by?.name || 'someone'));
+        panel?.applyChange(m.name, m.value, m.by?.id === you?.id ? 'you' : (m.by?.name || 'someone'), m.by?.id === you?.id);
         hook.params[m.name] = m.value;
         hook.paramLog.push({ name: m.name, value: m.value, by: m.by?.name });
         hud?.toast(`${m.by?.id === you?.id ? 'You' : m.by?.name || 'Someone'} set ${m.name} to ${(+m.value).toFixed(2)}`);

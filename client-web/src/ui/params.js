@@ -17,6 +17,7 @@ export function createParamsPanel(container, params, { send, showContacts = fals
     c.domElement.dataset.param = p.name;
     c.onChange((v) => {
       const now = performance.now();
+      c._localAt = now;
       last[p.name] = v;
       if (now - (c._sentAt || 0) > 66) { c._sentAt = now; send({ type: 'param', name: p.name, value: v }); }
       clearTimeout(c._trail);
@@ -36,11 +37,11 @@ export function createParamsPanel(container, params, { send, showContacts = fals
     gui,
     values,
     /** A change broadcast by the server. */
-    applyChange(name, value, byName) {
+    applyChange(name, value, byName, mine = false) {
       const c = ctrls.get(name);
       if (!c) return;
-      values[name] = value;
-      c.updateDisplay();
+      // Our own echo while we are still dragging would yank the slider back: skip it.
+      if (!(mine && performance.now() - (c._localAt || 0) < 400)) { values[name] = value; c.updateDisplay(); }
       who.textContent = `${c._name} → ${fmt(value)} by ${byName}`;
       c.domElement.classList.remove('flash'); void c.domElement.offsetWidth; c.domElement.classList.add('flash');
     },
