@@ -51,7 +51,10 @@ export function createHud(host, { roomId, kind, scene, actions, onAction }) {
     setPlayers(list, youId) {
       players.textContent = '';
       const n = list.length;
-      const dot = h('span', 'dot'); players.append(dot, `${n} ${n === 1 ? 'player' : 'players'}`);
+      const dot = h('span', 'dot');
+      const names = list.map((p) => (p.id === youId ? 'you' : p.name));
+      const shown = names.slice(0, 3).join(', ') + (n > 3 ? ` +${n - 3}` : '');
+      players.append(dot, h('span', 'count', `${n} ${n === 1 ? 'player' : 'players'}`), h('span', 'names', shown));
       players.title = list.map((p) => (p.id === youId ? `${p.name} (you)` : p.name)).join(', ');
     },
     setConnection(st) {
