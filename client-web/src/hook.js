@@ -18,6 +18,7 @@ export function installHook() {
     stats: null,
     errors: [],
     resyncs: 0,
+    pongs: 0,
     contacts: 0,
     sent: [],
     /** Body poses now on screen: { id: { p: [x,y,z], q: [x,y,z,w], asleep } }. */

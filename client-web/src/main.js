@@ -13,7 +13,12 @@ if (m) {
   // The room id in the path lets a router in front of several servers hash it (DESIGN.md).
   const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws/${roomId}`;
   document.title = `${roomId} · Tumble`;
-  startRoom({ host: app, roomId, kind, scene, transport: createWsTransport({ roomId, kind, scene, url }) });
+  const fetchRoomStats = async (id) => {
+    const res = await fetch('/api/rooms', { cache: 'no-store' });
+    const r = (await res.json()).find((x) => x.id === id);
+    return r && { stepMs: r.step_us != null ? r.step_us / 1000 : r.step_ms };
+  };
+  startRoom({ host: app, roomId, kind, scene, transport: createWsTransport({ roomId, kind, scene, url }), fetchRoomStats });
 } else if (location.pathname.startsWith('/r/')) {
   app.innerHTML = '<main class="lobby"><h1>Tumble</h1><p class="sub">That room name is not valid: use 1–32 letters, digits, - or _.</p><p><a class="primary" href="/">All rooms</a></p></main>';
 } else {

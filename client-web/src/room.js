@@ -30,7 +30,7 @@ const HINTS = {
 };
 const now = () => performance.now() / 1000;
 
-export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, transport }) {
+export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, transport, fetchRoomStats = null }) {
   document.body.classList.add('in-room');
   const stageHost = document.createElement('div');
   stageHost.className = 'stage';
@@ -48,6 +48,7 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
   let lastState = null;
   const rate = { snaps: [], bytes: [] };   // arrival times and sizes over the last second
   let stepMs = NaN;
+  let serverAwake = null; // the server's own count, when the stream carries it
   const aim = makeAimLine();
   stage.scene.add(aim.line);
 
@@ -120,6 +121,7 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
         buffer.push(m.snap, t);
         rate.snaps.push(t);
         if (Number.isFinite(m.snap.stepMs)) stepMs = m.snap.stepMs;
+        if (Number.isFinite(m.snap.awake)) serverAwake = { awake: m.snap.awake, total: m.snap.ids.length };
         hook.snapshots++;
         break;
       case 'players':
@@ -159,6 +161,7 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
         break;
       case 'pong':
         clock.addSample(m.sent, m.server, t);
+        hook.pongs++;
         break;
       case 'stats':
         if (Number.isFinite(m.stepMs)) stepMs = m.stepMs;
@@ -172,6 +175,15 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
   }
 
   transport.connect({ onMessage, onStatus });
+  // Server step time is not in the stream; the room list has it (and the awake count).
+  let roomStatsTimer = null;
+  if (fetchRoomStats) {
+    const poll = async () => {
+      try { const r = await fetchRoomStats(roomId); if (r && Number.isFinite(r.stepMs)) stepMs = r.stepMs; } catch { /* next time */ }
+      roomStatsTimer = setTimeout(poll, 2000);
+    };
+    poll();
+  }
   const pinger = setInterval(() => send({ type: 'ping', sent: now() }), 1000);
 
   // --- the frame loop: read the latest state, draw -------------------------------------
@@ -214,7 +226,7 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
     while (rate.snaps.length && rate.snaps[0] < t - 1) rate.snaps.shift();
     while (rate.bytes.length && rate.bytes[0][0] < t - 1) rate.bytes.shift();
     const kbit = rate.bytes.reduce((a, b) => a + b[1], 0) * 8 / 1000;
-    const c = view.counts;
+    const c = serverAwake ? { awake: serverAwake.awake, asleep: Math.max(0, serverAwake.total - serverAwake.awake) } : view.counts;
     const parts = [
       `ping ${Number.isFinite(clock.rtt) ? Math.round(clock.rtt * 1000) : '–'} ms`,
       `${rate.snaps.length} snap/s`,
@@ -230,7 +242,7 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
   return {
     stage, buffer, clock,
     dispose() {
-      cancelAnimationFrame(raf); clearInterval(pinger); clearInterval(statusTick); insetObserver?.disconnect();
+      cancelAnimationFrame(raf); clearInterval(pinger); clearTimeout(roomStatsTimer); clearInterval(statusTick); insetObserver?.disconnect();
       transport.close();
       input?.dispose(); view?.dispose(); panel?.dispose(); hud?.dispose(); stage.dispose();
     },

@@ -12,8 +12,11 @@ export function createParamsPanel(container, params, { send, showContacts = fals
   const ctrls = new Map();
   const last = {};
   for (const p of params) {
-    values[p.name] = p.value ?? p.default;
-    const c = gui.add(values, p.name, p.min, p.max, p.step ?? niceStep(p.min, p.max)).name(p.label || p.name);
+    const step = p.step || niceStep(p.min, p.max);
+    const decimals = Math.max(0, Math.min(4, Math.ceil(-Math.log10(step) - 1e-9)));
+    values[p.name] = roundTo(p.value ?? p.default, decimals);
+    const c = gui.add(values, p.name, p.min, p.max, step).name(p.label || p.name).decimals(decimals);
+    c._decimals = decimals;
     c.domElement.dataset.param = p.name;
     c.onChange((v) => {
       const now = performance.now();
@@ -41,13 +44,16 @@ export function createParamsPanel(container, params, { send, showContacts = fals
       const c = ctrls.get(name);
       if (!c) return;
       // Our own echo while we are still dragging would yank the slider back: skip it.
-      if (!(mine && performance.now() - (c._localAt || 0) < 400)) { values[name] = value; c.updateDisplay(); }
+      if (!(mine && performance.now() - (c._localAt || 0) < 400)) { values[name] = roundTo(value, c._decimals); c.updateDisplay(); }
       who.textContent = `${c._name} → ${fmt(value)} by ${byName}`;
       c.domElement.classList.remove('flash'); void c.domElement.offsetWidth; c.domElement.classList.add('flash');
     },
     dispose() { gui.destroy(); },
   };
 }
+
+// Server values arrive as float32 widened to float64 (0.30000001): show them at the step's precision.
+const roundTo = (v, d) => +(+v).toFixed(d);
 
 function niceStep(min, max) {
   const r = max - min;

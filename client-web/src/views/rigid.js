@@ -131,7 +131,10 @@ export function createRigidView(stage, desc) {
     } else {
       // Plank (the default box): the wood grain runs along u, i.e. along x on the long faces.
       const g = geo(`b${s}`, () => new RoundedBoxGeometry(s[0], s[1], s[2], 2, Math.min(...s) * 0.12));
-      const mat = info.color ? keep(new THREE.MeshStandardMaterial({ color: info.color, map: plankTex, roughness: 0.6 })) : plankMats[(Math.abs(info.id) * 7) % plankMats.length];
+      // The server's colour picks one of our wood tints (multiplying its dark wood
+      // colours onto the grain texture would make the planks muddy).
+      const tint = info.color ? parseInt(info.color.slice(1), 16) : Math.abs(info.id) * 7;
+      const mat = plankMats[(tint + (info.color ? Math.abs(info.id) : 0)) % plankMats.length];
       mesh = new THREE.Mesh(g, mat);
     }
     mesh.castShadow = mesh.receiveShadow = true;
