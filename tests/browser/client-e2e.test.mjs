@@ -104,6 +104,15 @@ test('the dice room shows the faces and their sum after a throw settles', { skip
   const sum = await page.evaluate(() => window.__tumble.dice.sum);
   const text = await page.locator('.dice-sum').textContent();
   assert.match(text, new RegExp(`= ${sum}$`));
+  // The faces agree with the poses on screen read with the die convention the pips are
+  // painted by (+x 1, +y 2, +z 3, opposite faces 7 - n).
+  const { faces, poses } = await page.evaluate(() => ({ faces: window.__tumble.dice.faces, poses: window.__tumble.poses() }));
+  for (const f of faces) {
+    const [x, y, z, w] = poses[f.id].q;
+    const up = [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)];
+    const i = [0, 1, 2].reduce((b, k) => (Math.abs(up[k]) > Math.abs(up[b]) ? k : b), 0);
+    assert.equal(up[i] >= 0 ? i + 1 : 6 - i, f.value, `die ${f.id}`);
+  }
   await page.waitForTimeout(500);
   await shot(page, 'e2e-dice-sum');
 });
@@ -150,13 +159,15 @@ test('the dough renders, two pointers stretch it and it keeps the shape', { skip
     const el = document.querySelector('.stage-canvas');
     const ev = (type, id, px, py) => el.dispatchEvent(new PointerEvent(type, { pointerId: id, pointerType: 'touch', clientX: px, clientY: py, bubbles: true }));
     ev('pointerdown', 21, x - 30, y); ev('pointerdown', 22, x + 30, y);
-    for (let i = 1; i <= 10; i++) { ev('pointermove', 21, x - 30 - i * 14, y); ev('pointermove', 22, x + 30 + i * 14, y); await new Promise((r) => setTimeout(r, 60)); }
-    await new Promise((r) => setTimeout(r, 600));
-    ev('pointerup', 21, x - 170, y); ev('pointerup', 22, x + 170, y);
+    for (let i = 1; i <= 16; i++) { ev('pointermove', 21, x - 30 - i * 16, y); ev('pointermove', 22, x + 30 + i * 16, y); await new Promise((r) => setTimeout(r, 60)); }
+    await new Promise((r) => setTimeout(r, 800));
+    ev('pointerup', 21, x - 286, y); ev('pointerup', 22, x + 286, y);
   }, c);
   await page.waitForTimeout(2500);
   const w1 = await extent();
-  assert.ok(w1 > w0 * 1.1, `dough width ${w0.toFixed(2)} -> ${w1.toFixed(2)}`);
+  const grabs = await page.evaluate(() => window.__tumble.sent.filter((i) => i.type === 'grab' && i.phase === 'start').map((i) => i.pointer));
+  assert.deepEqual(grabs.sort(), [21, 22], 'one grab per pointer');
+  assert.ok(w1 > w0 * 1.08, `dough width ${w0.toFixed(2)} -> ${w1.toFixed(2)}`);
   await shot(page, 'e2e-dough-stretched');
 });
 

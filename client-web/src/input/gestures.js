@@ -17,7 +17,11 @@ export function attachGestures(el, h) {
     // speed must come from when the pointer actually moved.
     return { x: e.clientX - r.left, y: e.clientY - r.top, clientX: e.clientX, clientY: e.clientY, t: e.timeStamp || performance.now() };
   }
+  // Touch and pen pointers are ours alone: the camera controls (mouse-only) never see
+  // them, so they cannot capture or cancel a finger that is stretching the dough.
+  const own = (e) => { if (e.pointerType !== 'mouse') e.stopImmediatePropagation(); };
   function onDown(e) {
+    own(e);
     if (e.pointerType === 'mouse' && e.button !== 0) return;
     const s = rec(e);
     const p = { id: e.pointerId, type: e.pointerType, x0: s.x, y0: s.y, ...s, t0: s.t, moved: false, claimed: false, samples: [s], vx: 0, vy: 0 };
@@ -27,6 +31,7 @@ export function attachGestures(el, h) {
     e.preventDefault();
   }
   function onMove(e) {
+    own(e);
     const p = live.get(e.pointerId);
     if (!p) return;
     const s = rec(e);
@@ -43,6 +48,7 @@ export function attachGestures(el, h) {
     if (dt > 0.005) { p.vx = (b.x - a.x) / dt; p.vy = (b.y - a.y) / dt; }
   }
   function onUp(e) {
+    own(e);
     const p = live.get(e.pointerId);
     if (!p) return;
     live.delete(e.pointerId);
@@ -64,17 +70,18 @@ export function attachGestures(el, h) {
       }
     } else if (!p.claimed) h.dragEnd?.(p, e);
   }
-  el.addEventListener('pointerdown', onDown);
-  el.addEventListener('pointermove', onMove);
-  el.addEventListener('pointerup', onUp);
-  el.addEventListener('pointercancel', onUp);
+  // Capture phase: runs before the camera controls' listeners on the same canvas.
+  el.addEventListener('pointerdown', onDown, true);
+  el.addEventListener('pointermove', onMove, true);
+  el.addEventListener('pointerup', onUp, true);
+  el.addEventListener('pointercancel', onUp, true);
   return {
     active: live,
     dispose() {
-      el.removeEventListener('pointerdown', onDown);
-      el.removeEventListener('pointermove', onMove);
-      el.removeEventListener('pointerup', onUp);
-      el.removeEventListener('pointercancel', onUp);
+      el.removeEventListener('pointerdown', onDown, true);
+      el.removeEventListener('pointermove', onMove, true);
+      el.removeEventListener('pointerup', onUp, true);
+      el.removeEventListener('pointercancel', onUp, true);
     },
   };
 }

@@ -93,7 +93,10 @@ export function createSoftView(stage, desc) {
       dough.visible = true;
       if (!placed) {
         // The board's top goes where the description says the floor is, else under the dough.
-        const bb = g.boundingBox, floorY = soft.floorY ?? desc.bounds?.min?.[1] ?? bb.min.y;
+        // The floor: the description's upward plane (n = +y: y = d), else under the dough.
+        // (The bounds are only the quantization box, often centred on the dough.)
+        const floor = (desc.planes || []).find((p) => p.n[1] > 0.99);
+        const bb = g.boundingBox, floorY = soft.floorY ?? (floor ? floor.d : bb.min.y);
         const c = bb.getCenter(new THREE.Vector3());
         stage3.position.set(c.x, floorY, c.z);
         key.target.position.copy(c);
