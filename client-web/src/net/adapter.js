@@ -36,8 +36,13 @@ export function describe(m, roomId) {
     else cloths.push({ id: i, key, w: mesh.grid_w, h: mesh.grid_h, verts: mesh.verts, pins: mesh.pins, triangles: mesh.tris, color: hex(mesh.color),
       look: m.scene === 'cape' ? 'cape' : 'flag' });
   });
+  const shapeOf = new Map(m.state.bodies.map((b) => [b.id, b]));
   st.capsules.forEach((c) => {
-    if (c.body == null) poles.push({ a: c.a, b: c.b, radius: c.radius, color: hex(c.color) });
+    if (c.body == null) { poles.push({ a: c.a, b: c.b, radius: c.radius, color: hex(c.color) }); return; }
+    // Riding a capsule-shaped body: draw that body's own capsule (radius sx, +-sy along
+    // its local y), which needs no assumption about the frame a/b are written in.
+    const b = shapeOf.get(c.body);
+    if (b && b.shape === 2) capsules.push({ id: capsules.length, body: c.body, a: [0, -b.size[1], 0], b: [0, b.size[1], 0], radius: b.size[0], color: hex(c.color), part: '' });
     else capsules.push({ id: capsules.length, body: c.body, a: c.a, b: c.b, radius: c.radius, color: hex(c.color), part: '' });
   });
   // Capsule-shaped bodies no static capsule rides on are drawn as themselves:
@@ -60,6 +65,11 @@ export function describe(m, roomId) {
 /** Name the figure's capsules once we see them standing: the highest is the head, the thickest the torso. */
 function nameParts(capsules, ends) {
   if (!capsules.length || capsules[0].part) return;
+  // A lone, long, thin capsule is a flag pole, not a figure.
+  if (capsules.length === 1) {
+    const len = Math.hypot(ends[3] - ends[0], ends[4] - ends[1], ends[5] - ends[2]);
+    if (len > 4 * capsules[0].radius && capsules[0].radius < 0.1) { capsules[0].part = 'pole'; return; }
+  }
   let head = 0, torso = -1;
   capsules.forEach((c, i) => {
     const y = Math.max(ends[i * 6 + 1], ends[i * 6 + 4]);

@@ -175,9 +175,18 @@ export function createClothView(stage, desc) {
     torso: keep(new THREE.MeshStandardMaterial({ color: 0x6a4a34, roughness: 0.7 })),
     other: keep(new THREE.MeshStandardMaterial({ color: 0x9aa2ae, metalness: 0.55, roughness: 0.38 })),
   };
-  const matFor = (part = '') => (/head/.test(part) ? partMats.head : /torso|body|chest/.test(part) ? partMats.torso : partMats.other);
+  // The server's colours, when it gives them, win over the armour defaults.
+  const colourMats = new Map();
+  const matFor = (part = '', color) => {
+    if (part === 'pole') return poleMat;
+    if (color) {
+      if (!colourMats.has(color)) colourMats.set(color, keep(new THREE.MeshStandardMaterial({ color, roughness: /head/.test(part) ? 0.55 : 0.65, metalness: 0.05 })));
+      return colourMats.get(color);
+    }
+    return /head/.test(part) ? partMats.head : /torso|body|chest/.test(part) ? partMats.torso : partMats.other;
+  };
   const caps = (desc.capsules || []).map((c, i) => {
-    const mesh = new THREE.Mesh(undefined, matFor(c.part));
+    const mesh = new THREE.Mesh(undefined, matFor(c.part, c.color));
     mesh.castShadow = mesh.receiveShadow = true;
     mesh.visible = false;
     root.add(mesh);
@@ -245,7 +254,7 @@ export function createClothView(stage, desc) {
         cl.geo.computeBoundingSphere();
         cl.geo.computeBoundingBox();
         cl.mesh.visible = true;
-        if (!cl.pole && cl.info.look !== 'cape' && !(desc.poles || []).length) makePole(cl);
+        if (!cl.pole && cl.info.look !== 'cape' && !(desc.poles || []).length && !(desc.capsules || []).length) makePole(cl);
       }
       const cv = state.verts?.capsules;
       for (const c of caps) {
@@ -253,7 +262,20 @@ export function createClothView(stage, desc) {
         if (!cv || cv.length < o + 6) { c.mesh.visible = false; continue; }
         _a.set(cv[o], cv[o + 1], cv[o + 2]); _b.set(cv[o + 3], cv[o + 4], cv[o + 5]);
         const len = _a.distanceTo(_b);
-        if (c.part !== c.info.part) { c.part = c.info.part; c.mesh.material = matFor(c.part); }
+        if (c.part !== c.info.part) {
+          c.part = c.info.part; c.mesh.material = matFor(c.part, c.info.color);
+          if (c.part === 'pole' && !c.knob) { // a pole: gold knob on top, a stone foot
+            c.knob = new THREE.Mesh(keep(new THREE.SphereGeometry(c.info.radius * 2, 16, 12)), goldMat);
+            c.foot = new THREE.Mesh(keep(new THREE.CylinderGeometry(c.info.radius * 4, c.info.radius * 5, 0.2, 16)), keep(new THREE.MeshStandardMaterial({ map: stone, roughness: 0.9 })));
+            c.knob.castShadow = c.foot.castShadow = c.foot.receiveShadow = true;
+            root.add(c.knob, c.foot);
+          }
+        }
+        if (c.knob) {
+          const top = _a.y > _b.y ? _a : _b, bottom = _a.y > _b.y ? _b : _a;
+          c.knob.position.copy(top).y += c.info.radius * 2;
+          c.foot.position.set(bottom.x, 0.1, bottom.z);
+        }
         if (Math.abs(len - c.len) > 0.01) {
           c.mesh.geometry?.dispose();
           c.mesh.geometry = new THREE.CapsuleGeometry(c.info.radius, Math.max(0.001, len), 6, 16);
