@@ -145,6 +145,17 @@ test('the flag renders and a drag pulls it', { skip }, async () => {
   await shot(page, 'e2e-flag');
 });
 
+test('the cape room shows the walking figure with its cape', { skip }, async () => {
+  const { page } = await openRoom(uniq('cape'), 'cloth', 'cape');
+  const info = await page.evaluate(() => ({ caps: window.__tumble.desc.capsules.length, cloth: window.__tumble.desc.cloths[0].key }));
+  assert.ok(info.caps >= 2, 'a figure of capsules');
+  const a = await page.evaluate(() => window.__tumble.verts('capsules'));
+  await page.waitForTimeout(1500);
+  const b = await page.evaluate(() => window.__tumble.verts('capsules'));
+  assert.ok(a.some((v, i) => Math.abs(v - b[i]) > 1e-3), 'the figure walks');
+  await shot(page, 'e2e-cape');
+});
+
 test('the dough renders, two pointers stretch it and it keeps the shape', { skip }, async () => {
   const { page } = await openRoom(uniq('dough'), 'soft', 'dough');
   const extent = () => page.evaluate(() => {
