@@ -117,6 +117,16 @@ test('the dice room shows the faces and their sum after a throw settles', { skip
   await shot(page, 'e2e-dice-sum');
 });
 
+test('"Show contacts" streams contact points while bodies touch', { skip }, async () => {
+  const { page } = await openRoom(uniq('contacts'), 'rigid', 'dice');
+  await page.locator('.lil-gui .lil-controller.lil-boolean input, .lil-gui .controller.boolean input').first().check();
+  await page.getByRole('button', { name: 'Throw dice' }).click();
+  await page.waitForFunction(() => window.__tumble.contacts > 0, null, { timeout: 30000, polling: 250 });
+  const sent = await page.evaluate(() => window.__tumble.sent.filter((i) => i.type === 'contacts'));
+  assert.deepEqual(sent.map((i) => i.on), [true]);
+  await shot(page, 'e2e-contacts');
+});
+
 async function dragAcross(page, from, to, steps = 8) {
   await page.mouse.move(from.x, from.y);
   await page.mouse.down();
