@@ -12,8 +12,9 @@
 # Ends with the line "docker-image: N passed, M failed". Run by `make test-docker`.
 #
 # Behind a TLS-intercepting proxy, npm inside the build needs the proxy's CA: the script
-# hands the host's bundle ($TUMBLE_BUILD_CA, else $NODE_EXTRA_CA_CERTS, else none) to the
-# build as the optional secret `extra_ca`; nothing of it lands in the image.
+# hands the host's CA bundle ($TUMBLE_BUILD_CA, else $NODE_EXTRA_CA_CERTS, else the system's
+# /etc/ssl/certs/ca-certificates.crt) to the build as the optional secret `extra_ca`;
+# nothing of it lands in the image.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . docker/podman-env.sh
@@ -37,7 +38,7 @@ tumble_base_image
 t1=$(now); echo "base image ready in $(secs "$t0" "$t1") s"
 
 secret=()
-ca=${TUMBLE_BUILD_CA:-${NODE_EXTRA_CA_CERTS:-}}
+ca=${TUMBLE_BUILD_CA:-${NODE_EXTRA_CA_CERTS:-/etc/ssl/certs/ca-certificates.crt}}
 if [ -n "$ca" ] && [ -s "$ca" ]; then secret=(--secret "id=extra_ca,src=$ca"); fi
 log=build/test-logs/docker-build.log; mkdir -p build/test-logs
 # --format docker keeps HEALTHCHECK (the OCI image format has no field for it).
