@@ -12,8 +12,12 @@
 #include "bench/bench.h"
 
 /* Scenario entry points, one per file in tests/bench/; add a line to each list. */
+void tb_bench_cloth(const tb_bench_opts *opts);
+void tb_bench_soft(const tb_bench_opts *opts);
 
 static const struct { const char *name; tb_bench_fn fn; } scenarios[] = {
+    {"cloth", tb_bench_cloth},
+    {"soft", tb_bench_soft},
     {NULL, NULL} /* end */
 };
 
