@@ -34,13 +34,13 @@ PROJECT=tumble-compose-test-$$
 compose_down() {
   local ids
   ids=$(podman ps -a -q --filter "label=io.podman.compose.project=$PROJECT" 2>/dev/null || true)
-  [ -n "$ids" ] && podman rm -f -t 0 $ids >/dev/null 2>&1
+  [ -n "$ids" ] && podman rm -f -v -t 0 $ids >/dev/null 2>&1
   ids=$(podman volume ls -q --filter "label=io.podman.compose.project=$PROJECT" 2>/dev/null || true)
   [ -n "$ids" ] && podman volume rm -f $ids >/dev/null 2>&1
   podman network rm -f "${PROJECT}_default" >/dev/null 2>&1 || true
 }
 finish() {
-  podman rm -f -t 0 "$NAME" >/dev/null 2>&1 || true
+  podman rm -f -v -t 0 "$NAME" >/dev/null 2>&1 || true
   compose_down
   echo "docker: $passed passed, $failed failed"
 }
