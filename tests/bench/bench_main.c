@@ -14,10 +14,12 @@
 /* Scenario entry points, one per file in tests/bench/; add a line to each list. */
 void tb_bench_cloth(const tb_bench_opts *opts);
 void tb_bench_soft(const tb_bench_opts *opts);
+void tb_bench_rigid(const tb_bench_opts *opts);
 
 static const struct { const char *name; tb_bench_fn fn; } scenarios[] = {
     {"cloth", tb_bench_cloth},
     {"soft", tb_bench_soft},
+    {"rigid", tb_bench_rigid},
     {NULL, NULL} /* end */
 };
 

@@ -1,0 +1,326 @@
+/* collide_box.c: box-box contact by the separating axis theorem.
+ *
+ * Two convex boxes are disjoint iff some axis separates their projections.
+ * For boxes the candidates are 15: the 3 face normals of A, the 3 of B, and
+ * the 9 cross products of an edge direction of A with one of B. Along a unit
+ * axis L, with t = cB - cA, the gap between the projections is
+ *
+ *     s(L) = |t . L| - (sum_i hA_i |aA_i . L| + sum_j hB_j |aB_j . L|)
+ *
+ * s > 0 is a separating distance, s < 0 an overlap depth. The contact axis
+ * is the one with the largest s (the shallowest overlap).
+ *
+ * Manifold: for a face axis, the face of the "reference" box whose normal is
+ * the axis, and the "incident" face of the other box most anti-parallel to
+ * it; the incident quad, expressed in the reference face's frame, is clipped
+ * by the face's four sides (Sutherland-Hodgman against |u| <= hu, |w| <= hw),
+ * and each clipped vertex within the margin of the reference plane is a
+ * contact (up to 8, then reduced to the 4 that span the most area). For an edge axis, one point: the
+ * midpoint of the closest points of the two edges.
+ */
+#include "physics/collide.h"
+
+#include <float.h>
+
+/* Edge axes must beat the best face by this much (the seed's 1 cm): face
+ * manifolds with several points are far more stable for resting contact. */
+#define EDGE_PREFERENCE 0.01f
+/* Faces of A and B closer than this are a tie, decided by face area. */
+#define FACE_TIE 1e-4f
+/* Cross products shorter than this come from (nearly) parallel edges, which
+ * the face axes already cover. */
+#define PARALLEL_EDGES 1e-3f
+/* Clipped vertices closer than this (L1) are one point. */
+#define DUPLICATE_POINT 0.004f
+
+static inline float sign_of(float x) { return x < 0.0f ? -1.0f : 1.0f; }
+
+tb_collide_box tb_collide_box_make(tb_vec3 center, tb_quat rotation, tb_vec3 half_extents)
+{
+    tb_collide_box box;
+    tb_mat3 r = tb_m3_from_q(rotation);
+    box.center = center;
+    for (int i = 0; i < 3; i++) box.axis[i] = tb_m3_col(r, i);
+    box.half[0] = half_extents.x;
+    box.half[1] = half_extents.y;
+    box.half[2] = half_extents.z;
+    return box;
+}
+
+/* Separation along face axis i of `own`, written so that the same value comes
+ * out bit for bit whether `own` is A or B: |t . axis| with t or -t is the
+ * same, c[i][j] = |a_i . b_j| is symmetric, and the other box's projection is
+ * summed first, then the own half extent added. */
+static inline float face_separation(tb_vec3 t, tb_vec3 axis, float own_half, const float other_half[3],
+                                    float c0, float c1, float c2)
+{
+    float other = other_half[0] * c0 + other_half[1] * c1 + other_half[2] * c2;
+    return fabsf(tb_v3_dot(t, axis)) - (other + own_half);
+}
+
+bool tb_box_box_sat(const tb_collide_box *a, const tb_collide_box *b, float margin, tb_sat_result *out)
+{
+    tb_vec3 t = tb_v3_sub(b->center, a->center);
+    float r[3][3], c[3][3]; /* r = a_i . b_j, c = |r| + eps (eps: parallel edges stay conservative) */
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            r[i][j] = tb_v3_dot(a->axis[i], b->axis[j]);
+            c[i][j] = fabsf(r[i][j]) + 1e-6f;
+        }
+
+    float best_a = -FLT_MAX, best_b = -FLT_MAX;
+    int ia = 0, ib = 0;
+    for (int i = 0; i < 3; i++) {
+        float s = face_separation(t, a->axis[i], a->half[i], b->half, c[i][0], c[i][1], c[i][2]);
+        if (s > margin) { out->separation = s; return false; }
+        if (s > best_a) { best_a = s; ia = i; }
+    }
+    for (int j = 0; j < 3; j++) {
+        float s = face_separation(t, b->axis[j], b->half[j], a->half, c[0][j], c[1][j], c[2][j]);
+        if (s > margin) { out->separation = s; return false; }
+        if (s > best_b) { best_b = s; ib = j; }
+    }
+
+    /* Face of A or of B: a clear winner, or on a near-tie the larger face
+     * (a symmetric rule, so swapping the boxes keeps the choice). */
+    bool use_b;
+    if (best_b > best_a + FACE_TIE) use_b = true;
+    else if (best_a > best_b + FACE_TIE) use_b = false;
+    else {
+        float area_a = a->half[(ia + 1) % 3] * a->half[(ia + 2) % 3];
+        float area_b = b->half[(ib + 1) % 3] * b->half[(ib + 2) % 3];
+        use_b = area_b > area_a;
+    }
+    float best_face = use_b ? best_b : best_a;
+
+    float best_edge = -FLT_MAX;
+    int ei = -1, ej = -1;
+    tb_vec3 edge_axis = tb_v3_zero();
+    /* Edge axes L = a_i x b_j, unnormalised (|L|^2 = 1 - r_ij^2). The box
+     * radii along L come from r alone: a_k . (a_i x b_j) = (a_k x a_i) . b_j,
+     * which is +-r_(i+-1)j, so
+     *   rA |L| = hA_(i+1) |r_(i+2)j| + hA_(i+2) |r_(i+1)j|
+     *   rB |L| = hB_(j+1) |r_i(j+2)| + hB_(j+2) |r_i(j+1)|
+     * Swapping A and B transposes r and negates L and t: the same numbers. */
+    static const int next[3] = {1, 2, 0}, after[3] = {2, 0, 1}; /* (i + 1) % 3, (i + 2) % 3 */
+    for (int i = 0; i < 3; i++) {
+        int i1 = next[i], i2 = after[i];
+        for (int j = 0; j < 3; j++) {
+            if (1.0f - r[i][j] * r[i][j] < PARALLEL_EDGES * PARALLEL_EDGES) continue;
+            int j1 = next[j], j2 = after[j];
+            tb_vec3 l = tb_v3_cross(a->axis[i], b->axis[j]);
+            float len_sq = tb_v3_len_sq(l); /* 1 - r^2 loses digits for nearly parallel edges */
+            float ra = a->half[i1] * fabsf(r[i2][j]) + a->half[i2] * fabsf(r[i1][j]);
+            float rb = b->half[j1] * fabsf(r[i][j2]) + b->half[j2] * fabsf(r[i][j1]);
+            float inv_len = 1.0f / sqrtf(len_sq);
+            float s = (fabsf(tb_v3_dot(t, l)) - (ra + rb)) * inv_len;
+            if (s > margin) { out->separation = s; return false; }
+            if (s > best_edge) { best_edge = s; ei = i; ej = j; edge_axis = tb_v3_scale(l, inv_len); }
+        }
+    }
+
+    if (ei >= 0 && best_edge > best_face + EDGE_PREFERENCE) {
+        if (tb_v3_dot(edge_axis, t) < 0.0f) edge_axis = tb_v3_neg(edge_axis);
+        out->separation = best_edge;
+        out->normal = edge_axis;
+        out->kind = TB_SAT_EDGES;
+        out->index_a = ei;
+        out->index_b = ej;
+        return true;
+    }
+    const tb_collide_box *ref = use_b ? b : a;
+    int axis = use_b ? ib : ia;
+    /* normal from the reference box towards the other, then made A -> B */
+    tb_vec3 n = tb_v3_scale(ref->axis[axis], sign_of(tb_v3_dot(use_b ? tb_v3_neg(t) : t, ref->axis[axis])));
+    out->separation = best_face;
+    out->normal = use_b ? tb_v3_neg(n) : n;
+    out->kind = use_b ? TB_SAT_FACE_B : TB_SAT_FACE_A;
+    out->index_a = ia;
+    out->index_b = ib;
+    return true;
+}
+
+/* A vertex in the reference face's frame: u, w along the face, h the height
+ * above it (along the contact normal), so the side planes are |u| <= hu and
+ * |w| <= hw and h is the vertex's separation. */
+typedef struct face_vertex {
+    float u, w, h;
+} face_vertex;
+
+/* Keeps the part of polygon `in` (n vertices) where sign * (u or w) <= limit;
+ * h is linear along an edge, so interpolating it is exact. */
+static int clip_face(const face_vertex *in, int n, face_vertex *out, int along_w, float sign, float limit)
+{
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        face_vertex p = in[i], q = in[i + 1 < n ? i + 1 : 0];
+        float dp = sign * (along_w ? p.w : p.u) - limit;
+        float dq = sign * (along_w ? q.w : q.u) - limit;
+        if (dp <= 0.0f) out[m++] = p;
+        if ((dp <= 0.0f) != (dq <= 0.0f)) {
+            float t = dp / (dp - dq);
+            face_vertex r = {p.u + (q.u - p.u) * t, p.w + (q.w - p.w) * t, p.h + (q.h - p.h) * t};
+            out[m++] = r;
+        }
+    }
+    return m;
+}
+
+/* Keeps at most four of a face manifold's points: the deepest; the one
+ * farthest from it; the one making the largest triangle with those two; and
+ * the one making the largest triangle on the other side of their edge. Two
+ * nearly coincident faces clip to up to 8 points in close pairs; four points
+ * spanning the area hold a box just as well and cost half the solver rows. */
+static int reduce_manifold(tb_vec3 *points, float *seps, int count, tb_vec3 n)
+{
+    if (count <= 4) return count;
+    int keep[4];
+    keep[0] = 0;
+    for (int i = 1; i < count; i++)
+        if (seps[i] < seps[keep[0]]) keep[0] = i;
+    float best = -1.0f;
+    keep[1] = keep[0] == 0 ? 1 : 0;
+    for (int i = 0; i < count; i++) {
+        float d = tb_v3_len_sq(tb_v3_sub(points[i], points[keep[0]]));
+        if (i != keep[0] && d > best) { best = d; keep[1] = i; }
+    }
+    tb_vec3 p0 = points[keep[0]], e = tb_v3_sub(points[keep[1]], p0);
+    float area[TB_MANIFOLD_MAX];
+    for (int i = 0; i < count; i++) area[i] = tb_v3_dot(n, tb_v3_cross(e, tb_v3_sub(points[i], p0)));
+    keep[2] = -1;
+    best = -1.0f;
+    for (int i = 0; i < count; i++) {
+        if (i == keep[0] || i == keep[1]) continue;
+        if (fabsf(area[i]) > best) { best = fabsf(area[i]); keep[2] = i; }
+    }
+    float side = area[keep[2]] < 0.0f ? 1.0f : -1.0f; /* the other side of edge 0-1 */
+    keep[3] = -1;
+    best = 0.0f;
+    for (int i = 0; i < count; i++) {
+        if (i == keep[0] || i == keep[1] || i == keep[2]) continue;
+        if (side * area[i] > best) { best = side * area[i]; keep[3] = i; }
+    }
+    if (keep[3] < 0) { /* all on one side: the one farthest from the third point */
+        best = -1.0f;
+        for (int i = 0; i < count; i++) {
+            if (i == keep[0] || i == keep[1] || i == keep[2]) continue;
+            float d = tb_v3_len_sq(tb_v3_sub(points[i], points[keep[2]]));
+            if (d > best) { best = d; keep[3] = i; }
+        }
+    }
+    /* sort the kept indices so the points keep their clipping order */
+    for (int a = 1; a < 4; a++)
+        for (int b = a; b > 0 && keep[b - 1] > keep[b]; b--) {
+            int t = keep[b]; keep[b] = keep[b - 1]; keep[b - 1] = t;
+        }
+    tb_vec3 kp[4];
+    float ks[4];
+    for (int k = 0; k < 4; k++) { kp[k] = points[keep[k]]; ks[k] = seps[keep[k]]; }
+    for (int k = 0; k < 4; k++) { points[k] = kp[k]; seps[k] = ks[k]; }
+    return 4;
+}
+
+/* Face contact: ref's face `axis` against inc's most opposed face. The result
+ * depends only on (ref, inc), so it is identical whichever box was called A. */
+static int face_manifold(const tb_collide_box *ref, const tb_collide_box *inc, int axis, float margin,
+                         tb_vec3 *points, float *seps, tb_vec3 *normal_out)
+{
+    tb_vec3 d = tb_v3_sub(inc->center, ref->center);
+    tb_vec3 n = tb_v3_scale(ref->axis[axis], sign_of(tb_v3_dot(d, ref->axis[axis])));
+    tb_vec3 face_center = tb_v3_mad(ref->center, n, ref->half[axis]);
+    *normal_out = n;
+
+    int k = 0;
+    float kd = -1.0f;
+    for (int i = 0; i < 3; i++) {
+        float di = fabsf(tb_v3_dot(inc->axis[i], n));
+        if (di > kd) { kd = di; k = i; }
+    }
+    tb_vec3 fc = tb_v3_mad(inc->center, inc->axis[k], -sign_of(tb_v3_dot(inc->axis[k], n)) * inc->half[k]);
+    tb_vec3 e1 = tb_v3_scale(inc->axis[(k + 1) % 3], inc->half[(k + 1) % 3]);
+    tb_vec3 e2 = tb_v3_scale(inc->axis[(k + 2) % 3], inc->half[(k + 2) % 3]);
+
+    /* the incident quad in the reference face's frame (u, w, n), then
+     * clipped by the four side planes |u| <= hu, |w| <= hw */
+    tb_vec3 u = ref->axis[(axis + 1) % 3], w = ref->axis[(axis + 2) % 3];
+    float hu = ref->half[(axis + 1) % 3], hw = ref->half[(axis + 2) % 3];
+    tb_vec3 rel = tb_v3_sub(fc, face_center);
+    face_vertex c = {tb_v3_dot(rel, u), tb_v3_dot(rel, w), tb_v3_dot(rel, n)};
+    face_vertex a1 = {tb_v3_dot(e1, u), tb_v3_dot(e1, w), tb_v3_dot(e1, n)};
+    face_vertex a2 = {tb_v3_dot(e2, u), tb_v3_dot(e2, w), tb_v3_dot(e2, n)};
+    face_vertex poly[16], tmp[16];
+    poly[0] = (face_vertex){c.u + a1.u + a2.u, c.w + a1.w + a2.w, c.h + a1.h + a2.h};
+    poly[1] = (face_vertex){c.u - a1.u + a2.u, c.w - a1.w + a2.w, c.h - a1.h + a2.h};
+    poly[2] = (face_vertex){c.u - a1.u - a2.u, c.w - a1.w - a2.w, c.h - a1.h - a2.h};
+    poly[3] = (face_vertex){c.u + a1.u - a2.u, c.w + a1.w - a2.w, c.h + a1.h - a2.h};
+    int count = clip_face(poly, 4, tmp, 0, 1.0f, hu);
+    count = clip_face(tmp, count, poly, 0, -1.0f, hu);
+    count = clip_face(poly, count, tmp, 1, 1.0f, hw);
+    count = clip_face(tmp, count, poly, 1, -1.0f, hw);
+
+    int out = 0;
+    for (int i = 0; i < count && out < TB_MANIFOLD_MAX; i++) {
+        float s = poly[i].h;
+        if (s > margin) continue;
+        /* the point midway between the reference face and the incident vertex */
+        tb_vec3 mid = tb_v3_mad(tb_v3_mad(tb_v3_mad(face_center, u, poly[i].u), w, poly[i].w), n, 0.5f * s);
+        /* clipping can leave two vertices at (nearly) one place: keep one */
+        bool dup = false;
+        for (int j = 0; j < out && !dup; j++) {
+            tb_vec3 q = tb_v3_abs(tb_v3_sub(points[j], mid));
+            dup = q.x + q.y + q.z < DUPLICATE_POINT;
+        }
+        if (dup) continue;
+        points[out] = mid;
+        seps[out] = s;
+        out++;
+    }
+    return reduce_manifold(points, seps, out, n);
+}
+
+/* Closest points of edge i of A and edge j of B, the edges picked as the ones
+ * furthest along the axis l (A -> B). With d1, d2 unit edge directions, p_a,
+ * p_b the edge midpoints and r = p_a - p_b, minimising |p_a + s d1 - p_b - t d2|
+ * gives s = (b f - c) / (1 - b^2), t = b s + f with b = d1.d2, c = d1.r,
+ * f = d2.r; both clamped to the edge lengths. */
+static tb_vec3 edge_point(const tb_collide_box *a, const tb_collide_box *b, int ei, int ej, tb_vec3 l)
+{
+    tb_vec3 pa = a->center, pb = b->center;
+    for (int k = 0; k < 3; k++) {
+        if (k != ei) pa = tb_v3_mad(pa, a->axis[k], a->half[k] * sign_of(tb_v3_dot(a->axis[k], l)));
+        if (k != ej) pb = tb_v3_mad(pb, b->axis[k], -b->half[k] * sign_of(tb_v3_dot(b->axis[k], l)));
+    }
+    tb_vec3 d1 = a->axis[ei], d2 = b->axis[ej];
+    tb_vec3 r = tb_v3_sub(pa, pb);
+    float bb = tb_v3_dot(d1, d2), c = tb_v3_dot(d1, r), f = tb_v3_dot(d2, r);
+    float den = 1.0f - bb * bb;
+    float s = den > 1e-6f ? (bb * f - c) / den : 0.0f;
+    s = tb_clampf(s, -a->half[ei], a->half[ei]);
+    float t = tb_clampf(bb * s + f, -b->half[ej], b->half[ej]);
+    pa = tb_v3_mad(pa, d1, s);
+    pb = tb_v3_mad(pb, d2, t);
+    return tb_v3_scale(tb_v3_add(pa, pb), 0.5f);
+}
+
+int tb_collide_box_box(const tb_collide_box *a, const tb_collide_box *b, float margin, tb_manifold *m)
+{
+    tb_sat_result sat;
+    m->count = 0;
+    if (!tb_box_box_sat(a, b, margin, &sat)) return 0;
+    if (sat.kind == TB_SAT_EDGES) {
+        m->normal = sat.normal;
+        m->point[0] = edge_point(a, b, sat.index_a, sat.index_b, sat.normal);
+        m->separation[0] = sat.separation;
+        m->count = 1;
+        return 1;
+    }
+    tb_vec3 n;
+    if (sat.kind == TB_SAT_FACE_A) {
+        m->count = face_manifold(a, b, sat.index_a, margin, m->point, m->separation, &n);
+        m->normal = n;
+    } else {
+        m->count = face_manifold(b, a, sat.index_b, margin, m->point, m->separation, &n);
+        m->normal = tb_v3_neg(n);
+    }
+    return m->count;
+}

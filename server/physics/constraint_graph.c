@@ -1,0 +1,141 @@
+/* constraint_graph.c: colouring contacts so four can be solved at once.
+ *
+ * Two contacts may share a SIMD group only if they touch no common awake
+ * body (otherwise both lanes would read the same velocity and one update
+ * would be lost). Greedy colouring in contact order: each contact takes the
+ * lowest colour holding neither of its awake bodies, found in one step from
+ * a 32-bit mask of colours per body; static sides (planes, sleeping bodies:
+ * solver index 0) never conflict. Contacts
+ * that fit none of the TB_GRAPH_COLORS go to an overflow list solved one by
+ * one. Each colour is then cut into groups of four lanes (the last one
+ * padded with empty lanes that move nothing).
+ *
+ * Gauss-Seidel order becomes colour by colour instead of contact by contact;
+ * still a fixed order for a given state, so the step stays deterministic.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "physics/rigid_core.h"
+
+_Static_assert(TB_GRAPH_COLORS == 32, "one bit per colour in a uint32_t");
+
+int tb_constraint_graph_init(tb_constraint_graph *g, int body_capacity, int contact_capacity)
+{
+    memset(g, 0, sizeof *g);
+    g->group_capacity = contact_capacity / TB_LANES + TB_GRAPH_COLORS + 1;
+    g->body_colors = calloc((size_t)body_capacity + 1, sizeof *g->body_colors);
+    g->color_of = malloc(sizeof *g->color_of * (size_t)contact_capacity);
+    g->order = malloc(sizeof *g->order * (size_t)contact_capacity);
+    g->overflow = malloc(sizeof *g->overflow * (size_t)contact_capacity);
+    g->groups = aligned_alloc(64, ((sizeof *g->groups * (size_t)g->group_capacity) + 63) / 64 * 64);
+    if (!g->body_colors || !g->color_of || !g->order || !g->overflow || !g->groups) {
+        tb_constraint_graph_free(g);
+        return TB_RIGID_ERR_NO_MEMORY;
+    }
+    return TB_RIGID_OK;
+}
+
+void tb_constraint_graph_free(tb_constraint_graph *g)
+{
+    free(g->body_colors);
+    free(g->color_of);
+    free(g->order);
+    free(g->overflow);
+    free(g->groups);
+    memset(g, 0, sizeof *g);
+}
+
+#define LANE_SET(vec, k, value) ((vec)[k] = (value))
+
+static void put_lane(tb_contact_wide *g, int k, const tb_contact *c, int index)
+{
+#define V3(field)                          \
+    LANE_SET(g->field.x, k, c->field.x);   \
+    LANE_SET(g->field.y, k, c->field.y);   \
+    LANE_SET(g->field.z, k, c->field.z)
+    V3(n);
+    V3(t1);
+    V3(t2);
+    V3(ra_n);
+    V3(rb_n);
+    V3(ra_t1);
+    V3(rb_t1);
+    V3(ra_t2);
+    V3(rb_t2);
+    V3(ia_n);
+    V3(ib_n);
+    V3(ia_t1);
+    V3(ib_t1);
+    V3(ia_t2);
+    V3(ib_t2);
+#undef V3
+    LANE_SET(g->ima, k, c->ima);
+    LANE_SET(g->imb, k, c->imb);
+    LANE_SET(g->mass_n, k, c->mass_n);
+    LANE_SET(g->mass_t1, k, c->mass_t1);
+    LANE_SET(g->mass_t2, k, c->mass_t2);
+    LANE_SET(g->target, k, c->target);
+    LANE_SET(g->jn, k, c->jn);
+    LANE_SET(g->jt1, k, c->jt1);
+    LANE_SET(g->jt2, k, c->jt2);
+    g->sa[k] = c->sa;
+    g->sb[k] = c->sb;
+    g->index[k] = index;
+}
+
+void tb_constraint_graph_build(tb_rigid_world *w)
+{
+    tb_constraint_graph *g = &w->graph;
+    int color_count[TB_GRAPH_COLORS] = {0};
+    g->overflow_count = 0;
+
+    for (int i = 0; i < w->contact_count; i++) {
+        const tb_contact *c = &w->contacts[i];
+        /* slot 0 is static: its mask stays 0 so it never blocks a colour */
+        uint32_t used = g->body_colors[c->sa] | g->body_colors[c->sb];
+        if (used == 0xFFFFFFFFu) {
+            g->color_of[i] = -1;
+            g->overflow[g->overflow_count++] = i;
+            continue;
+        }
+        int color = __builtin_ctz(~used);
+        if (c->sa) g->body_colors[c->sa] |= 1u << color;
+        if (c->sb) g->body_colors[c->sb] |= 1u << color;
+        g->color_of[i] = color;
+        color_count[color]++;
+    }
+
+    /* contacts by colour (counting sort), clearing the masks on the way */
+    int start[TB_GRAPH_COLORS + 1];
+    start[0] = 0;
+    for (int k = 0; k < TB_GRAPH_COLORS; k++) start[k + 1] = start[k] + color_count[k];
+    int fill[TB_GRAPH_COLORS];
+    memcpy(fill, start, sizeof fill);
+    for (int i = 0; i < w->contact_count; i++) {
+        g->body_colors[w->contacts[i].sa] = 0;
+        g->body_colors[w->contacts[i].sb] = 0;
+        int color = g->color_of[i];
+        if (color >= 0) g->order[fill[color]++] = i;
+    }
+
+    /* pack each colour into groups of four lanes */
+    tb_contact empty; /* zero masses and arms: a lane that moves nothing */
+    memset(&empty, 0, sizeof empty);
+    int n = 0;
+    for (int k = 0; k < TB_GRAPH_COLORS; k++) {
+        for (int i = start[k]; i < start[k + 1]; i += TB_LANES) {
+            assert(n < g->group_capacity);
+            tb_contact_wide *group = &g->groups[n++];
+            for (int lane = 0; lane < TB_LANES; lane++) {
+                if (i + lane < start[k + 1]) {
+                    int index = g->order[i + lane];
+                    put_lane(group, lane, &w->contacts[index], index);
+                } else {
+                    put_lane(group, lane, &empty, -1);
+                }
+            }
+        }
+    }
+    g->group_count = n;
+}

@@ -1,0 +1,171 @@
+/* manifold.c: from candidate pairs to contact points, and the warm-start cache.
+ *
+ * tb_manifold_collide runs the narrow phase on every broad-phase pair (in key
+ * order), applies the wake rule, then adds plane contacts for every awake
+ * body. The contact arrays end up as [body pairs by key][planes by body id].
+ *
+ * The cache keeps, per contact of the last step, its pair key, its point in
+ * body b's frame and its impulses. A new contact takes the impulses of the
+ * nearest old contact of the same pair within 6 cm (in b's frame, so the
+ * match survives the body moving), and each old contact is given to at most
+ * one new contact.
+ */
+#include <string.h>
+
+#include "physics/rigid_core.h"
+
+static void add_manifold(tb_rigid_world *w, uint32_t key, int body_a, int body_b, const tb_manifold *m)
+{
+    const tb_body *b = &w->bodies[body_b];
+    for (int i = 0; i < m->count; i++) {
+        if (w->contact_count == w->contact_capacity) { w->contacts_dropped++; return; }
+        int k = w->contact_count++;
+        tb_contact_point *cp = &w->points[k];
+        cp->key = key;
+        cp->body_a = body_a;
+        cp->body_b = body_b;
+        cp->separation = m->separation[i];
+        cp->point = m->point[i];
+        cp->local_b = tb_q_inv_rotate(b->rotation, tb_v3_sub(m->point[i], b->position));
+        w->contacts[k].n = m->normal;
+    }
+}
+
+/* Narrow phase for one body pair; the manifold normal runs from a to b. */
+static int collide_pair(tb_rigid_world *w, int ia, int ib, float margin, tb_manifold *m)
+{
+    const tb_body *a = &w->bodies[ia], *b = &w->bodies[ib];
+    const tb_body_frame *fa = &w->frames[ia], *fb = &w->frames[ib];
+    if (a->shape == TB_RIGID_BOX && b->shape == TB_RIGID_BOX) {
+        tb_collide_box ba, bb;
+        tb_collide_box_from_body(a, fa, &ba);
+        tb_collide_box_from_body(b, fb, &bb);
+        return tb_collide_box_box(&ba, &bb, margin, m);
+    }
+    if (a->shape == TB_RIGID_BOX) {
+        tb_collide_box ba;
+        tb_collide_box_from_body(a, fa, &ba);
+        return tb_collide_box_sphere(&ba, b->position, b->radius, margin, m);
+    }
+    if (b->shape == TB_RIGID_BOX) {
+        tb_collide_box bb;
+        tb_collide_box_from_body(b, fb, &bb);
+        int n = tb_collide_box_sphere(&bb, a->position, a->radius, margin, m);
+        m->normal = tb_v3_neg(m->normal);
+        return n;
+    }
+    return tb_collide_sphere_sphere(a->position, a->radius, b->position, b->radius, margin, m);
+}
+
+void tb_manifold_collide(tb_rigid_world *w)
+{
+    tb_manifold m;
+    w->contact_count = 0;
+    w->contacts_dropped = 0;
+    for (int p = 0; p < w->pair_count; p++) {
+        const tb_pair *pair = &w->pairs[p];
+        tb_body *a = &w->bodies[pair->a], *b = &w->bodies[pair->b];
+        /* speculative distance: the margin plus how far both may move this step */
+        float margin = TB_SPECULATIVE_MARGIN + w->frames[pair->a].speculative + w->frames[pair->b].speculative;
+        if (collide_pair(w, pair->a, pair->b, margin, &m) == 0) continue;
+        add_manifold(w, pair->key, pair->a, pair->b, &m);
+        /* Seed warning: wake a sleeping body touched by one that is not slow
+         * enough to sleep, so waking spreads through contacts (otherwise a
+         * body stays floating when what held it is knocked away). */
+        if (a->sleeping != b->sleeping) {
+            tb_body *awake = a->sleeping ? b : a, *asleep = a->sleeping ? a : b;
+            if (!tb_body_is_slow(awake)) tb_body_wake(asleep);
+        }
+    }
+    for (int i = 0; i < w->body_end; i++) {
+        const tb_body *b = &w->bodies[i];
+        if (!b->alive || b->sleeping) continue;
+        const tb_body_frame *f = &w->frames[i];
+        float margin = TB_SPECULATIVE_MARGIN + f->speculative;
+        for (int k = 0; k < w->plane_count; k++) {
+            tb_vec3 n = w->plane_normal[k];
+            if (tb_v3_dot(n, b->position) - w->plane_offset[k] > b->radius + margin) continue;
+            int count;
+            if (b->shape == TB_RIGID_BOX) {
+                tb_collide_box box;
+                tb_collide_box_from_body(b, f, &box);
+                count = tb_collide_plane_box(n, w->plane_offset[k], &box, margin, &m);
+            } else {
+                count = tb_collide_plane_sphere(n, w->plane_offset[k], b->position, b->radius, margin, &m);
+            }
+            if (count) add_manifold(w, ((uint32_t)i << 16) | (TB_PLANE_KEY_BASE + (uint32_t)k), -1, i, &m);
+        }
+    }
+}
+
+/* First cache entry with key >= key (binary search). */
+static int cache_lower_bound(const tb_cache_entry *cache, int count, uint32_t key)
+{
+    int lo = 0, hi = count;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (cache[mid].key < key) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+void tb_manifold_warm_start(tb_rigid_world *w)
+{
+    memset(w->cache_used, 0, (size_t)w->cache_count);
+    int i = 0;
+    while (i < w->contact_count) {
+        uint32_t key = w->points[i].key;
+        int end = i + 1;
+        while (end < w->contact_count && w->points[end].key == key) end++;
+        int first = cache_lower_bound(w->cache, w->cache_count, key);
+        int last = first;
+        while (last < w->cache_count && w->cache[last].key == key) last++;
+        for (int c = i; c < end; c++) {
+            tb_contact *con = &w->contacts[c];
+            con->jn = con->jt1 = con->jt2 = 0.0f;
+            /* Seed warning: each old impulse goes to at most one new contact;
+             * two contacts sharing one would double it every step. */
+            float best = TB_WARM_MATCH_DIST_SQ;
+            int match = -1;
+            for (int o = first; o < last; o++) {
+                if (w->cache_used[o]) continue;
+                float d = tb_v3_len_sq(tb_v3_sub(w->cache[o].local_b, w->points[c].local_b));
+                if (d < best) { best = d; match = o; }
+            }
+            if (match < 0) continue;
+            w->cache_used[match] = 1;
+            const tb_cache_entry *e = &w->cache[match];
+            con->jn = e->jn;
+            con->jt1 = tb_v3_dot(e->friction, con->t1);
+            con->jt2 = tb_v3_dot(e->friction, con->t2);
+            tb_contact_solver_warm_apply(w, c);
+        }
+        i = end;
+    }
+}
+
+/* The contacts are [pairs sorted by key][planes by body id]; merge the two
+ * runs into one key-sorted cache for the next step's binary searches. */
+void tb_manifold_store_cache(tb_rigid_world *w)
+{
+    int n = w->contact_count;
+    int split = 0;
+    while (split < n && w->points[split].body_a >= 0) split++;
+    int i = 0, j = split, k = 0;
+    while (i < split || j < n) {
+        int src;
+        if (j >= n || (i < split && w->points[i].key <= w->points[j].key)) src = i++;
+        else src = j++;
+        const tb_contact *c = &w->contacts[src];
+        tb_cache_entry *e = &w->cache_next[k++];
+        e->key = w->points[src].key;
+        e->jn = c->jn;
+        e->local_b = w->points[src].local_b;
+        e->friction = tb_v3_add(tb_v3_scale(c->t1, c->jt1), tb_v3_scale(c->t2, c->jt2));
+    }
+    tb_cache_entry *t = w->cache;
+    w->cache = w->cache_next;
+    w->cache_next = t;
+    w->cache_count = n;
+}

@@ -1,0 +1,280 @@
+/* rigid_core.h: the rigid world's internal data, shared by its .c files only.
+ *
+ * Persistent state (what save/load carries): parameters, planes, the body
+ * slots and the warm-start cache. Everything else in tb_rigid_world is
+ * per-step scratch, rebuilt from that state at the start of every step, sized
+ * at creation so that step() never allocates.
+ *
+ * Data layout: the solver's inner loop reads only tb_contact_wide (four
+ * contacts' rows side by side, in colour order) and tb_solver_body (the
+ * velocities of awake bodies, 32 bytes each). Poses, shapes and sleep timers
+ * live in tb_body; where a contact came from (key, point, local anchor) lives
+ * in tb_contact_point, apart from the constraint rows in tb_contact.
+ *
+ * Files: body.c (bodies), broad_phase.c (grid), collide_*.c (geometry),
+ * manifold.c (narrow phase, wake rule, warm-start cache), contact_solver.c
+ * (sequential impulses), constraint_graph.c (colouring for the wide solver),
+ * raycast.c, rigid_save.c, rigid_scenes.c, rigid_world.c (the step).
+ */
+#ifndef TB_RIGID_CORE_H
+#define TB_RIGID_CORE_H
+
+#include <assert.h>
+#include <stdint.h>
+
+#include "physics/collide.h"
+#include "physics/rigid.h"
+#include "physics/tb_math.h"
+
+/* ---- the seed's constants ------------------------------------------------------- */
+
+#define TB_SPECULATIVE_MARGIN 0.02f    /* contacts are made up to 2 cm apart */
+#define TB_BAUMGARTE 0.2f              /* fraction of penetration removed per step */
+#define TB_LINEAR_SLOP 0.004f          /* penetration left alone (4 mm) */
+#define TB_RESTITUTION_THRESHOLD 0.8f  /* closing speeds below this do not bounce */
+#define TB_WARM_MATCH_DIST_SQ 0.0036f  /* old contact within 6 cm (squared) */
+#define TB_LINEAR_DAMPING 0.04f        /* v *= 1 / (1 + c dt) */
+#define TB_BOX_ANGULAR_DAMPING 0.25f
+#define TB_SPHERE_ANGULAR_DAMPING 0.7f
+#define TB_MAX_ANGULAR_SPEED 60.0f     /* rad/s */
+#define TB_SLEEP_TIME 0.45f            /* slow this long -> sleep */
+#define TB_SLEEP_LINEAR_SQ 0.012f      /* "slow": |v|^2 below this ... */
+#define TB_SLEEP_ANGULAR_SQ 0.03f      /* ... and |w|^2 below this */
+
+/* Contact keys: (lower id << 16) | higher id for body pairs, and
+ * (body id << 16) | (TB_PLANE_KEY_BASE + plane) for body-plane pairs. */
+#define TB_PLANE_KEY_BASE 0xFFF0u
+
+/* ---- bodies ------------------------------------------------------------------------- */
+
+typedef struct tb_body {
+    tb_vec3 position;
+    tb_quat rotation;
+    tb_vec3 linear_velocity;
+    tb_vec3 angular_velocity;
+    tb_vec3 inv_inertia;  /* body-space diagonal of I^-1 */
+    tb_vec3 half_extents; /* boxes; zero for spheres */
+    float inv_mass;
+    float radius;         /* sphere radius, or bounding radius of a box */
+    float sleep_time;     /* seconds slow so far */
+    int32_t next_free;    /* free-list link when !alive, -1 otherwise/end */
+    uint8_t shape;        /* tb_rigid_shape */
+    uint8_t alive;
+    uint8_t sleeping;
+    uint8_t look_kind;
+    uint8_t look_color;
+    uint8_t pad[3];       /* keeps the struct free of implicit padding (saved raw) */
+} tb_body;
+
+_Static_assert(sizeof(tb_body) == 4 * 25, "tb_body has no implicit padding");
+
+/* Per-step derived data of a body. */
+typedef struct tb_body_frame {
+    tb_vec3 axis[3];       /* body axes in world (rotation matrix columns) */
+    tb_vec3 aabb_min, aabb_max;
+    float speculative;     /* how far the body may move this step: (|v| + |w| r) dt */
+} tb_body_frame;
+
+/* Velocities of an awake body while the solver runs; index 0 is a static
+ * dummy (zero velocity, never written with non-zero values) standing in for
+ * planes and sleeping bodies so the inner loop has no branches. */
+typedef struct tb_solver_body {
+    tb_vec3 v;
+    float pad_v; /* v and w each fill 16 bytes: the wide solver loads them whole */
+    tb_vec3 w;
+    float pad_w;
+} tb_solver_body;
+
+_Static_assert(sizeof(tb_solver_body) == 32, "solver body is two 16-byte rows");
+
+/* ---- contacts ------------------------------------------------------------------------ */
+
+typedef struct tb_pair {
+    uint32_t key;
+    int32_t a, b; /* body ids, a < b */
+} tb_pair;
+
+/* One contact point as the solver sees it (hot). For each direction d in
+ * {n, t1, t2}: the r x d arms and I^-1 (r x d) of both bodies, precomputed. */
+typedef struct tb_contact {
+    int32_t sa, sb;       /* solver body indices (0 = static) */
+    float ima, imb;       /* inverse masses (0 when static) */
+    tb_vec3 n, t1, t2;
+    tb_vec3 ra_n, rb_n, ra_t1, rb_t1, ra_t2, rb_t2;
+    tb_vec3 ia_n, ib_n, ia_t1, ib_t1, ia_t2, ib_t2;
+    float mass_n, mass_t1, mass_t2;
+    float target;         /* normal velocity the solver aims for */
+    float jn, jt1, jt2;   /* accumulated impulses */
+} tb_contact;
+
+/* The cold half of a contact: where it came from, for caching and debug. */
+typedef struct tb_contact_point {
+    uint32_t key;
+    int32_t body_a;       /* -1 for a plane */
+    int32_t body_b;
+    float separation;
+    tb_vec3 point;        /* world */
+    tb_vec3 local_b;      /* point in body b's frame, for warm-start matching */
+} tb_contact_point;
+
+/* What a contact leaves for the next step (saved with the world). */
+typedef struct tb_cache_entry {
+    uint32_t key;
+    float jn;
+    tb_vec3 local_b;
+    tb_vec3 friction;     /* world friction impulse t1 jt1 + t2 jt2 */
+} tb_cache_entry;
+
+_Static_assert(sizeof(tb_cache_entry) == 4 * 8, "tb_cache_entry has no implicit padding");
+
+/* ---- wide solver (constraint_graph.c, contact_solver.c) -------------------------------
+ *
+ * Four contacts that share no awake body are solved at once, one per SIMD
+ * lane. The vector type is a GCC/Clang extension (SSE on x86-64, NEON on
+ * ARM, plain code elsewhere); everything else in the physics is ISO C11. */
+typedef float tb_f4 __attribute__((vector_size(16)));
+
+/* TB_HOT_CLONES on a hot function compiles it twice, for AVX and for the
+ * baseline, and picks one at load time (ifunc, x86-64 ELF). AVX here only
+ * means three-operand encodings of the same IEEE operations (no FMA, and ISO
+ * mode keeps -ffp-contract=off), so both clones give bit-identical results
+ * and a world steps the same on machines with and without AVX. */
+#if defined(__x86_64__) && defined(__ELF__) && !defined(TB_NO_CLONES)
+#define TB_HOT_CLONES __attribute__((target_clones("avx", "default")))
+#else
+#define TB_HOT_CLONES
+#endif
+typedef int32_t tb_i4 __attribute__((vector_size(16)));
+
+typedef struct tb_v3_4 {
+    tb_f4 x, y, z;
+} tb_v3_4;
+
+#define TB_LANES 4
+#define TB_GRAPH_COLORS 32 /* contacts that fit no color are solved one by one */
+
+typedef struct tb_contact_wide {
+    tb_v3_4 n, t1, t2;
+    tb_v3_4 ra_n, rb_n, ra_t1, rb_t1, ra_t2, rb_t2;
+    tb_v3_4 ia_n, ib_n, ia_t1, ib_t1, ia_t2, ib_t2;
+    tb_f4 ima, imb;
+    tb_f4 mass_n, mass_t1, mass_t2, target;
+    tb_f4 jn, jt1, jt2;
+    int32_t sa[TB_LANES], sb[TB_LANES];
+    int32_t index[TB_LANES]; /* contact index, -1 for an empty lane */
+} tb_contact_wide;
+
+typedef struct tb_constraint_graph {
+    uint32_t *body_colors;     /* per solver body: bit k set = colour k holds it */
+    int32_t *color_of;         /* per contact: color, or -1 = overflow */
+    int32_t *order;            /* contacts sorted by color */
+    tb_contact_wide *groups;
+    int group_capacity, group_count;
+    int32_t *overflow;         /* contacts solved one by one */
+    int overflow_count;
+} tb_constraint_graph;
+
+/* ---- broad phase (broad_phase.c) --------------------------------------------------- */
+
+typedef struct tb_grid_entry {
+    uint64_t cell;   /* packed integer cell coordinates */
+    uint32_t bucket; /* hash of cell into the table */
+    int32_t body;
+} tb_grid_entry;
+
+typedef struct tb_broad_phase {
+    int entry_capacity;
+    int table_capacity;    /* power of two */
+    tb_grid_entry *entries, *sorted;
+    uint32_t *bucket_start; /* table_capacity + 1 */
+    int32_t *oversized;     /* bodies spanning too many cells, tested against all */
+    int32_t *min_cell;      /* per body: cell of its AABB's minimum corner (x, y, z) */
+    int pairs_dropped;
+} tb_broad_phase;
+
+/* ---- the world --------------------------------------------------------------------- */
+
+struct tb_rigid_world {
+    /* parameters */
+    tb_vec3 gravity;
+    float restitution;
+    float friction;
+    int iterations;
+    int capacity;
+    int contact_capacity;
+
+    /* time */
+    double time;
+    uint64_t steps;
+
+    /* planes */
+    int plane_count;
+    tb_vec3 plane_normal[TB_RIGID_MAX_PLANES];
+    float plane_offset[TB_RIGID_MAX_PLANES];
+
+    /* bodies: slots 0..capacity-1; live ones have alive = 1 */
+    tb_body *bodies;
+    int free_head;  /* first free slot, -1 when full */
+    int body_end;   /* 1 + highest live id (loops stop here) */
+    int body_count;
+
+    /* warm-start cache of the last step, sorted by key */
+    tb_cache_entry *cache;
+    int cache_count;
+
+    /* ---- per-step scratch ---- */
+    tb_body_frame *frames;
+    int32_t *solver_index;          /* body id -> solver body (0 when static) */
+    tb_solver_body *solver_bodies;  /* capacity + 1 */
+    tb_mat3 *inv_inertia_world;     /* per solver body */
+    float *inv_mass;                /* per solver body */
+    tb_broad_phase broad_phase;
+    tb_pair *pairs, *pairs_tmp;
+    int pair_capacity, pair_count;
+    tb_contact *contacts;
+    tb_contact_point *points;
+    int contact_count;
+    int contacts_dropped;
+    tb_cache_entry *cache_next;
+    uint8_t *cache_used;
+    tb_constraint_graph graph;
+};
+
+/* body.c */
+void tb_body_compute_frame(const tb_body *body, tb_body_frame *frame, float dt, float margin);
+void tb_body_wake(tb_body *body);
+bool tb_body_is_slow(const tb_body *body);
+void tb_collide_box_from_body(const tb_body *body, const tb_body_frame *frame, tb_collide_box *box);
+
+/* broad_phase.c */
+int tb_broad_phase_init(tb_broad_phase *bp, int body_capacity);
+void tb_broad_phase_free(tb_broad_phase *bp);
+/* Candidate body pairs (a < b, at least one awake, AABBs overlapping),
+ * sorted by key, into world->pairs. */
+void tb_broad_phase_update_pairs(tb_rigid_world *world);
+
+/* manifold.c: narrow phase into the contact arrays, wake rules, warm-start cache */
+void tb_manifold_collide(tb_rigid_world *world);
+void tb_manifold_store_cache(tb_rigid_world *world);
+void tb_manifold_warm_start(tb_rigid_world *world);
+
+/* contact_solver.c */
+void tb_contact_solver_prepare(tb_rigid_world *world, float dt);
+void tb_contact_solver_warm_apply(tb_rigid_world *world, int index);
+void tb_contact_solver_solve(tb_rigid_world *world);
+
+/* constraint_graph.c */
+int tb_constraint_graph_init(tb_constraint_graph *g, int body_capacity, int contact_capacity);
+void tb_constraint_graph_free(tb_constraint_graph *g);
+/* Colors the prepared contacts and packs them into wide groups. */
+void tb_constraint_graph_build(tb_rigid_world *world);
+
+/* rigid_world.c */
+void tb_rigid_world_forget_body_contacts(tb_rigid_world *world, int id);
+/* Expensive consistency check of the whole state (tests call it every step):
+ * counts and free list, finiteness, sorted cache and contacts, and that no
+ * two lanes of a solver group share an awake body. Returns NULL when all is
+ * well, else a description of the first broken invariant. */
+const char *tb_rigid_world_validate(const tb_rigid_world *world);
+
+#endif /* TB_RIGID_CORE_H */

@@ -1,0 +1,148 @@
+/* test_rigid_tower.c: the plank tower stands still, then the ball topples it
+ * (the seed's success criteria as numbers). Each test runs the scene from
+ * scratch: 24 planks, ball launched at 1.6 s, dt = 1/120. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+
+#include "physics/rigid.h"
+#include "physics/rigid_scenes.h"
+
+#define DT (1.0f / 120.0f)
+
+typedef struct tower {
+    tb_rigid_world *world;
+    int planks[TB_TOWER_PLANKS];
+    tb_vec3 start[TB_TOWER_PLANKS];
+    int steps;
+    int ball;
+} tower;
+
+static void tower_init(tower *t)
+{
+    tb_rigid_world_def def = tb_rigid_world_def_default();
+    def.body_capacity = TB_SCENE_TOWER_BODIES;
+    t->world = tb_rigid_world_create(&def);
+    assert_non_null(t->world);
+    assert_int_equal(tb_rigid_scene_tower(t->world, t->planks), TB_RIGID_OK);
+    for (int i = 0; i < TB_TOWER_PLANKS; i++)
+        assert_int_equal(tb_rigid_body_get_pose(t->world, t->planks[i], &t->start[i], NULL), TB_RIGID_OK);
+    t->steps = 0;
+    t->ball = -1;
+}
+
+/* One step of the scene runner: the knock-down input arrives at 1.6 s. */
+static void tower_step(tower *t)
+{
+    if (t->ball < 0 && (float)t->steps * DT >= TB_TOWER_LAUNCH_TIME - 1e-4f) {
+        t->ball = tb_rigid_scene_tower_launch_ball(t->world);
+        assert_true(t->ball >= 0);
+    }
+    assert_int_equal(tb_rigid_world_step(t->world, DT), TB_RIGID_OK);
+    t->steps++;
+}
+
+static float now(const tower *t) { return (float)t->steps * DT; }
+
+static void tower_stands_without_jitter(void **state)
+{
+    (void)state;
+    tower t;
+    tower_init(&t);
+    float max_speed = 0.0f;
+    while (now(&t) < 1.5f - 1e-4f) {
+        tower_step(&t);
+        if (now(&t) < 0.5f - 1e-4f) continue;
+        for (int i = 0; i < TB_TOWER_PLANKS; i++) {
+            tb_rigid_body_info info;
+            tb_rigid_body_get_info(t.world, t.planks[i], &info);
+            max_speed = fmaxf(max_speed, tb_v3_len(info.linear_velocity));
+        }
+    }
+    print_message("max plank speed 0.5-1.5 s: %.5f m/s\n", max_speed);
+    assert_true(max_speed <= 0.01f);
+    tb_rigid_world_destroy(t.world);
+}
+
+static void tower_is_asleep_by_1_5_s(void **state)
+{
+    (void)state;
+    tower t;
+    tower_init(&t);
+    float all_asleep_at = -1.0f;
+    while (now(&t) < 1.5f - 1e-4f) {
+        tower_step(&t);
+        int asleep = 0;
+        for (int i = 0; i < TB_TOWER_PLANKS; i++) asleep += !tb_rigid_body_is_awake(t.world, t.planks[i]);
+        if (asleep == TB_TOWER_PLANKS && all_asleep_at < 0.0f) all_asleep_at = now(&t);
+        if (asleep != TB_TOWER_PLANKS) all_asleep_at = -1.0f; /* must stay asleep */
+    }
+    print_message("all planks asleep from %.3f s\n", all_asleep_at);
+    assert_true(all_asleep_at > 0.0f && all_asleep_at <= 1.5f);
+    tb_rigid_world_destroy(t.world);
+}
+
+static void ball_moves_at_least_12_planks_by_4_s(void **state)
+{
+    (void)state;
+    tower t;
+    tower_init(&t);
+    while (now(&t) < 4.0f - 1e-4f) tower_step(&t);
+    int moved = 0;
+    for (int i = 0; i < TB_TOWER_PLANKS; i++) {
+        tb_vec3 p;
+        tb_rigid_body_get_pose(t.world, t.planks[i], &p, NULL);
+        moved += tb_v3_dist(p, t.start[i]) > 0.5f;
+    }
+    print_message("planks moved more than 0.5 m by 4 s: %d\n", moved);
+    assert_true(moved >= 12);
+    tb_rigid_world_destroy(t.world);
+}
+
+static void toppled_planks_are_all_asleep_by_10_s(void **state)
+{
+    (void)state;
+    tower t;
+    tower_init(&t);
+    while (now(&t) < 10.0f - 1e-4f) tower_step(&t);
+    int awake = 0;
+    for (int i = 0; i < TB_TOWER_PLANKS; i++) awake += tb_rigid_body_is_awake(t.world, t.planks[i]);
+    assert_int_equal(awake, 0);
+    tb_rigid_world_destroy(t.world);
+}
+
+static void planks_never_sink_into_floor_or_leave_tray(void **state)
+{
+    (void)state;
+    tower t;
+    tower_init(&t);
+    float min_y = 1e9f;
+    while (now(&t) < 10.0f - 1e-4f) {
+        tower_step(&t);
+        for (int i = 0; i < TB_TOWER_PLANKS; i++) {
+            tb_vec3 p;
+            tb_rigid_body_get_pose(t.world, t.planks[i], &p, NULL);
+            min_y = fminf(min_y, p.y);
+            if (p.y < 0.14f || fabsf(p.x) > TB_TRAY_HALF_X || fabsf(p.z) > TB_TRAY_HALF_Z)
+                fail_msg("plank %d at (%.3f, %.3f, %.3f) at t = %.3f s", i, p.x, p.y, p.z, now(&t));
+        }
+    }
+    print_message("lowest plank centre: %.4f m\n", min_y);
+    tb_rigid_world_destroy(t.world);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(tower_stands_without_jitter),
+        cmocka_unit_test(tower_is_asleep_by_1_5_s),
+        cmocka_unit_test(ball_moves_at_least_12_planks_by_4_s),
+        cmocka_unit_test(toppled_planks_are_all_asleep_by_10_s),
+        cmocka_unit_test(planks_never_sink_into_floor_or_leave_tray),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

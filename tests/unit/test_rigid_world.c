@@ -1,0 +1,445 @@
+/* test_rigid_world.c: the API the server calls: ids, bad input, parameters,
+ * contacts, ray casts, sleeping and waking, determinism, save and load. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "physics/rigid.h"
+#include "physics/rigid_core.h"
+#include "physics/rigid_scenes.h"
+
+#define DT (1.0f / 120.0f)
+
+static tb_rigid_world *tray_world(int capacity)
+{
+    tb_rigid_world_def def = tb_rigid_world_def_default();
+    def.body_capacity = capacity;
+    tb_rigid_world *w = tb_rigid_world_create(&def);
+    assert_non_null(w);
+    assert_int_equal(tb_rigid_scene_tray(w), TB_RIGID_OK);
+    return w;
+}
+
+static void step_for(tb_rigid_world *w, float seconds)
+{
+    int n = (int)(seconds / DT + 0.5f);
+    for (int i = 0; i < n; i++) assert_int_equal(tb_rigid_world_step(w, DT), TB_RIGID_OK);
+}
+
+/* ---- ids ----------------------------------------------------------------------------- */
+
+static void removed_id_is_reused_and_capacity_is_enforced(void **state)
+{
+    (void)state;
+    tb_rigid_world *w = tray_world(3);
+    tb_rigid_body_def d = tb_rigid_body_def_default();
+    int a = tb_rigid_world_add_body(w, &d), b = tb_rigid_world_add_body(w, &d), c = tb_rigid_world_add_body(w, &d);
+    assert_int_equal(a, 0);
+    assert_int_equal(b, 1);
+    assert_int_equal(c, 2);
+    assert_int_equal(tb_rigid_world_add_body(w, &d), TB_RIGID_ERR_FULL);
+    assert_int_equal(tb_rigid_world_remove_body(w, b), TB_RIGID_OK);
+    assert_false(tb_rigid_world_body_valid(w, b));
+    assert_int_equal(tb_rigid_world_body_count(w), 2);
+    assert_int_equal(tb_rigid_world_next_body(w, -1), 0);
+    assert_int_equal(tb_rigid_world_next_body(w, 0), 2);
+    assert_int_equal(tb_rigid_world_next_body(w, 2), -1);
+    d.shape = TB_RIGID_SPHERE;
+    assert_int_equal(tb_rigid_world_add_body(w, &d), b);
+    tb_rigid_body_info info;
+    assert_int_equal(tb_rigid_body_get_info(w, b, &info), TB_RIGID_OK);
+    assert_int_equal(info.shape, TB_RIGID_SPHERE);
+    tb_rigid_world_destroy(w);
+}
+
+static void mass_comes_from_density(void **state)
+{
+    (void)state;
+    tb_rigid_world *w = tray_world(2);
+    tb_rigid_body_def d = tb_rigid_body_def_default();
+    d.half_extents = tb_v3(0.75f, 0.15f, 0.24f);
+    d.density = 0.6f;
+    tb_rigid_body_info info;
+    tb_rigid_body_get_info(w, tb_rigid_world_add_body(w, &d), &info);
+    assert_float_equal(info.mass, 1.5f * 0.3f * 0.48f * 0.6f, 1e-5f);
+    d.shape = TB_RIGID_SPHERE;
+    d.radius = 0.38f;
+    d.density = 7.0f;
+    tb_rigid_body_get_info(w, tb_rigid_world_add_body(w, &d), &info);
+    assert_float_equal(info.mass, 4.0f / 3.0f * 3.14159265f * 0.38f * 0.38f * 0.38f * 7.0f, 1e-4f);
+    tb_rigid_world_destroy(w);
+}
+
+/* ---- bad input ------------------------------------------------------------------------------ */
+
+static void bad_input_returns_errors_and_changes_nothing(void **state)
+{
+    (void)state;
+    tb_rigid_world *w = tray_world(4);
+    tb_rigid_body_def d = tb_rigid_body_def_default();
+    d.position = tb_v3(0, 1, 0);
+    int id = tb_rigid_world_add_body(w, &d);
+    step_for(w, 0.1f);
+    size_t size = tb_rigid_world_save_size(w);
+    unsigned char *before = malloc(size), *after = malloc(size);
+    assert_int_equal(tb_rigid_world_save(w, before, size, NULL), TB_RIGID_OK);
+
+    float nan = nanf("");
+    assert_int_equal(tb_rigid_body_apply_impulse(w, id, tb_v3(nan, 0, 0), tb_v3(0, 1, 0)), TB_RIGID_ERR_INVALID);
+    assert_int_equal(tb_rigid_body_apply_impulse(w, id, tb_v3(1, 0, 0), tb_v3(0, INFINITY, 0)), TB_RIGID_ERR_INVALID);
+    assert_int_equal(tb_rigid_body_apply_impulse(w, 99, tb_v3(1, 0, 0), tb_v3(0, 1, 0)), TB_RIGID_ERR_NO_BODY);
+    assert_int_equal(tb_rigid_body_apply_impulse(w, -1, tb_v3(1, 0, 0), tb_v3(0, 1, 0)), TB_RIGID_ERR_NO_BODY);
+    assert_int_equal(tb_rigid_body_apply_impulse(w, 3, tb_v3(1, 0, 0), tb_v3(0, 1, 0)), TB_RIGID_ERR_NO_BODY);
+    assert_int_equal(tb_rigid_body_set_velocity(w, id, tb_v3(0, 0, 0), tb_v3(nan, 0, 0)), TB_RIGID_ERR_INVALID);
+    assert_int_equal(tb_rigid_body_set_velocity(w, id, tb_v3(1e4f, 0, 0), tb_v3(0, 0, 0)), TB_RIGID_ERR_RANGE);
+    assert_int_equal(tb_rigid_body_apply_impulse(w, id, tb_v3(0, 1e9f, 0), tb_v3(0, 1, 0)), TB_RIGID_ERR_RANGE);
+    assert_int_equal(tb_rigid_body_set_pose(w, id, tb_v3(0, 1, 0), tb_q(0, 0, 0, 0)), TB_RIGID_ERR_INVALID);
+    assert_int_equal(tb_rigid_world_remove_body(w, 42), TB_RIGID_ERR_NO_BODY);
+    assert_int_equal(tb_rigid_world_set_restitution(w, 0.95f), TB_RIGID_ERR_RANGE);
+    assert_int_equal(tb_rigid_world_set_restitution(w, -0.1f), TB_RIGID_ERR_RANGE);
+    assert_int_equal(tb_rigid_world_set_restitution(w, nan), TB_RIGID_ERR_RANGE);
+    assert_int_equal(tb_rigid_world_set_friction(w, 1.3f), TB_RIGID_ERR_RANGE);
+    assert_int_equal(tb_rigid_world_set_friction(w, nan), TB_RIGID_ERR_RANGE);
+    assert_int_equal(tb_rigid_world_set_iterations(w, 0), TB_RIGID_ERR_RANGE);
+    assert_int_equal(tb_rigid_world_set_iterations(w, 51), TB_RIGID_ERR_RANGE);
+    assert_int_equal(tb_rigid_world_step(w, 0.0f), TB_RIGID_ERR_RANGE);
+    assert_int_equal(tb_rigid_world_step(w, nan), TB_RIGID_ERR_RANGE);
+    assert_int_equal(tb_rigid_world_step(w, 1.0f), TB_RIGID_ERR_RANGE);
+    tb_rigid_body_def bad = d;
+    bad.radius = nan;
+    bad.shape = TB_RIGID_SPHERE;
+    assert_int_equal(tb_rigid_world_add_body(w, &bad), TB_RIGID_ERR_RANGE);
+    bad = d;
+    bad.density = -1.0f;
+    assert_int_equal(tb_rigid_world_add_body(w, &bad), TB_RIGID_ERR_RANGE);
+    bad = d;
+    bad.position.x = nan;
+    assert_int_equal(tb_rigid_world_add_body(w, &bad), TB_RIGID_ERR_INVALID);
+    bad = d;
+    bad.shape = (tb_rigid_shape)7;
+    assert_int_equal(tb_rigid_world_add_body(w, &bad), TB_RIGID_ERR_INVALID);
+    tb_rigid_ray_hit hit;
+    assert_int_equal(tb_rigid_world_ray_cast(w, tb_v3(0, 5, 0), tb_v3(0, 0, 0), 10.0f, &hit), TB_RIGID_ERR_INVALID);
+    assert_int_equal(tb_rigid_world_add_plane(w, tb_v3(0, 0, 0), 1.0f), TB_RIGID_ERR_INVALID);
+
+    assert_int_equal(tb_rigid_world_save(w, after, size, NULL), TB_RIGID_OK);
+    assert_memory_equal(before, after, size);
+    assert_float_equal(tb_rigid_world_restitution(w), 0.3f, 0.0f);
+    assert_float_equal(tb_rigid_world_friction(w), 0.5f, 0.0f);
+    assert_int_equal(tb_rigid_world_iterations(w), 10);
+    assert_string_equal(tb_rigid_strerror(TB_RIGID_ERR_NO_BODY), "unknown body");
+    free(before);
+    free(after);
+    tb_rigid_world_destroy(w);
+}
+
+static void world_def_out_of_range_is_refused(void **state)
+{
+    (void)state;
+    tb_rigid_world_def def = tb_rigid_world_def_default();
+    def.body_capacity = 0;
+    assert_null(tb_rigid_world_create(&def));
+    def = tb_rigid_world_def_default();
+    def.iterations = 51;
+    assert_null(tb_rigid_world_create(&def));
+    def = tb_rigid_world_def_default();
+    def.restitution = 2.0f;
+    assert_null(tb_rigid_world_create(&def));
+}
+
+/* ---- contacts, rays, sleep ---------------------------------------------------------------- */
+
+static void resting_box_reports_four_floor_contacts_carrying_its_weight(void **state)
+{
+    (void)state;
+    tb_rigid_world *w = tray_world(2);
+    tb_rigid_body_def d = tb_rigid_body_def_default();
+    d.position = tb_v3(0.0f, 0.25f, 0.0f);
+    int id = tb_rigid_world_add_body(w, &d);
+    step_for(w, 0.2f);
+    assert_true(tb_rigid_body_is_awake(w, id));
+    tb_rigid_contact_info c[16];
+    int n = tb_rigid_world_get_contacts(w, c, 16);
+    assert_int_equal(n, 4);
+    float total = 0.0f;
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(c[i].body_a, -1);
+        assert_int_equal(c[i].body_b, id);
+        assert_float_equal(c[i].normal.y, 1.0f, 1e-6f);
+        assert_float_equal(c[i].point.y, 0.0f, 0.005f);
+        total += c[i].normal_impulse;
+    }
+    tb_rigid_world_stats stats;
+    tb_rigid_world_get_stats(w, &stats);
+    assert_int_equal(stats.contacts, 4);
+    assert_int_equal(stats.bodies, 1);
+    assert_int_equal(stats.awake, 1);
+    assert_int_equal(stats.contacts_dropped, 0);
+    /* the four points share the box, so each takes its own colour: 4 groups */
+    assert_int_equal(stats.solver_groups, 4);
+    assert_int_equal(stats.overflow_contacts, 0);
+    tb_rigid_body_info info;
+    tb_rigid_body_get_info(w, id, &info);
+    /* the floor carries the weight: sum of impulses = m g dt */
+    assert_float_equal(total, info.mass * 9.81f * DT, 0.02f * info.mass * 9.81f * DT);
+    tb_rigid_world_destroy(w);
+}
+
+static void ray_cast_finds_the_closest_body(void **state)
+{
+    (void)state;
+    tb_rigid_world *w = tray_world(4);
+    tb_rigid_body_def d = tb_rigid_body_def_default();
+    d.position = tb_v3(2.0f, 0.25f, 0.0f);
+    int box = tb_rigid_world_add_body(w, &d);
+    d.shape = TB_RIGID_SPHERE;
+    d.radius = 0.3f;
+    d.position = tb_v3(0.0f, 0.3f, 0.0f);
+    int ball = tb_rigid_world_add_body(w, &d);
+    tb_rigid_ray_hit hit;
+    assert_int_equal(tb_rigid_world_ray_cast(w, tb_v3(-3.0f, 0.25f, 0.0f), tb_v3(2.0f, 0.0f, 0.0f), 10.0f, &hit), 1);
+    assert_int_equal(hit.body, ball);
+    assert_float_equal(hit.normal.x, -1.0f, 0.05f);
+    assert_float_equal(hit.point.x, -sqrtf(0.3f * 0.3f - 0.05f * 0.05f), 1e-4f);
+    assert_int_equal(tb_rigid_world_ray_cast(w, tb_v3(2.0f, 3.0f, 0.1f), tb_v3(0.0f, -1.0f, 0.0f), 10.0f, &hit), 1);
+    assert_int_equal(hit.body, box);
+    assert_float_equal(hit.distance, 2.5f, 1e-4f);
+    assert_float_equal(hit.normal.y, 1.0f, 1e-5f);
+    assert_int_equal(tb_rigid_world_ray_cast(w, tb_v3(2.0f, 3.0f, 0.1f), tb_v3(0.0f, -1.0f, 0.0f), 2.0f, &hit), 0);
+    assert_int_equal(tb_rigid_world_ray_cast(w, tb_v3(0.0f, 3.0f, 1.0f), tb_v3(0.0f, -1.0f, 0.0f), 10.0f, &hit), 0);
+    tb_rigid_world_destroy(w);
+}
+
+static void body_slow_for_0_45_s_falls_asleep(void **state)
+{
+    (void)state;
+    tb_rigid_world *w = tray_world(2);
+    tb_rigid_body_def d = tb_rigid_body_def_default();
+    d.position = tb_v3(0.0f, 0.25f, 0.0f);
+    int id = tb_rigid_world_add_body(w, &d);
+    step_for(w, 0.40f);
+    assert_true(tb_rigid_body_is_awake(w, id));
+    step_for(w, 0.1f);
+    assert_false(tb_rigid_body_is_awake(w, id));
+    assert_int_equal(tb_rigid_world_awake_count(w), 0);
+    /* an impulse wakes it */
+    assert_int_equal(tb_rigid_body_apply_impulse(w, id, tb_v3(0, 0.5f, 0), tb_v3(0, 0.25f, 0)), TB_RIGID_OK);
+    assert_true(tb_rigid_body_is_awake(w, id));
+    tb_rigid_world_destroy(w);
+}
+
+/* A sleeping stack, a moving box knocks the bottom: the bottom wakes, and as
+ * it moves, the box above wakes too (waking spreads through contacts). */
+static void wake_spreads_through_contacts(void **state)
+{
+    (void)state;
+    tb_rigid_world *w = tray_world(4);
+    tb_rigid_body_def d = tb_rigid_body_def_default();
+    d.position = tb_v3(0.0f, 0.25f, 0.0f);
+    int bottom = tb_rigid_world_add_body(w, &d);
+    d.position = tb_v3(0.0f, 0.751f, 0.0f);
+    int top = tb_rigid_world_add_body(w, &d);
+    step_for(w, 1.0f);
+    assert_false(tb_rigid_body_is_awake(w, bottom));
+    assert_false(tb_rigid_body_is_awake(w, top));
+    d.position = tb_v3(-2.0f, 0.25f, 0.0f);
+    d.linear_velocity = tb_v3(6.0f, 0.0f, 0.0f);
+    int hammer = tb_rigid_world_add_body(w, &d);
+    assert_true(hammer >= 0);
+    int bottom_woke = 0, top_woke = 0;
+    for (int s = 0; s < 120; s++) {
+        tb_rigid_world_step(w, DT);
+        bottom_woke |= tb_rigid_body_is_awake(w, bottom);
+        top_woke |= tb_rigid_body_is_awake(w, top);
+    }
+    assert_true(bottom_woke);
+    assert_true(top_woke);
+    tb_vec3 p;
+    tb_rigid_body_get_pose(w, bottom, &p, NULL);
+    assert_true(p.x > 0.1f);
+    tb_rigid_world_destroy(w);
+}
+
+static void removing_a_support_wakes_what_rested_on_it(void **state)
+{
+    (void)state;
+    tb_rigid_world *w = tray_world(4);
+    tb_rigid_body_def d = tb_rigid_body_def_default();
+    d.position = tb_v3(0.0f, 0.25f, 0.0f);
+    int bottom = tb_rigid_world_add_body(w, &d);
+    d.position = tb_v3(0.0f, 0.751f, 0.0f);
+    int top = tb_rigid_world_add_body(w, &d);
+    step_for(w, 1.0f);
+    assert_false(tb_rigid_body_is_awake(w, top));
+    assert_int_equal(tb_rigid_world_remove_body(w, bottom), TB_RIGID_OK);
+    assert_true(tb_rigid_body_is_awake(w, top));
+    step_for(w, 1.0f);
+    tb_vec3 p;
+    tb_rigid_body_get_pose(w, top, &p, NULL);
+    assert_float_equal(p.y, 0.25f, 0.01f);
+    tb_rigid_world_destroy(w);
+}
+
+/* ---- determinism, save and load -------------------------------------------------------- */
+
+static void run_dice_with_inputs(tb_rigid_world *w, int steps)
+{
+    for (int s = 0; s < steps; s++) {
+        if (s == 200) tb_rigid_body_apply_impulse(w, 0, tb_v3(0.3f, 1.0f, 0.0f), tb_v3(0.0f, 0.5f, 0.0f));
+        if (s == 400) tb_rigid_throw(w, TB_THROW_DIE, tb_v3(-2, 2, 0), tb_v3(4, 1, 0.5f), tb_v3(3, -7, 2), 1);
+        if (s == 600) tb_rigid_world_set_friction(w, 0.8f);
+        assert_int_equal(tb_rigid_world_step(w, DT), TB_RIGID_OK);
+    }
+}
+
+static void same_scene_and_inputs_give_bit_identical_poses_after_10_s(void **state)
+{
+    (void)state;
+    tb_rigid_world *w[2];
+    for (int k = 0; k < 2; k++) {
+        w[k] = tray_world(16);
+        tb_rigid_rng rng = tb_rigid_rng_seed(42);
+        assert_int_equal(tb_rigid_scene_dice(w[k], &rng, NULL, NULL), TB_RIGID_OK);
+        run_dice_with_inputs(w[k], 1200);
+    }
+    int n = 0;
+    for (int id = tb_rigid_world_next_body(w[0], -1); id >= 0; id = tb_rigid_world_next_body(w[0], id), n++) {
+        tb_vec3 p[2];
+        tb_quat q[2];
+        for (int k = 0; k < 2; k++) assert_int_equal(tb_rigid_body_get_pose(w[k], id, &p[k], &q[k]), TB_RIGID_OK);
+        assert_memory_equal(&p[0], &p[1], sizeof p[0]);
+        assert_memory_equal(&q[0], &q[1], sizeof q[0]);
+    }
+    assert_int_equal(n, 6);
+    /* and the whole state, caches and timers included */
+    size_t size = tb_rigid_world_save_size(w[0]);
+    assert_int_equal(size, tb_rigid_world_save_size(w[1]));
+    unsigned char *a = malloc(size), *b = malloc(size);
+    tb_rigid_world_save(w[0], a, size, NULL);
+    tb_rigid_world_save(w[1], b, size, NULL);
+    assert_memory_equal(a, b, size);
+    free(a);
+    free(b);
+    tb_rigid_world_destroy(w[0]);
+    tb_rigid_world_destroy(w[1]);
+}
+
+static void loaded_world_steps_bit_identically_to_the_original(void **state)
+{
+    (void)state;
+    tb_rigid_world *w = tray_world(32);
+    int planks[TB_TOWER_PLANKS];
+    tb_rigid_scene_tower(w, planks);
+    step_for(w, 1.6f);
+    tb_rigid_scene_tower_launch_ball(w);
+    step_for(w, 0.3f); /* mid-collapse: many contacts in the cache, sleep timers running */
+    size_t size = tb_rigid_world_save_size(w);
+    unsigned char *image = malloc(size);
+    size_t written = 0;
+    assert_int_equal(tb_rigid_world_save(w, image, size - 1, &written), TB_RIGID_ERR_NO_SPACE);
+    assert_int_equal(tb_rigid_world_save(w, image, size, &written), TB_RIGID_OK);
+    assert_int_equal(written, size);
+    int err = 1;
+    tb_rigid_world *copy = tb_rigid_world_load(image, size, &err);
+    assert_int_equal(err, TB_RIGID_OK);
+    assert_non_null(copy);
+    assert_int_equal(tb_rigid_world_body_count(copy), 25);
+    step_for(w, 3.0f);
+    step_for(copy, 3.0f);
+    unsigned char *a = malloc(tb_rigid_world_save_size(w)), *b = malloc(tb_rigid_world_save_size(copy));
+    assert_int_equal(tb_rigid_world_save_size(w), tb_rigid_world_save_size(copy));
+    tb_rigid_world_save(w, a, tb_rigid_world_save_size(w), NULL);
+    tb_rigid_world_save(copy, b, tb_rigid_world_save_size(copy), NULL);
+    assert_memory_equal(a, b, tb_rigid_world_save_size(w));
+    free(a);
+    free(b);
+    free(image);
+    tb_rigid_world_destroy(copy);
+    tb_rigid_world_destroy(w);
+}
+
+static void load_rejects_truncated_or_corrupt_images(void **state)
+{
+    (void)state;
+    tb_rigid_world *w = tray_world(8);
+    tb_rigid_rng rng = tb_rigid_rng_seed(3);
+    tb_rigid_scene_dice(w, &rng, NULL, NULL);
+    step_for(w, 0.5f);
+    size_t size = tb_rigid_world_save_size(w);
+    unsigned char *image = malloc(size), *bad = malloc(size);
+    tb_rigid_world_save(w, image, size, NULL);
+    int err = 0;
+    assert_null(tb_rigid_world_load(image, size - 1, &err));
+    assert_int_equal(err, TB_RIGID_ERR_FORMAT);
+    assert_null(tb_rigid_world_load(image, 10, &err));
+    assert_null(tb_rigid_world_load(NULL, size, &err));
+    /* flip bytes one at a time across the header and the first body: either
+     * rejected, or a world that steps without producing NaN */
+    tb_rigid_rng r = tb_rigid_rng_seed(9);
+    for (int k = 0; k < 400; k++) {
+        memcpy(bad, image, size);
+        size_t at = (size_t)(tb_rigid_rng_next(&r) % (uint64_t)(size < 600 ? size : 600));
+        bad[at] ^= (unsigned char)(1u + tb_rigid_rng_next(&r) % 255u);
+        tb_rigid_world *x = tb_rigid_world_load(bad, size, &err);
+        if (!x) { assert_true(err < 0); continue; }
+        for (int s = 0; s < 10; s++) tb_rigid_world_step(x, DT);
+        for (int id = tb_rigid_world_next_body(x, -1); id >= 0; id = tb_rigid_world_next_body(x, id)) {
+            tb_vec3 p;
+            tb_quat q;
+            tb_rigid_body_get_pose(x, id, &p, &q);
+            assert_true(tb_q_finite(q));
+        }
+        tb_rigid_world_destroy(x);
+    }
+    free(bad);
+    free(image);
+    tb_rigid_world_destroy(w);
+}
+
+/* Every step of a collapse, throws and removals included, leaves the
+ * internal state consistent (the validation switch of STYLE.md). */
+static void internal_state_stays_consistent_through_a_collapse(void **state)
+{
+    (void)state;
+    tb_rigid_world *w = tray_world(40);
+    int planks[TB_TOWER_PLANKS];
+    tb_rigid_scene_tower(w, planks);
+    tb_rigid_rng rng = tb_rigid_rng_seed(11);
+    for (int s = 0; s < 900; s++) {
+        if (s == 192) tb_rigid_scene_tower_launch_ball(w);
+        if (s % 97 == 0)
+            tb_rigid_throw(w, (tb_rigid_throw_kind)(s % 2), tb_v3(-2.0f, 2.5f, tb_rigid_rng_float(&rng) - 0.5f),
+                           tb_v3(6.0f, 0.0f, 0.0f), tb_v3(0.0f, 3.0f, 0.0f), 0);
+        if (s % 131 == 0 && s > 0) tb_rigid_world_remove_body(w, planks[(s / 131) % TB_TOWER_PLANKS]);
+        assert_int_equal(tb_rigid_world_step(w, DT), TB_RIGID_OK);
+        const char *broken = tb_rigid_world_validate(w);
+        if (broken) fail_msg("step %d: %s", s, broken);
+    }
+    tb_rigid_world_destroy(w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(removed_id_is_reused_and_capacity_is_enforced),
+        cmocka_unit_test(mass_comes_from_density),
+        cmocka_unit_test(bad_input_returns_errors_and_changes_nothing),
+        cmocka_unit_test(world_def_out_of_range_is_refused),
+        cmocka_unit_test(resting_box_reports_four_floor_contacts_carrying_its_weight),
+        cmocka_unit_test(ray_cast_finds_the_closest_body),
+        cmocka_unit_test(body_slow_for_0_45_s_falls_asleep),
+        cmocka_unit_test(wake_spreads_through_contacts),
+        cmocka_unit_test(removing_a_support_wakes_what_rested_on_it),
+        cmocka_unit_test(same_scene_and_inputs_give_bit_identical_poses_after_10_s),
+        cmocka_unit_test(loaded_world_steps_bit_identically_to_the_original),
+        cmocka_unit_test(load_rejects_truncated_or_corrupt_images),
+        cmocka_unit_test(internal_state_stays_consistent_through_a_collapse),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
