@@ -17,7 +17,7 @@ export function normalise(m) {
   if (Array.isArray(m)) {
     const type = MSG_NAMES[m[0]] ?? `type${m[0]}`;
     if (type === 'welcome') return { type, room: m[3], instance: m[6], raw: m };
-    if (type === 'error') return { type, code: m[1], message: m[2], raw: m };
+    if (type === 'error') return { type, code: m[1], name: m[2], message: m[3], raw: m };
     return { type, raw: m };
   }
   if (m && typeof m === 'object') return { ...m, instance: m.instance ?? m.server, raw: m };
