@@ -15,11 +15,13 @@
 void tb_bench_cloth(const tb_bench_opts *opts);
 void tb_bench_soft(const tb_bench_opts *opts);
 void tb_bench_rigid(const tb_bench_opts *opts);
+void tb_bench_proto(const tb_bench_opts *opts);
 
 static const struct { const char *name; tb_bench_fn fn; } scenarios[] = {
     {"cloth", tb_bench_cloth},
     {"soft", tb_bench_soft},
     {"rigid", tb_bench_rigid},
+    {"proto", tb_bench_proto},
     {NULL, NULL} /* end */
 };
 

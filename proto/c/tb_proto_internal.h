@@ -1,0 +1,68 @@
+/* tb_proto_internal.h: helpers shared by the codec's .c files (not public).
+ *
+ * Decoding always goes: tb_proto__parse() = structural prescan (bounds every
+ * count by the bytes that remain, caps nesting) then msgpack_unpack_next()
+ * into a zone whose size is therefore O(len). Field readers below check type,
+ * range and finiteness and fill a tb_proto_err on failure. */
+#ifndef TB_PROTO_INTERNAL_H
+#define TB_PROTO_INTERNAL_H
+
+#include "tb_proto.h"
+
+int tb_proto__fail(tb_proto_err *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Structural check of one msgpack value filling exactly [buf, buf+len). */
+int tb_proto__prescan(const uint8_t *buf, size_t len, int max_depth, tb_proto_err *err);
+/* Prescan + unpack. On TB_OK *root is valid until msgpack_unpacked_destroy(up). */
+int tb_proto__parse(const uint8_t *buf, size_t len, int max_depth, msgpack_unpacked *up,
+                    const msgpack_object **root, tb_proto_err *err);
+
+/* Field readers. `what` names the field in the error message. */
+int tb_proto__uint(const msgpack_object *o, uint64_t max, uint32_t *out, const char *what, tb_proto_err *err);
+int tb_proto__num(const msgpack_object *o, double absmax, double *out, const char *what, tb_proto_err *err);
+int tb_proto__vec(const msgpack_object *o, size_t n, double absmax, double *out, const char *what, tb_proto_err *err);
+int tb_proto__bool(const msgpack_object *o, bool *out, const char *what, tb_proto_err *err);
+enum { TB_STR_TEXT = 0, TB_STR_ID = 1, TB_STR_TOKEN = 2 };
+int tb_proto__str(const msgpack_object *o, int charset, char *out, size_t max_len, const char *what, tb_proto_err *err);
+int tb_proto__array(const msgpack_object *o, uint32_t min, uint32_t max, const char *what, tb_proto_err *err);
+static inline bool tb_proto__is_nil(const msgpack_object *o) { return o->type == MSGPACK_OBJECT_NIL; }
+
+/* Packing helpers. */
+void tb_proto__pack_str(msgpack_packer *pk, const char *s);
+/* JS-compatible number: integral (and safe) -> smallest int, else float64. */
+void tb_proto__pack_jsnum(msgpack_packer *pk, double v);
+
+/* Bit stream, MSB first within each byte (PROTOCOL.md "Bit packing"). */
+typedef struct tb_bitw { uint8_t *buf; size_t cap, bit; int overflow; } tb_bitw;
+typedef struct tb_bitr { const uint8_t *buf; size_t len, bit; int error; } tb_bitr;
+void tb_bitw_put(tb_bitw *w, uint32_t v, int n);            /* n <= 32 */
+void tb_bitw_eg(tb_bitw *w, uint32_t v, int k);             /* exp-Golomb order k */
+uint32_t tb_bitr_get(tb_bitr *r, int n);
+uint32_t tb_bitr_eg(tb_bitr *r, int k);
+int tb_eg_bits(uint32_t v, int k);
+static inline uint32_t tb_zz(int32_t v) { return ((uint32_t)v << 1) ^ (uint32_t)(v >> 31); }
+static inline int32_t tb_unzz(uint32_t u) { return (int32_t)(u >> 1) ^ -(int32_t)(u & 1); }
+int tb_bits_for(uint32_t max_value);   /* bits to hold 0..max_value, at least 1 */
+
+/* Shared static-description codec (welcome and scene). */
+void tb_proto__pack_static(msgpack_packer *pk, const tb_proto_static *st);
+int tb_proto__read_static(const msgpack_object *o, tb_proto_static *st, tb_proto_err *err);
+int tb_proto__read_welcome_like(const msgpack_object *root, int type, tb_proto_welcome *w,
+                                const msgpack_object **state, tb_proto_err *err);
+
+/* Snapshot internals shared by encoder and decoder. */
+typedef struct tb_snap_grid { int32_t pmax[3], vmax[3]; int pbits[3], vbits[3]; } tb_snap_grid;
+int tb_snap__grid(const tb_proto_frame *f, tb_snap_grid *g, tb_proto_err *err);
+typedef struct tb_snap_body {
+    uint16_t id;
+    tb_proto_shape shape;
+    int32_t qp[3], vp[3];   /* position in grid cells, and its last change */
+    int32_t ri;             /* index of the dropped (largest) quaternion component */
+    int32_t rc[3], vr[3];   /* the three smallest components, and their last change */
+} tb_snap_body;
+bool tb_snap__shape_eq(const tb_proto_shape *a, const tb_proto_shape *b);
+void tb_snap__pack_shape(msgpack_packer *pk, uint16_t id, const tb_proto_shape *s);
+#define TB_SNAP_DEPTH 8
+
+#endif

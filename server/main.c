@@ -1,0 +1,146 @@
+/* main.c: tumble-server: flags and environment -> config -> start; signals
+ * -> graceful stop.
+ *
+ * The main thread is the network thread: it owns the libuv loop that
+ * libwebsockets runs on (a "foreign" loop to lws). The simulation workers
+ * are started by the scheduler. On SIGTERM or SIGINT the server stops
+ * accepting, closes every WebSocket with 1001, stops the workers and the
+ * loop runs dry; a watchdog guarantees the process is gone within 2 s even
+ * if some peer does not cooperate.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "net/config.h"
+#include "net/log.h"
+#include "net/server.h"
+#include "sim/clock.h"
+#include "sim/error.h"
+#include "sim/registry.h"
+#include "sim/sched.h"
+
+typedef struct tb_app {
+    tb_config cfg;
+    uv_loop_t loop;
+    tb_metrics metrics;
+    tb_server server;
+    tb_sched sched;
+    tb_registry registry;
+    uv_signal_t sigterm, sigint;
+    int signals_open;
+} tb_app;
+
+static void *tb__watchdog(void *arg)
+{
+    (void)arg;
+    struct timespec ts = {1, 900 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    tb_log_warn("graceful stop took too long; exiting anyway");
+    _exit(0);
+    return NULL;
+}
+
+static void tb__signal_closed(uv_handle_t *handle) { (void)handle; }
+
+static void tb__server_closed(tb_server *server)
+{
+    tb_app *app = server->loop->data;
+    uv_close((uv_handle_t *)&app->sigterm, tb__signal_closed);
+    uv_close((uv_handle_t *)&app->sigint, tb__signal_closed);
+}
+
+static void tb__on_signal(uv_signal_t *handle, int signum)
+{
+    tb_app *app = handle->data;
+    if (app->server.stopping)
+        return;
+    tb_log_info("signal %d: stopping", signum);
+    pthread_t watchdog;
+    if (pthread_create(&watchdog, NULL, tb__watchdog, NULL) == 0)
+        pthread_detach(watchdog);
+    tb_server_stop(&app->server, tb__server_closed);
+}
+
+static void tb__walk_close(uv_handle_t *handle, void *arg)
+{
+    (void)arg;
+    if (!uv_is_closing(handle))
+        uv_close(handle, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    static tb_app app; /* large; keep it off the stack */
+    char err[256] = "";
+    int rc = tb_config_parse(&app.cfg, argc, argv, (tb_config_getenv_fn)getenv, err, sizeof err);
+    if (rc == TB_CONFIG_HELP) {
+        tb_config_usage(stdout, "tumble-server");
+        return 0;
+    }
+    if (rc != TB_CONFIG_OK) {
+        fprintf(stderr, "tumble-server: %s\n", err);
+        return 2;
+    }
+    const tb_config *cfg = &app.cfg;
+    tb_log_set_level(cfg->log_level);
+    signal(SIGPIPE, SIG_IGN);
+
+    uv_loop_init(&app.loop);
+    app.loop.data = &app;
+    tb_metrics_init(&app.metrics);
+    tb_server_init(&app.server, &app.loop, cfg, &app.metrics);
+    if (!app.server.root_real[0])
+        tb_log_warn("client folder %s not found: serving the built-in lobby page", cfg->client_dir);
+    rc = tb_sched_init(&app.sched, cfg->workers, cfg->snapshot_rate, cfg->instance, &app.metrics, tb_server_wake,
+                       &app.server);
+    if (rc < 0) {
+        fprintf(stderr, "tumble-server: scheduler: %s\n", tb_strerror(rc));
+        return 1;
+    }
+    tb_registry_init(&app.registry, &app.sched, &app.metrics, cfg->max_rooms,
+                     (int64_t)cfg->room_idle_timeout * TB_NS_PER_SEC, (uint64_t)time(NULL));
+    tb_server_attach(&app.server, &app.sched, &app.registry);
+    if (tb_sched_start(&app.sched) < 0) {
+        fprintf(stderr, "tumble-server: cannot start worker threads\n");
+        return 1;
+    }
+    rc = tb_registry_open_defaults(&app.registry);
+    if (rc < 0 && rc != TB_EMAXROOMS)
+        tb_log_warn("default rooms: %s", tb_strerror(rc));
+
+    uv_signal_init(&app.loop, &app.sigterm);
+    app.sigterm.data = &app;
+    uv_signal_start(&app.sigterm, tb__on_signal, SIGTERM);
+    uv_signal_init(&app.loop, &app.sigint);
+    app.sigint.data = &app;
+    uv_signal_start(&app.sigint, tb__on_signal, SIGINT);
+
+    int exit_code = 0;
+    if (tb_server_start(&app.server) < 0) {
+        exit_code = 1;
+        tb_server_stop(&app.server, tb__server_closed);
+    } else {
+        printf("tumble: listening on http://%s:%d\n", cfg->bind, app.server.port);
+        fflush(stdout);
+        tb_log_info("instance %s, %d worker(s), %d snapshots/s, client folder %s", cfg->instance, cfg->workers,
+                    cfg->snapshot_rate, app.server.root_real[0] ? app.server.root_real : "(none)");
+    }
+
+    uv_run(&app.loop, UV_RUN_DEFAULT);
+    if (uv_loop_close(&app.loop) == UV_EBUSY) {
+        uv_walk(&app.loop, tb__walk_close, NULL);
+        uv_run(&app.loop, UV_RUN_DEFAULT);
+        uv_loop_close(&app.loop);
+    }
+    tb_registry_close(&app.registry);
+    tb_sched_close(&app.sched);
+    tb_log_info("stopped");
+    return exit_code;
+}

@@ -1,0 +1,51 @@
+/* config.h: every setting of tumble-server, from flags and environment.
+ *
+ * Each setting has a flag (--port), an environment variable (TUMBLE_PORT)
+ * and a default; a flag beats the environment, the environment beats the
+ * default. Parsing lives here rather than in main.c so it can be unit
+ * tested; main only prints the result. tb_config_usage() is the --help text
+ * and is generated from the same table, so the two cannot disagree.
+ */
+#ifndef TB_CONFIG_H
+#define TB_CONFIG_H
+
+#include <stdio.h>
+
+#define TB_CONFIG_PATH_MAX 1024
+
+enum { TB_LOG_ERROR = 0, TB_LOG_WARN, TB_LOG_INFO, TB_LOG_DEBUG };
+
+typedef struct tb_config {
+    int port;
+    char bind[64];
+    int workers;
+    char client_dir[TB_CONFIG_PATH_MAX];
+    int snapshot_rate;       /* Hz, divides 120 */
+    int max_rooms;
+    int max_clients_per_room;
+    int room_idle_timeout;   /* seconds */
+    int log_level;           /* TB_LOG_* */
+    char instance[64];
+    char state_dir[TB_CONFIG_PATH_MAX];
+    char allowed_origins[1024];
+    /* limits */
+    int max_message_bytes;
+    int input_rate;          /* inputs per second per client (burst: 2x) */
+    int throw_rate;          /* throws per second per client (burst: 2x) */
+    int max_conns_per_address;
+    int slow_reader_timeout; /* seconds without reading before disconnect */
+} tb_config;
+
+/* getenv-like lookup, so tests can feed their own environment. */
+typedef const char *(*tb_config_getenv_fn)(const char *name);
+
+enum { TB_CONFIG_OK = 0, TB_CONFIG_HELP = 1, TB_CONFIG_ERROR = -1 };
+
+/* Fills cfg from defaults, then env, then argv. TB_CONFIG_HELP when --help
+ * was given; TB_CONFIG_ERROR with a one-line reason in err. */
+int tb_config_parse(tb_config *cfg, int argc, char **argv, tb_config_getenv_fn getenv_fn, char *err,
+                    size_t err_cap);
+void tb_config_usage(FILE *out, const char *prog);
+const char *tb_log_level_name(int level);
+
+#endif

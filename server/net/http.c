@@ -1,0 +1,282 @@
+/* http.c: the HTTP side of the server: client files, lobby API, health,
+ * metrics.
+ *
+ *   GET /               the web client (client-dir/index.html), or a small
+ *                       built-in lobby page while no client is built
+ *   GET /r/<room-id>    the same page: a shareable room link
+ *   GET /api/rooms      JSON array of open rooms
+ *   GET /healthz        JSON, 200 while serving, 503 once stopping
+ *   GET /metrics        Prometheus text format
+ *   GET /<file>         a file under client-dir, through tb_path_resolve()
+ *
+ * Dynamic bodies are built in full, the headers written at once and the
+ * body on the next HTTP_WRITEABLE (lws wants one write per callback).
+ */
+#define _GNU_SOURCE
+#include <libwebsockets.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/log.h"
+#include "net/path.h"
+#include "net/server.h"
+#include "sim/clock.h"
+#include "sim/error.h"
+
+static const char tb__lobby_html[] =
+    "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+    "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+    "<title>Tumble</title>\n"
+    "<style>body{font:16px system-ui,sans-serif;margin:2em;max-width:46em}"
+    "table{border-collapse:collapse}td,th{padding:.3em .8em;text-align:left;border-bottom:1px solid #ddd}</style>\n"
+    "</head><body>\n<h1>Tumble</h1>\n"
+    "<p>The web client is not built yet (<code>make</code> builds it into client-web/dist). Open rooms:</p>\n"
+    "<table id=\"rooms\"><thead><tr><th>room</th><th>kind</th><th>scene</th><th>clients</th><th>bodies</th>"
+    "<th>awake</th><th>step (&micro;s)</th></tr></thead><tbody></tbody></table>\n"
+    "<script>\n"
+    "fetch('/api/rooms').then(r => r.json()).then(rooms => {\n"
+    "  const body = document.querySelector('#rooms tbody');\n"
+    "  for (const r of rooms) {\n"
+    "    const tr = document.createElement('tr');\n"
+    "    const a = document.createElement('a'); a.href = '/r/' + encodeURIComponent(r.id); a.textContent = r.id;\n"
+    "    const td = document.createElement('td'); td.appendChild(a); tr.appendChild(td);\n"
+    "    for (const v of [r.kind, r.scene, r.clients, r.bodies, r.awake, r.step_us.toFixed(1)]) {\n"
+    "      const c = document.createElement('td'); c.textContent = v; tr.appendChild(c);\n"
+    "    }\n"
+    "    body.appendChild(tr);\n"
+    "  }\n"
+    "});\n"
+    "</script>\n</body></html>\n";
+
+static int tb__respond(struct lws *wsi, tb_http_session *h, unsigned status, const char *ctype, const char *body,
+                       size_t len)
+{
+    unsigned char hdr[LWS_PRE + 1024], *start = hdr + LWS_PRE, *p = start, *end = hdr + sizeof hdr - 1;
+    free(h->body);
+    h->body = malloc(LWS_PRE + len + 1);
+    if (!h->body)
+        return -1;
+    memcpy(h->body + LWS_PRE, body, len);
+    h->len = len;
+    if (lws_add_http_common_headers(wsi, status, ctype, (lws_filepos_t)len, &p, end) ||
+        lws_add_http_header_by_name(wsi, (const unsigned char *)"cache-control:", (const unsigned char *)"no-store",
+                                    8, &p, end) ||
+        lws_finalize_write_http_header(wsi, start, &p, end))
+        return -1;
+    lws_callback_on_writable(wsi);
+    return 0;
+}
+
+static int tb__respond_text(struct lws *wsi, tb_http_session *h, unsigned status, const char *text)
+{
+    return tb__respond(wsi, h, status, "text/plain; charset=utf-8", text, strlen(text));
+}
+
+/* A growable string for JSON and metrics bodies. */
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    bool failed;
+} tb__sb;
+
+static void tb__sb_printf(tb__sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tb__sb_printf(tb__sb *b, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        size_t room = b->cap - b->len;
+        int n = vsnprintf(b->buf ? b->buf + b->len : NULL, room, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->failed = true;
+            return;
+        }
+        if ((size_t)n < room) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t cap = (b->cap ? b->cap * 2 : 1024) + (size_t)n;
+        char *nb = realloc(b->buf, cap);
+        if (!nb) {
+            b->failed = true;
+            return;
+        }
+        b->buf = nb;
+        b->cap = cap;
+    }
+}
+
+static void tb__sb_json_str(tb__sb *b, const char *s)
+{
+    tb__sb_printf(b, "\"");
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            tb__sb_printf(b, "\\%c", c);
+        else if (c < 0x20)
+            tb__sb_printf(b, "\\u%04x", c);
+        else
+            tb__sb_printf(b, "%c", c);
+    }
+    tb__sb_printf(b, "\"");
+}
+
+static int tb__api_rooms(tb_server *server, struct lws *wsi, tb_http_session *h)
+{
+    int cap = server->cfg->max_rooms + 8;
+    tb_room_row *rows = calloc((size_t)cap, sizeof *rows);
+    if (!rows)
+        return tb__respond_text(wsi, h, 500, "out of memory\n");
+    int n = tb_registry_rows(server->registry, rows, cap);
+    if (n > cap)
+        n = cap;
+    tb__sb b = {0};
+    tb__sb_printf(&b, "[");
+    for (int i = 0; i < n; i++) {
+        const tb_room_row *r = &rows[i];
+        tb__sb_printf(&b, "%s{\"id\":", i ? "," : "");
+        tb__sb_json_str(&b, r->id);
+        tb__sb_printf(&b, ",\"kind\":");
+        tb__sb_json_str(&b, r->kind);
+        tb__sb_printf(&b, ",\"scene\":");
+        tb__sb_json_str(&b, r->scene);
+        tb__sb_printf(&b, ",\"clients\":%d,\"bodies\":%d,\"awake\":%d,\"step_us\":%.2f,\"steps\":%llu,\"worker\":%d,\"default\":%s,\"instance\":",
+                      r->clients, r->bodies, r->awake, r->step_us, (unsigned long long)r->steps, r->worker,
+                      r->keep ? "true" : "false");
+        tb__sb_json_str(&b, server->cfg->instance); /* which server holds it, for a router's merged lobby */
+        tb__sb_printf(&b, "}");
+    }
+    tb__sb_printf(&b, "]\n");
+    free(rows);
+    int rc = b.failed ? tb__respond_text(wsi, h, 500, "out of memory\n")
+                      : tb__respond(wsi, h, 200, "application/json", b.buf, b.len);
+    free(b.buf);
+    return rc;
+}
+
+static int tb__healthz(tb_server *server, struct lws *wsi, tb_http_session *h)
+{
+    tb__sb b = {0};
+    tb__sb_printf(&b, "{\"status\":\"%s\",\"instance\":", server->stopping ? "stopping" : "ok");
+    tb__sb_json_str(&b, server->cfg->instance);
+    tb__sb_printf(&b, ",\"rooms\":%d,\"clients\":%d,\"workers\":%d,\"uptime_s\":%.1f}\n",
+                  atomic_load(&server->metrics->rooms), atomic_load(&server->metrics->clients),
+                  server->cfg->workers, (double)(tb_clock_now_ns() - server->started_ns) / 1e9);
+    int rc = b.failed ? -1 : tb__respond(wsi, h, server->stopping ? 503 : 200, "application/json", b.buf, b.len);
+    free(b.buf);
+    return rc;
+}
+
+static int tb__metrics(tb_server *server, struct lws *wsi, tb_http_session *h)
+{
+    size_t need = tb_metrics_write(server->metrics, NULL, 0);
+    char *buf = malloc(need + 1024);
+    if (!buf)
+        return tb__respond_text(wsi, h, 500, "out of memory\n");
+    size_t n = tb_metrics_write(server->metrics, buf, need + 1024);
+    int rc = tb__respond(wsi, h, 200, "text/plain; version=0.0.4; charset=utf-8", buf, n);
+    free(buf);
+    return rc;
+}
+
+static int tb__serve_file(struct lws *wsi, const char *path)
+{
+    int n = lws_serve_http_file(wsi, path, tb_path_mime(path), "cache-control: no-cache\r\n", 25);
+    if (n < 0)
+        return -1;
+    if (n > 0 && lws_http_transaction_completed(wsi))
+        return -1;
+    return 0;
+}
+
+static bool tb__is_app_route(const char *uri)
+{
+    if (strcmp(uri, "/") == 0 || strcmp(uri, "/index.html") == 0)
+        return true;
+    if (strncmp(uri, "/r/", 3) != 0)
+        return false;
+    char id[TB_ROOM_ID_MAX + 2];
+    size_t n = strlen(uri + 3);
+    if (n > 0 && uri[3 + n - 1] == '/')
+        n--;
+    if (n == 0 || n > TB_ROOM_ID_MAX)
+        return false;
+    memcpy(id, uri + 3, n);
+    id[n] = 0;
+    return tb_room_id_valid(id);
+}
+
+static int tb__on_request(tb_server *server, struct lws *wsi, tb_http_session *h, const char *uri)
+{
+    TB_COUNT(server->metrics, http_requests_total);
+    if (lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) <= 0)
+        return tb__respond_text(wsi, h, 405, "only GET\n");
+    tb_log_debug("GET %s", uri);
+    if (strcmp(uri, "/healthz") == 0)
+        return tb__healthz(server, wsi, h);
+    if (strcmp(uri, "/metrics") == 0)
+        return tb__metrics(server, wsi, h);
+    if (strcmp(uri, "/api/rooms") == 0)
+        return tb__api_rooms(server, wsi, h);
+    if (server->stopping)
+        return tb__respond_text(wsi, h, 503, "shutting down\n");
+
+    char path[PATH_MAX];
+    if (tb__is_app_route(uri)) {
+        if (server->root_real[0] && tb_path_resolve(server->root_real, "/index.html", path, sizeof path) == 0)
+            return tb__serve_file(wsi, path);
+        return tb__respond(wsi, h, 200, "text/html; charset=utf-8", tb__lobby_html, sizeof tb__lobby_html - 1);
+    }
+    if (!server->root_real[0])
+        return tb__respond_text(wsi, h, 404, "not found\n");
+    int rc = tb_path_resolve(server->root_real, uri, path, sizeof path);
+    if (rc == TB_EPATH) {
+        TB_COUNT(server->metrics, http_refused_paths_total);
+        return tb__respond_text(wsi, h, 403, "forbidden\n");
+    }
+    if (rc < 0)
+        return tb__respond_text(wsi, h, 404, "not found\n");
+    return tb__serve_file(wsi, path);
+}
+
+int tb_http_callback(tb_server *server, struct lws *wsi, int reason, void *user, void *in, size_t len)
+{
+    tb_http_session *h = user;
+    switch (reason) {
+    case LWS_CALLBACK_HTTP: {
+        char uri[1024];
+        size_t n = len < sizeof uri - 1 ? len : sizeof uri - 1;
+        memcpy(uri, in, n);
+        uri[n] = 0;
+        if (strlen(uri) != n) { /* NUL inside the path */
+            TB_COUNT(server->metrics, http_refused_paths_total);
+            return tb__respond_text(wsi, h, 403, "forbidden\n");
+        }
+        return tb__on_request(server, wsi, h, uri);
+    }
+    case LWS_CALLBACK_HTTP_WRITEABLE: {
+        if (!h || !h->body)
+            return 0;
+        int n = lws_write(wsi, h->body + LWS_PRE, h->len, LWS_WRITE_HTTP_FINAL);
+        size_t want = h->len;
+        free(h->body);
+        h->body = NULL;
+        if (n < (int)want)
+            return -1;
+        if (lws_http_transaction_completed(wsi))
+            return -1;
+        return 0;
+    }
+    case LWS_CALLBACK_CLOSED_HTTP:
+        if (h) {
+            free(h->body);
+            h->body = NULL;
+        }
+        return 0;
+    default:
+        return lws_callback_http_dummy(wsi, (enum lws_callback_reasons)reason, user, in, len);
+    }
+}

@@ -1,0 +1,86 @@
+/* server.h: the network thread: libwebsockets on the main libuv loop.
+ *
+ * tb_server owns every socket. It serves HTTP (client files, /api/rooms,
+ * /healthz, /metrics) and the `tumble.v1` WebSocket protocol. It never
+ * touches a world: it decodes client messages into tb_input records for
+ * the room rings, and it drains the workers' output rings (woken by
+ * tb_server_wake from any thread) into the sessions' outbound slots.
+ *
+ * Lifecycle, libuv style: tb_server_init -> tb_server_attach ->
+ * tb_server_start -> ... -> tb_server_stop(close_cb). Stop is graceful:
+ * refuse new connections, close every WebSocket with 1001 (going away),
+ * stop the workers, destroy the lws context and close the server's own
+ * handles, then call close_cb on the loop.
+ */
+#ifndef TB_SERVER_H
+#define TB_SERVER_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "net/config.h"
+#include "sim/metrics.h"
+#include "sim/registry.h"
+#include "sim/sched.h"
+
+struct lws_context;
+struct lws_vhost;
+struct tb_session;
+typedef struct tb_server tb_server;
+typedef void (*tb_server_close_cb)(tb_server *server);
+
+typedef struct tb_addr_count {
+    char addr[48];
+    int count;
+} tb_addr_count;
+
+struct tb_server {
+    uv_loop_t *loop;
+    const tb_config *cfg;
+    tb_metrics *metrics;
+    tb_sched *sched;
+    tb_registry *registry;
+
+    struct lws_context *context;
+    struct lws_vhost *vhost;
+    int port; /* the bound port (the real one when --port 0) */
+
+    uv_async_t wake;          /* workers -> network thread */
+    uv_timer_t housekeeping;  /* slow readers, idle rooms (2 Hz) */
+    uv_timer_t stop_timer;    /* graceful-stop progress */
+    int handles_open;
+
+    char root_real[PATH_MAX]; /* realpath of --client-dir, "" when missing */
+
+    struct tb_session *sessions; /* every WebSocket session */
+    int session_count;
+    uint32_t next_client_id;
+    tb_addr_count *addrs;
+    int addr_count, addr_cap;
+
+    bool started, stopping, workers_stopped;
+    int64_t started_ns;
+    int64_t stop_deadline_ns;
+    tb_server_close_cb close_cb;
+};
+
+int tb_server_init(tb_server *server, uv_loop_t *loop, const tb_config *cfg, tb_metrics *metrics);
+void tb_server_attach(tb_server *server, tb_sched *sched, tb_registry *registry);
+/* tb_sched_wake_cb: safe from any thread. */
+void tb_server_wake(void *server);
+/* Creates the lws context and listens. 0, or TB_EINVAL when lws fails. */
+int tb_server_start(tb_server *server);
+void tb_server_stop(tb_server *server, tb_server_close_cb close_cb);
+
+/* HTTP side (http.c), called from the lws callback in server.c with the
+ * per-connection tb_http_session as user. */
+struct lws;
+typedef struct tb_http_session {
+    unsigned char *body; /* LWS_PRE + len bytes, written on HTTP_WRITEABLE */
+    size_t len;
+} tb_http_session;
+int tb_http_callback(tb_server *server, struct lws *wsi, int reason, void *user, void *in, size_t len);
+
+#endif

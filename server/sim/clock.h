@@ -1,0 +1,24 @@
+/* clock.h: the one clock the server schedules by.
+ *
+ * Every deadline in Tumble is an absolute CLOCK_MONOTONIC time in
+ * nanoseconds (int64_t, good for 292 years). Workers sleep until such a
+ * deadline with clock_nanosleep(TIMER_ABSTIME), so sleeping never drifts:
+ * a late wake-up shortens the next sleep instead of pushing every later step.
+ */
+#ifndef TB_CLOCK_H
+#define TB_CLOCK_H
+
+#include <stdint.h>
+
+#define TB_NS_PER_SEC 1000000000LL
+#define TB_NS_PER_MS 1000000LL
+#define TB_NS_PER_US 1000LL
+
+/* Monotonic now, in ns. */
+int64_t tb_clock_now_ns(void);
+
+/* Sleep until the absolute monotonic time `deadline_ns` (returns early only
+ * on a signal; callers loop anyway). */
+void tb_clock_sleep_until(int64_t deadline_ns);
+
+#endif

@@ -1,0 +1,143 @@
+/* metrics.c: lock-free counters and histograms, and their Prometheus text. */
+#include "sim/metrics.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+const double tb_hist_bounds_us[TB_HIST_BUCKETS] = {
+    25, 50, 100, 250, 500, 1000, 2000, 4000, 8000, 16000, 32000, 50000, 100000, 250000,
+};
+
+_Static_assert(TB_ERR__COUNT <= TB_REJECT_COUNT, "reject counters cover every protocol error code");
+
+const char *const tb_refuse_names[TB_REFUSE_COUNT] = {
+    "per_address", "shutting_down", "max_rooms", "room_full", "bad_room_id",
+    "bad_scene", "origin", "slow_reader",
+};
+
+void tb_metrics_init(tb_metrics *m)
+{
+    memset(m, 0, sizeof *m); /* all-zero is a valid state for lock-free atomics */
+}
+
+void tb_hist_observe(tb_hist *hist, int64_t value_us)
+{
+    if (value_us < 0)
+        value_us = 0;
+    int b = 0;
+    while (b < TB_HIST_BUCKETS && (double)value_us > tb_hist_bounds_us[b])
+        b++;
+    atomic_fetch_add_explicit(&hist->bucket[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&hist->count, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&hist->sum_us, (uint_fast64_t)value_us, memory_order_relaxed);
+}
+
+double tb_hist_quantile(const tb_hist *hist, double q)
+{
+    uint64_t counts[TB_HIST_BUCKETS + 1], total = 0;
+    for (int b = 0; b <= TB_HIST_BUCKETS; b++) {
+        counts[b] = atomic_load_explicit(&((tb_hist *)hist)->bucket[b], memory_order_relaxed);
+        total += counts[b];
+    }
+    if (total == 0)
+        return -1.0;
+    double rank = q * (double)total, seen = 0;
+    for (int b = 0; b <= TB_HIST_BUCKETS; b++) {
+        if (seen + (double)counts[b] >= rank && counts[b] > 0) {
+            double lo = b == 0 ? 0.0 : tb_hist_bounds_us[b - 1];
+            double hi = b == TB_HIST_BUCKETS ? lo * 2 : tb_hist_bounds_us[b];
+            return lo + (hi - lo) * ((rank - seen) / (double)counts[b]);
+        }
+        seen += (double)counts[b];
+    }
+    return tb_hist_bounds_us[TB_HIST_BUCKETS - 1];
+}
+
+typedef struct {
+    char *buf;
+    size_t cap, len;
+} tb__out;
+
+static void tb__printf(tb__out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tb__printf(tb__out *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = o->len < o->cap ? o->cap - o->len : 0;
+    int n = vsnprintf(room ? o->buf + o->len : NULL, room, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        o->len += (size_t)n;
+}
+
+#define LOAD(x) ((unsigned long long)atomic_load_explicit(&(x), memory_order_relaxed))
+
+static void tb__counter(tb__out *o, const char *name, const char *help, unsigned long long v)
+{
+    tb__printf(o, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name, v);
+}
+
+static void tb__hist(tb__out *o, const char *name, const char *help, const tb_hist *h)
+{
+    tb__printf(o, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    unsigned long long cum = 0;
+    for (int b = 0; b < TB_HIST_BUCKETS; b++) {
+        cum += LOAD(h->bucket[b]);
+        tb__printf(o, "%s_bucket{le=\"%g\"} %llu\n", name, tb_hist_bounds_us[b] / 1e6, cum);
+    }
+    cum += LOAD(h->bucket[TB_HIST_BUCKETS]);
+    tb__printf(o, "%s_bucket{le=\"+Inf\"} %llu\n", name, cum);
+    tb__printf(o, "%s_sum %g\n%s_count %llu\n", name, (double)LOAD(h->sum_us) / 1e6, name, LOAD(h->count));
+}
+
+size_t tb_metrics_write(const tb_metrics *cm, char *buf, size_t cap)
+{
+    tb_metrics *m = (tb_metrics *)cm;
+    tb__out o = {buf, cap, 0};
+    tb__printf(&o, "# HELP tumble_rooms Rooms open.\n# TYPE tumble_rooms gauge\ntumble_rooms %d\n",
+               atomic_load(&m->rooms));
+    tb__printf(&o, "# HELP tumble_clients WebSocket clients joined to a room.\n# TYPE tumble_clients gauge\n"
+               "tumble_clients %d\n", atomic_load(&m->clients));
+    tb__counter(&o, "tumble_steps_total", "World steps taken (all rooms).", LOAD(m->steps_total));
+    tb__counter(&o, "tumble_overrun_steps_total", "Steps skipped because a room fell more than 0.25 s behind.",
+                LOAD(m->overrun_steps_total));
+    tb__hist(&o, "tumble_step_seconds", "Time of one world step.", &m->step_time);
+    tb__hist(&o, "tumble_tick_lateness_seconds", "How late a room's step started after its due time.",
+             &m->tick_lateness);
+    tb__hist(&o, "tumble_input_to_snapshot_seconds",
+             "From an input's arrival on the network thread to the first snapshot encoded with it.",
+             &m->input_latency);
+    tb__counter(&o, "tumble_snapshots_total", "Snapshots encoded by the workers.", LOAD(m->snapshots_total));
+    tb__counter(&o, "tumble_snapshots_sent_total", "Snapshot frames written to clients.",
+                LOAD(m->snapshots_sent_total));
+    tb__counter(&o, "tumble_snapshots_skipped_total",
+                "Snapshots replaced by a newer one before a slow client could take them.",
+                LOAD(m->snapshots_skipped_total));
+    tb__counter(&o, "tumble_snapshots_dropped_total", "Snapshots dropped because the worker queue was full.",
+                LOAD(m->snapshots_dropped_total));
+    tb__counter(&o, "tumble_messages_sent_total", "WebSocket messages written.", LOAD(m->messages_sent_total));
+    tb__counter(&o, "tumble_bytes_sent_total", "WebSocket payload bytes written.", LOAD(m->bytes_sent_total));
+    tb__counter(&o, "tumble_messages_received_total", "WebSocket messages received.",
+                LOAD(m->messages_received_total));
+    tb__counter(&o, "tumble_bytes_received_total", "WebSocket payload bytes received.",
+                LOAD(m->bytes_received_total));
+    tb__counter(&o, "tumble_inputs_applied_total", "Inputs applied to a world.", LOAD(m->inputs_applied_total));
+    tb__printf(&o, "# HELP tumble_inputs_rejected_total Client messages rejected, by reason.\n"
+               "# TYPE tumble_inputs_rejected_total counter\n");
+    for (int r = 1; r < TB_ERR__COUNT; r++)
+        tb__printf(&o, "tumble_inputs_rejected_total{reason=\"%s\"} %llu\n", tb_proto_code_name(r),
+                   LOAD(m->inputs_rejected_total[r]));
+    tb__counter(&o, "tumble_connections_total", "WebSocket connections accepted.", LOAD(m->connections_total));
+    tb__printf(&o, "# HELP tumble_connections_refused_total Connections or joins refused, by reason.\n"
+               "# TYPE tumble_connections_refused_total counter\n");
+    for (int r = 0; r < TB_REFUSE_COUNT; r++)
+        tb__printf(&o, "tumble_connections_refused_total{reason=\"%s\"} %llu\n", tb_refuse_names[r],
+                   LOAD(m->connections_refused_total[r]));
+    tb__counter(&o, "tumble_http_requests_total", "HTTP requests served.", LOAD(m->http_requests_total));
+    tb__counter(&o, "tumble_http_refused_paths_total", "HTTP paths refused (traversal, symlinks out, bad bytes).",
+                LOAD(m->http_refused_paths_total));
+    tb__counter(&o, "tumble_events_dropped_total", "Room events dropped because a queue was full.",
+                LOAD(m->events_dropped_total));
+    return o.len;
+}

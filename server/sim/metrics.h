@@ -1,0 +1,88 @@
+/* metrics.h: the counters and histograms behind /metrics.
+ *
+ * One tb_metrics lives in the server (main owns it and hands a pointer to
+ * the scheduler and the network layer); nothing here is global. Every field
+ * is a relaxed atomic: workers and the network thread bump them without
+ * locks, and /metrics reads a slightly torn but never corrupt view, which is
+ * what Prometheus expects of a scrape.
+ *
+ * Histograms have fixed upper bounds in microseconds (cumulative buckets are
+ * computed when the text is written).
+ */
+#ifndef TB_METRICS_H
+#define TB_METRICS_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tb_proto.h"
+
+#define TB_HIST_BUCKETS 14
+typedef struct tb_hist {
+    atomic_uint_fast64_t bucket[TB_HIST_BUCKETS + 1]; /* last one: +Inf */
+    atomic_uint_fast64_t count;
+    atomic_uint_fast64_t sum_us;
+} tb_hist;
+
+/* Upper bounds (us) shared by both histograms: 25 us .. 250 ms. */
+extern const double tb_hist_bounds_us[TB_HIST_BUCKETS];
+
+void tb_hist_observe(tb_hist *hist, int64_t value_us);
+/* Value below which `q` (0..1) of the observations fall, by linear
+ * interpolation inside the bucket (us); -1 when empty. */
+double tb_hist_quantile(const tb_hist *hist, double q);
+
+/* Client messages are rejected with a protocol error code (tb_proto.h
+ * enum tb_proto_code); the counters are indexed by that code and labelled
+ * with tb_proto_code_name(). */
+#define TB_REJECT_COUNT 32
+/* Why a connection or a join was refused. */
+typedef enum tb_refuse_reason {
+    TB_REFUSE_PER_ADDRESS,  /* too many connections from one address */
+    TB_REFUSE_SHUTTING_DOWN,
+    TB_REFUSE_MAX_ROOMS,
+    TB_REFUSE_ROOM_FULL,
+    TB_REFUSE_BAD_ROOM_ID,
+    TB_REFUSE_BAD_SCENE,
+    TB_REFUSE_ORIGIN,
+    TB_REFUSE_SLOW_READER,  /* disconnected: did not read for 10 s */
+    TB_REFUSE_COUNT
+} tb_refuse_reason;
+extern const char *const tb_refuse_names[TB_REFUSE_COUNT];
+
+typedef struct tb_metrics {
+    atomic_uint_fast64_t steps_total;
+    atomic_uint_fast64_t overrun_steps_total;     /* steps dropped by the 0.25 s catch-up cap */
+    atomic_uint_fast64_t snapshots_total;         /* snapshots encoded by workers */
+    atomic_uint_fast64_t snapshots_sent_total;    /* snapshot frames written to sockets */
+    atomic_uint_fast64_t snapshots_skipped_total; /* replaced in a slow client's slot before sending */
+    atomic_uint_fast64_t snapshots_dropped_total; /* worker -> network ring full */
+    atomic_uint_fast64_t messages_sent_total;     /* all frames written */
+    atomic_uint_fast64_t bytes_sent_total;
+    atomic_uint_fast64_t messages_received_total;
+    atomic_uint_fast64_t bytes_received_total;
+    atomic_uint_fast64_t inputs_applied_total;
+    atomic_uint_fast64_t inputs_rejected_total[TB_REJECT_COUNT];
+    atomic_uint_fast64_t connections_total;
+    atomic_uint_fast64_t connections_refused_total[TB_REFUSE_COUNT];
+    atomic_uint_fast64_t http_requests_total;
+    atomic_uint_fast64_t http_refused_paths_total;
+    atomic_uint_fast64_t events_dropped_total;
+    atomic_int rooms;
+    atomic_int clients;
+    tb_hist step_time;     /* one world step, us */
+    tb_hist tick_lateness; /* wake-up time minus due time of the step, us */
+    tb_hist input_latency; /* input received -> first snapshot encoded with it, us */
+} tb_metrics;
+
+void tb_metrics_init(tb_metrics *m);
+
+#define TB_COUNT(m, field) atomic_fetch_add_explicit(&(m)->field, 1, memory_order_relaxed)
+#define TB_COUNT_N(m, field, n) atomic_fetch_add_explicit(&(m)->field, (n), memory_order_relaxed)
+
+/* Prometheus text exposition into buf; returns bytes written (<= cap) or
+ * the size needed when cap is too small (snprintf semantics). */
+size_t tb_metrics_write(const tb_metrics *m, char *buf, size_t cap);
+
+#endif

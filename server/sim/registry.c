@@ -1,0 +1,183 @@
+/* registry.c: the table of open rooms (see registry.h). */
+#include "sim/registry.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/error.h"
+
+static const char *const tb__default_rooms[] = {"tower", "dice", "flag", "cape", "dough"};
+
+int tb_registry_init(tb_registry *reg, tb_sched *sched, tb_metrics *metrics, int max_rooms,
+                     int64_t idle_timeout_ns, uint64_t seed)
+{
+    memset(reg, 0, sizeof *reg);
+    pthread_mutex_init(&reg->lock, NULL);
+    reg->sched = sched;
+    reg->metrics = metrics;
+    reg->max_rooms = max_rooms;
+    reg->idle_timeout_ns = idle_timeout_ns;
+    reg->next_seed = seed;
+    return 0;
+}
+
+static int tb__index(const tb_registry *reg, const char *id)
+{
+    for (int i = 0; i < reg->count; i++)
+        if (strcmp(reg->rooms[i]->id, id) == 0)
+            return i;
+    return -1;
+}
+
+tb_room *tb_registry_find(tb_registry *reg, const char *id)
+{
+    pthread_mutex_lock(&reg->lock);
+    int i = tb__index(reg, id);
+    tb_room *room = i >= 0 ? tb_room_ref(reg->rooms[i]) : NULL;
+    pthread_mutex_unlock(&reg->lock);
+    return room;
+}
+
+int tb_registry_get_or_create(tb_registry *reg, const char *id, const char *scene_name, bool keep,
+                              tb_room **out, bool *created)
+{
+    *out = NULL;
+    if (created)
+        *created = false;
+    if (!tb_room_id_valid(id))
+        return TB_EBADID;
+    pthread_mutex_lock(&reg->lock);
+    int i = tb__index(reg, id);
+    if (i >= 0) {
+        *out = tb_room_ref(reg->rooms[i]);
+        pthread_mutex_unlock(&reg->lock);
+        return 0;
+    }
+    int rc = 0;
+    tb_room *room = NULL;
+    if (reg->count >= reg->max_rooms) {
+        rc = TB_EMAXROOMS;
+        goto done;
+    }
+    if (reg->count == reg->cap) {
+        int cap = reg->cap ? reg->cap * 2 : 16;
+        tb_room **rooms = realloc(reg->rooms, (size_t)cap * sizeof *rooms);
+        if (!rooms) {
+            rc = TB_ENOMEM;
+            goto done;
+        }
+        reg->rooms = rooms;
+        reg->cap = cap;
+    }
+    rc = tb_room_new(id, scene_name, reg->next_seed++, keep, &room);
+    if (rc < 0)
+        goto done;
+    rc = room->ops->create(room->scene, room->seed, &room->world);
+    if (rc < 0) {
+        tb_room_unref(room);
+        goto done;
+    }
+    tb_world_info info = {0, 0};
+    room->ops->info(room->world, &info);
+    atomic_store(&room->bodies, info.bodies);
+    atomic_store(&room->awake, info.awake);
+    rc = tb_sched_adopt(reg->sched, room);
+    if (rc < 0) {
+        tb_room_unref(room);
+        goto done;
+    }
+    rc = 0;
+    reg->rooms[reg->count++] = room; /* the registry's reference */
+    atomic_fetch_add(&reg->metrics->rooms, 1);
+    *out = tb_room_ref(room);
+    if (created)
+        *created = true;
+done:
+    pthread_mutex_unlock(&reg->lock);
+    return rc;
+}
+
+int tb_registry_open_defaults(tb_registry *reg)
+{
+    for (size_t i = 0; i < sizeof tb__default_rooms / sizeof tb__default_rooms[0]; i++) {
+        tb_room *room = NULL;
+        int rc = tb_registry_get_or_create(reg, tb__default_rooms[i], tb__default_rooms[i], true, &room, NULL);
+        if (rc < 0)
+            return rc;
+        tb_room_unref(room);
+    }
+    return 0;
+}
+
+int tb_registry_sweep(tb_registry *reg, int64_t now_ns)
+{
+    int retired = 0;
+    pthread_mutex_lock(&reg->lock);
+    for (int i = 0; i < reg->count;) {
+        tb_room *room = reg->rooms[i];
+        if (room->keep || atomic_load(&room->clients) > 0) {
+            room->idle_since_ns = 0;
+            i++;
+            continue;
+        }
+        if (room->idle_since_ns == 0)
+            room->idle_since_ns = now_ns;
+        if (now_ns - room->idle_since_ns < reg->idle_timeout_ns) {
+            i++;
+            continue;
+        }
+        atomic_store_explicit(&room->retire, true, memory_order_release);
+        reg->rooms[i] = reg->rooms[--reg->count];
+        atomic_fetch_sub(&reg->metrics->rooms, 1);
+        tb_room_unref(room);
+        retired++;
+    }
+    pthread_mutex_unlock(&reg->lock);
+    return retired;
+}
+
+int tb_registry_rows(tb_registry *reg, tb_room_row *rows, int cap)
+{
+    pthread_mutex_lock(&reg->lock);
+    int n = reg->count;
+    for (int i = 0; i < n && i < cap; i++) {
+        tb_room *room = reg->rooms[i];
+        tb_room_row *row = &rows[i];
+        const tb_scene *scene = atomic_load(&room->scene_def);
+        snprintf(row->id, sizeof row->id, "%s", room->id);
+        snprintf(row->kind, sizeof row->kind, "%s", scene->kind);
+        snprintf(row->scene, sizeof row->scene, "%s", scene->name);
+        row->clients = atomic_load(&room->clients);
+        row->bodies = atomic_load(&room->bodies);
+        row->awake = atomic_load(&room->awake);
+        row->worker = room->worker;
+        row->step_us = tb_room_mean_step_us(room);
+        row->steps = atomic_load(&room->step_count);
+        row->keep = room->keep;
+    }
+    pthread_mutex_unlock(&reg->lock);
+    return n;
+}
+
+int tb_registry_count(tb_registry *reg)
+{
+    pthread_mutex_lock(&reg->lock);
+    int n = reg->count;
+    pthread_mutex_unlock(&reg->lock);
+    return n;
+}
+
+void tb_registry_close(tb_registry *reg)
+{
+    pthread_mutex_lock(&reg->lock);
+    for (int i = 0; i < reg->count; i++) {
+        atomic_store(&reg->rooms[i]->retire, true);
+        tb_room_unref(reg->rooms[i]);
+    }
+    reg->count = 0;
+    free(reg->rooms);
+    reg->rooms = NULL;
+    pthread_mutex_unlock(&reg->lock);
+    pthread_mutex_destroy(&reg->lock);
+}

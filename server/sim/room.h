@@ -1,0 +1,92 @@
+/* room.h: one shared world, its inputs, its pacing, and who holds it.
+ *
+ * A room is created by the registry (on a join, or at start for the default
+ * rooms), adopted by one worker for its whole life, and referenced by the
+ * registry, its worker, every session in it and every queued output that
+ * names it; the last tb_room_unref() frees it. Ownership of fields:
+ *
+ *   worker thread only : world, tick, pace, snapshot cadence, step stats
+ *                        writes (read by others through atomics)
+ *   network thread only: net (the session list), idle_since_ns
+ *   any thread         : refs, clients, retire, inputs (lock-free ring)
+ *   immutable          : id, scene, ops, keep, seed
+ */
+#ifndef TB_ROOM_H
+#define TB_ROOM_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sim/pace.h"
+#include "sim/ring.h"
+#include "sim/world.h"
+#include "tb_proto.h"
+
+#define TB_ROOM_ID_MAX 32
+#define TB_ROOM_INPUT_CAPACITY 512
+#define TB_ROOM_MAX_PEERS TB_PROTO_MAX_PEERS
+
+/* A client in the room as the worker knows it (names for events, views). */
+typedef struct tb_peer {
+    uint32_t id;
+    char name[TB_PROTO_NAME_MAX + 1];
+    bool contacts;   /* wants the contacts debug view */
+} tb_peer;
+
+typedef struct tb_room {
+    char id[TB_ROOM_ID_MAX + 1];
+    char scene[24];       /* worker thread (changes on a scene select) */
+    _Atomic(const tb_scene *) scene_def; /* the same, readable from any thread */
+    const tb_world_ops *ops;
+    bool keep;     /* default room: never disposed when idle */
+    uint64_t seed;
+
+    atomic_int refs;
+    atomic_int clients;   /* sessions joined (network thread writes) */
+    atomic_bool retire;   /* set by the registry; the worker drops the room */
+    int worker;           /* index of the owning worker */
+    tb_ring inputs;       /* tb_input records, network -> worker */
+
+    /* worker thread */
+    void *world;
+    uint64_t tick;
+    tb_pace pace;
+    int snapshot_every;   /* steps per snapshot (120 / snapshot rate) */
+    tb_snap_encoder *encoder;  /* quantized state of the last snapshot tick */
+    uint32_t encoder_tick;     /* the tick that state is from */
+    tb_proto_welcome *describe_scratch; /* welcome/scene builder (large) */
+    tb_peer peers[TB_ROOM_MAX_PEERS];
+    int peer_count;
+    uint64_t applied_serial;   /* last input (by arrival number) applied */
+    int64_t unsent_input_ns;   /* arrival of the oldest input no snapshot has shown yet */
+    atomic_bool key_wanted;    /* a client skipped: add a keyframe next snapshot */
+
+    /* statistics, written by the worker, read by /api/rooms */
+    atomic_uint_fast64_t step_ns_sum;
+    atomic_uint_fast64_t step_count;
+    atomic_int bodies;
+    atomic_int awake;
+
+    /* network thread */
+    void *net;
+    int64_t idle_since_ns;
+    uint64_t next_serial;
+} tb_room;
+
+/* Room ids are [A-Za-z0-9_-]{1,32}: safe in URLs, logs and file names. */
+bool tb_room_id_valid(const char *id);
+
+/* Allocates a room with one reference; the world is created later, on its
+ * worker (tb_room_start_world). TB_EBADID, TB_EBADSCENE, TB_ENOMEM. */
+int tb_room_new(const char *id, const char *scene, uint64_t seed, bool keep, tb_room **out);
+tb_room *tb_room_ref(tb_room *room);
+void tb_room_unref(tb_room *room);
+
+/* Queue an input for the next step. TB_EFULL when the ring is full. */
+int tb_room_push_input(tb_room *room, const tb_input *in);
+
+/* Mean step time in microseconds since the room started (0 if none). */
+double tb_room_mean_step_us(const tb_room *room);
+
+#endif

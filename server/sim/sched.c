@@ -1,0 +1,479 @@
+/* sched.c: worker threads stepping rooms at 120 Hz (see sched.h).
+ *
+ * Why the loop looks like this: a 120 Hz step is 8.333 ms, finer than a
+ * libuv timer can express, and several rooms on one worker must keep their
+ * own cadence. So each room carries its own due time (tb_pace), the worker
+ * sleeps with clock_nanosleep(TIMER_ABSTIME) until the earliest one, and a
+ * late wake-up only shortens the next sleep. The sleep is capped at 4 ms so a
+ * newly adopted room or a stop request is noticed quickly.
+ */
+#define _GNU_SOURCE
+#include "sim/sched.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/clock.h"
+#include "sim/error.h"
+#include "sim/wire.h"
+
+#define TB__MAX_SLEEP_NS (4 * TB_NS_PER_MS)
+#define TB__INPUTS_PER_STEP 256
+
+static void tb__emit2(tb_worker *w, int kind, uint32_t client, tb_room *room, tb_msg *msg, tb_msg *key)
+{
+    if (!msg) {
+        tb_msg_unref(key);
+        return;
+    }
+    tb_out out = {kind, client, tb_room_ref(room), msg, key};
+    if (tb_ring_push(&w->out, &out) != 0) {
+        if (kind == TB_OUT_SNAPSHOT)
+            TB_COUNT(w->sched->metrics, snapshots_dropped_total);
+        else
+            TB_COUNT(w->sched->metrics, events_dropped_total);
+        tb_room_unref(room);
+        tb_msg_unref(msg);
+        tb_msg_unref(key);
+    }
+}
+
+static void tb__emit(tb_worker *w, int kind, uint32_t client, tb_room *room, tb_msg *msg)
+{
+    tb__emit2(w, kind, client, room, msg, NULL);
+}
+
+static void tb__emit_error(tb_worker *w, tb_room *room, const tb_input *in, int code, const char *detail)
+{
+    int proto = tb_wire_code(code);
+    char text[160];
+    snprintf(text, sizeof text, "%s%s%s", detail ? detail : "", detail ? ": " : "", tb_strerror(code));
+    tb__emit(w, TB_OUT_CLIENT, in->client, room, tb_wire_error(proto, text, in->seq));
+    TB_COUNT(w->sched->metrics, inputs_rejected_total[proto]);
+}
+
+static tb_peer *tb__peer(tb_room *room, uint32_t client)
+{
+    for (int i = 0; i < room->peer_count; i++)
+        if (room->peers[i].id == client)
+            return &room->peers[i];
+    return NULL;
+}
+
+static const char *tb__peer_name(tb_room *room, uint32_t client)
+{
+    tb_peer *p = tb__peer(room, client);
+    return p ? p->name : "";
+}
+
+/* Quantize the world's current state into the room's encoder. */
+static int tb__encode_state(tb_room *room)
+{
+    tb_snap_input in;
+    room->ops->fill_snapshot(room->world, &in);
+    in.tick = (uint32_t)room->tick;
+    tb_proto_err err;
+    if (tb_snap_encoder_step(room->encoder, &in, &err) != TB_OK)
+        return TB_EINVAL;
+    room->encoder_tick = (uint32_t)room->tick;
+    return 0;
+}
+
+/* (Re)build the encoder for the world's frame (bounds, meshes) and prime it
+ * with the current state, so welcome and scene messages have a keyframe. */
+static int tb__start_encoder(tb_room *room)
+{
+    if (!room->describe_scratch) {
+        room->describe_scratch = calloc(1, sizeof *room->describe_scratch);
+        if (!room->describe_scratch)
+            return TB_ENOMEM;
+    }
+    memset(room->describe_scratch, 0, sizeof *room->describe_scratch);
+    room->ops->describe(room->world, room->describe_scratch);
+    tb_proto_frame frame;
+    tb_proto_frame_from_static(&frame, &room->describe_scratch->st);
+    if (room->encoder)
+        tb_snap_encoder_destroy(room->encoder);
+    room->encoder = tb_snap_encoder_create(&frame, room->ops->max_bodies(room->world));
+    if (!room->encoder)
+        return TB_ENOMEM;
+    return tb__encode_state(room);
+}
+
+/* Rebuild the room's world (another scene of the same kind). */
+static int tb__rebuild(tb_room *room, const char *scene_name)
+{
+    const tb_scene *scene = tb_scene_find(scene_name);
+    if (!scene)
+        return TB_EBADSCENE;
+    if (scene->ops != room->ops)
+        return TB_ENOTSUP;
+    void *world = NULL;
+    int rc = room->ops->create(scene->name, room->seed + room->tick, &world);
+    if (rc < 0)
+        return rc;
+    room->ops->destroy(room->world);
+    room->world = world;
+    snprintf(room->scene, sizeof room->scene, "%s", scene->name);
+    atomic_store(&room->scene_def, scene);
+    return tb__start_encoder(room);
+}
+
+static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *in)
+{
+    tb_metrics *m = w->sched->metrics;
+    int rc = 0;
+    room->applied_serial = in->serial;
+    if (in->type != TB_INPUT_JOIN && in->type != TB_INPUT_LEAVE && in->recv_ns &&
+        (!room->unsent_input_ns || in->recv_ns < room->unsent_input_ns))
+        room->unsent_input_ns = in->recv_ns;
+    switch (in->type) {
+    case TB_INPUT_JOIN: {
+        if (!tb__peer(room, in->client) && room->peer_count < TB_ROOM_MAX_PEERS) {
+            tb_peer *p = &room->peers[room->peer_count++];
+            p->id = in->client;
+            snprintf(p->name, sizeof p->name, "%s", in->by_name);
+            p->contacts = false;
+        }
+        tb__emit(w, TB_OUT_WELCOME, in->client, room,
+                 tb_wire_welcome(room, in->client, w->sched->instance, TB_MSG_WELCOME));
+        tb__emit(w, TB_OUT_BROADCAST, in->client, room, tb_wire_peer_joined(in->client, in->by_name));
+        return;
+    }
+    case TB_INPUT_LEAVE: {
+        room->ops->apply_input(room->world, in);
+        tb_peer *p = tb__peer(room, in->client);
+        if (p) {
+            *p = room->peers[--room->peer_count];
+            tb__emit(w, TB_OUT_BROADCAST, in->client, room, tb_wire_peer_left(in->client));
+        }
+        return;
+    }
+    case TB_INPUT_PARAM: {
+        rc = room->ops->param_set(room->world, in->name, in->value_d);
+        if (rc == 0) {
+            double applied = in->value_d;
+            room->ops->param_get(room->world, in->name, &applied);
+            tb__emit(w, TB_OUT_BROADCAST, 0, room,
+                     tb_wire_param_changed(in->name, applied, in->client, tb__peer_name(room, in->client)));
+        }
+        break;
+    }
+    case TB_INPUT_RESET:
+        rc = room->ops->apply_input(room->world, in);
+        if (rc == 0)
+            tb__emit(w, TB_OUT_BROADCAST, 0, room,
+                     tb_wire_reset(in->name[0] ? in->name : "reset", in->client, tb__peer_name(room, in->client)));
+        break;
+    case TB_INPUT_SCENE:
+        rc = tb__rebuild(room, in->name);
+        if (rc == 0) /* everyone needs the new static description and a keyframe */
+            tb__emit(w, TB_OUT_SCENE, 0, room, tb_wire_welcome(room, 0, w->sched->instance, TB_MSG_SCENE));
+        break;
+    case TB_INPUT_CONTACTS: {
+        tb_peer *p = tb__peer(room, in->client);
+        if (!room->ops->contacts)
+            rc = TB_ENOTSUP;
+        else if (p)
+            p->contacts = in->flags != 0;
+        break;
+    }
+    default:
+        rc = room->ops->apply_input(room->world, in);
+        break;
+    }
+    if (rc == TB_ECAP && in->type == TB_INPUT_THROW) {
+        /* applied, but the oldest projectile made room: tell the thrower */
+        TB_COUNT(m, inputs_applied_total);
+        tb__emit_error(w, room, in, rc, "projectile cap: the oldest was recycled");
+    } else if (rc < 0) {
+        tb__emit_error(w, room, in, rc, in->type == TB_INPUT_PARAM ? in->name : NULL);
+    } else {
+        TB_COUNT(m, inputs_applied_total);
+    }
+}
+
+static void tb__snapshot(tb_worker *w, tb_room *room)
+{
+    tb_metrics *m = w->sched->metrics;
+    if (!room->encoder || tb__encode_state(room) < 0)
+        return;
+    const tb_snap_blob *delta = tb_snap_encoder_delta(room->encoder);
+    bool want_key = atomic_exchange_explicit(&room->key_wanted, false, memory_order_acq_rel) || !delta;
+    tb_msg *key = NULL;
+    if (want_key) {
+        const tb_snap_blob *k = tb_snap_encoder_key(room->encoder);
+        key = k ? tb_wire_snap_blob(k, room->applied_serial) : NULL;
+    }
+    tb_msg *main_msg = delta ? tb_wire_snap_blob(delta, room->applied_serial) : tb_msg_ref(key);
+    int64_t now = tb_clock_now_ns();
+    if (room->unsent_input_ns) {
+        tb_hist_observe(&m->input_latency, (now - room->unsent_input_ns) / TB_NS_PER_US);
+        room->unsent_input_ns = 0;
+    }
+    if (main_msg)
+        main_msg->made_ns = now;
+    if (key)
+        key->made_ns = now;
+    TB_COUNT(m, snapshots_total);
+    tb__emit2(w, TB_OUT_SNAPSHOT, 0, room, main_msg, key);
+
+    /* The contacts view, for the clients that asked for it. */
+    int viewers = 0;
+    for (int i = 0; i < room->peer_count; i++)
+        viewers += room->peers[i].contacts;
+    if (viewers && room->ops->contacts) {
+        static _Thread_local tb_proto_contact contacts[TB_PROTO_MAX_CONTACTS];
+        int n = room->ops->contacts(room->world, contacts, TB_PROTO_MAX_CONTACTS);
+        tb_msg *msg = tb_wire_contacts((uint32_t)room->tick, contacts, (uint32_t)(n > 0 ? n : 0));
+        for (int i = 0; msg && i < room->peer_count; i++)
+            if (room->peers[i].contacts)
+                tb__emit(w, TB_OUT_CLIENT, room->peers[i].id, room, tb_msg_ref(msg));
+        tb_msg_unref(msg);
+    }
+}
+
+static void tb__step_room(tb_worker *w, tb_room *room, int64_t now)
+{
+    tb_metrics *m = w->sched->metrics;
+    uint64_t overrun = 0;
+    int64_t lateness = 0;
+    int owed = tb_pace_take(&room->pace, now, &overrun, &lateness);
+    if (owed == 0)
+        return;
+    tb_hist_observe(&m->tick_lateness, lateness / TB_NS_PER_US);
+    if (overrun)
+        TB_COUNT_N(m, overrun_steps_total, overrun);
+
+    const float dt = 1.0f / (float)TB_STEP_HZ;
+    for (int s = 0; s < owed; s++) {
+        tb_input in;
+        for (int i = 0; i < TB__INPUTS_PER_STEP && tb_ring_pop(&room->inputs, &in); i++)
+            tb__apply_input(w, room, &in);
+
+        int64_t t0 = tb_clock_now_ns();
+        room->ops->step(room->world, dt);
+        int64_t t1 = tb_clock_now_ns();
+        room->tick++;
+        tb_hist_observe(&m->step_time, (t1 - t0) / TB_NS_PER_US);
+        atomic_fetch_add_explicit(&room->step_ns_sum, (uint_fast64_t)(t1 - t0), memory_order_relaxed);
+        atomic_fetch_add_explicit(&room->step_count, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&w->steps, 1, memory_order_relaxed);
+        TB_COUNT(m, steps_total);
+
+        if (room->ops->poll_dice) {
+            uint32_t faces[TB_PROTO_MAX_DICE];
+            int n = room->ops->poll_dice(room->world, faces, TB_PROTO_MAX_DICE);
+            if (n > 0)
+                tb__emit(w, TB_OUT_BROADCAST, 0, room, tb_wire_dice((uint32_t)room->tick, faces, (uint32_t)n));
+        }
+
+        /* Every Nth tick, also inside a catch-up burst: a client that keeps
+         * up then misses nothing; the network side drops what it cannot send. */
+        if (room->tick % (uint64_t)room->snapshot_every == 0)
+            tb__snapshot(w, room);
+    }
+    tb_world_info info = {0, 0};
+    room->ops->info(room->world, &info);
+    atomic_store_explicit(&room->bodies, info.bodies, memory_order_relaxed);
+    atomic_store_explicit(&room->awake, info.awake, memory_order_relaxed);
+}
+
+static void tb__take_adoptions(tb_worker *w, int64_t now)
+{
+    pthread_mutex_lock(&w->lock);
+    for (int i = 0; i < w->adopt_count; i++) {
+        tb_room *room = w->adopt[i];
+        if (w->room_count == w->room_cap) {
+            int cap = w->room_cap ? w->room_cap * 2 : 16;
+            tb_room **rooms = realloc(w->rooms, (size_t)cap * sizeof *rooms);
+            if (!rooms) { /* keep it queued; try again next wake */
+                memmove(w->adopt, w->adopt + i, (size_t)(w->adopt_count - i) * sizeof *w->adopt);
+                w->adopt_count -= i;
+                pthread_mutex_unlock(&w->lock);
+                return;
+            }
+            w->rooms = rooms;
+            w->room_cap = cap;
+        }
+        tb_pace_init(&room->pace, now, TB_STEP_NS, TB_MAX_BEHIND_NS);
+        if (!room->encoder && tb__start_encoder(room) < 0) /* no snapshots; joins get no welcome */
+            atomic_fetch_add(&w->sched->metrics->events_dropped_total, 1);
+        w->rooms[w->room_count++] = room;
+    }
+    w->adopt_count = 0;
+    pthread_mutex_unlock(&w->lock);
+}
+
+static void tb__drop_retired(tb_worker *w)
+{
+    for (int i = 0; i < w->room_count;) {
+        tb_room *room = w->rooms[i];
+        if (!atomic_load_explicit(&room->retire, memory_order_acquire)) {
+            i++;
+            continue;
+        }
+        room->ops->destroy(room->world);
+        room->world = NULL;
+        w->rooms[i] = w->rooms[--w->room_count];
+        atomic_fetch_sub(&w->load, 1);
+        tb_room_unref(room);
+    }
+}
+
+static void *tb__worker_main(void *arg)
+{
+    tb_worker *w = arg;
+    tb_sched *sched = w->sched;
+    char name[16];
+    snprintf(name, sizeof name, "tb-worker-%d", w->index);
+    pthread_setname_np(pthread_self(), name);
+
+    while (!atomic_load_explicit(&sched->stop, memory_order_acquire)) {
+        int64_t now = tb_clock_now_ns();
+        tb__take_adoptions(w, now);
+        tb__drop_retired(w);
+
+        size_t before = tb_ring_count(&w->out);
+        for (int i = 0; i < w->room_count; i++)
+            tb__step_room(w, w->rooms[i], tb_clock_now_ns());
+        if (tb_ring_count(&w->out) != before || before > 0)
+            sched->wake_cb(sched->wake_data);
+
+        int64_t next = tb_clock_now_ns() + TB__MAX_SLEEP_NS;
+        for (int i = 0; i < w->room_count; i++)
+            if (w->rooms[i]->pace.next_ns < next)
+                next = w->rooms[i]->pace.next_ns;
+        tb_clock_sleep_until(next);
+    }
+    return NULL;
+}
+
+int tb_sched_init(tb_sched *sched, int workers, int snapshot_rate_hz, const char *instance,
+                  tb_metrics *metrics, tb_sched_wake_cb wake_cb, void *wake_data)
+{
+    memset(sched, 0, sizeof *sched);
+    if (workers < 1 || workers > 256 || snapshot_rate_hz < 1 || snapshot_rate_hz > TB_STEP_HZ ||
+        TB_STEP_HZ % snapshot_rate_hz != 0 || !wake_cb)
+        return TB_EINVAL;
+    sched->workers = calloc((size_t)workers, sizeof *sched->workers);
+    if (!sched->workers)
+        return TB_ENOMEM;
+    sched->worker_count = workers;
+    sched->snapshot_every = TB_STEP_HZ / snapshot_rate_hz;
+    snprintf(sched->instance, sizeof sched->instance, "%s", instance ? instance : "");
+    sched->metrics = metrics;
+    sched->wake_cb = wake_cb;
+    sched->wake_data = wake_data;
+    atomic_init(&sched->stop, false);
+    for (int i = 0; i < workers; i++) {
+        tb_worker *w = &sched->workers[i];
+        w->sched = sched;
+        w->index = i;
+        pthread_mutex_init(&w->lock, NULL);
+        if (tb_ring_init(&w->out, TB_WORKER_OUT_CAPACITY, sizeof(tb_out)) != 0) {
+            tb_sched_close(sched);
+            return TB_ENOMEM;
+        }
+    }
+    return 0;
+}
+
+int tb_sched_start(tb_sched *sched)
+{
+    for (int i = 0; i < sched->worker_count; i++) {
+        tb_worker *w = &sched->workers[i];
+        if (pthread_create(&w->thread, NULL, tb__worker_main, w) != 0) {
+            tb_sched_stop(sched);
+            return TB_ENOMEM;
+        }
+        w->started = true;
+    }
+    return 0;
+}
+
+int tb_sched_adopt(tb_sched *sched, tb_room *room)
+{
+    int best = 0;
+    for (int i = 1; i < sched->worker_count; i++)
+        if (atomic_load(&sched->workers[i].load) < atomic_load(&sched->workers[best].load))
+            best = i;
+    tb_worker *w = &sched->workers[best];
+    room->worker = best;
+    room->snapshot_every = sched->snapshot_every;
+    atomic_fetch_add(&w->load, 1);
+    pthread_mutex_lock(&w->lock);
+    if (w->adopt_count == w->adopt_cap) {
+        int cap = w->adopt_cap ? w->adopt_cap * 2 : 16;
+        tb_room **adopt = realloc(w->adopt, (size_t)cap * sizeof *adopt);
+        if (!adopt) {
+            pthread_mutex_unlock(&w->lock);
+            atomic_fetch_sub(&w->load, 1);
+            return TB_ENOMEM;
+        }
+        w->adopt = adopt;
+        w->adopt_cap = cap;
+    }
+    w->adopt[w->adopt_count++] = tb_room_ref(room);
+    pthread_mutex_unlock(&w->lock);
+    return best;
+}
+
+int tb_sched_poll(tb_sched *sched, tb_out *out)
+{
+    for (int i = 0; i < sched->worker_count; i++)
+        if (tb_ring_pop(&sched->workers[i].out, out))
+            return 1;
+    return 0;
+}
+
+void tb_sched_stop(tb_sched *sched)
+{
+    atomic_store(&sched->stop, true);
+    for (int i = 0; i < sched->worker_count; i++) {
+        tb_worker *w = &sched->workers[i];
+        if (w->started)
+            pthread_join(w->thread, NULL);
+        w->started = false;
+    }
+}
+
+void tb_sched_close(tb_sched *sched)
+{
+    if (!sched->workers)
+        return;
+    tb_out out;
+    while (tb_sched_poll(sched, &out)) {
+        tb_msg_unref(out.msg);
+        tb_msg_unref(out.key);
+        tb_room_unref(out.room);
+    }
+    for (int i = 0; i < sched->worker_count; i++) {
+        tb_worker *w = &sched->workers[i];
+        for (int r = 0; r < w->room_count; r++) {
+            tb_room *room = w->rooms[r];
+            room->ops->destroy(room->world);
+            room->world = NULL;
+            tb_room_unref(room);
+        }
+        for (int r = 0; r < w->adopt_count; r++)
+            tb_room_unref(w->adopt[r]);
+        free(w->rooms);
+        free(w->adopt);
+        tb_ring_close(&w->out);
+        pthread_mutex_destroy(&w->lock);
+    }
+    free(sched->workers);
+    sched->workers = NULL;
+}
+
+uint64_t tb_sched_worker_steps(const tb_sched *sched, int worker)
+{
+    return atomic_load(&((tb_sched *)sched)->workers[worker].steps);
+}
+
+int tb_sched_worker_load(const tb_sched *sched, int worker)
+{
+    return atomic_load(&((tb_sched *)sched)->workers[worker].load);
+}

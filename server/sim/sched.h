@@ -1,0 +1,101 @@
+/* sched.h: the simulation workers and the 120 Hz pacing of every room.
+ *
+ * W worker threads; each room is adopted by the least loaded worker and
+ * stays there for its life, so a world is only ever touched by one thread
+ * and needs no lock. A worker loops:
+ *
+ *   adopt new rooms, drop retired ones
+ *   for every room that is due (tb_pace): for each owed step, apply the
+ *     queued inputs in arrival order, step the world (timed into the step
+ *     histogram), and on every Nth tick encode the room's snapshot once
+ *   push what was produced into the worker's output ring, wake the
+ *     network loop (wake_cb)
+ *   sleep until the earliest due step with an absolute-time sleep
+ *
+ * The network thread drains the output rings with tb_sched_poll() and
+ * hands each message to the sessions of its room.
+ *
+ * Lifecycle: tb_sched_init / tb_sched_start / tb_sched_stop / tb_sched_close.
+ */
+#ifndef TB_SCHED_H
+#define TB_SCHED_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "sim/metrics.h"
+#include "sim/msg.h"
+#include "sim/ring.h"
+#include "sim/room.h"
+
+#define TB_STEP_HZ 120
+#define TB_STEP_NS (1000000000LL / TB_STEP_HZ)
+#define TB_MAX_BEHIND_NS 250000000LL
+#define TB_WORKER_OUT_CAPACITY 8192
+
+typedef enum tb_out_kind {
+    TB_OUT_SNAPSHOT = 1, /* newest-wins: to every up-to-date session of the room */
+    TB_OUT_WELCOME,      /* to one session: its welcome; snapshots flow after it */
+    TB_OUT_CLIENT,       /* to one session (error, ack) */
+    TB_OUT_BROADCAST,    /* to every session of the room (param change, event) */
+    TB_OUT_SCENE,        /* to every session: new static description + keyframe */
+} tb_out_kind;
+
+/* One produced message. The record holds a reference on room, msg and key.
+ * SNAPSHOT: msg is the delta (or a keyframe when there is no delta), key an
+ * optional keyframe of the same tick for clients that skipped.
+ * BROADCAST: client, if not 0, is left out (the author already knows). */
+typedef struct tb_out {
+    int kind;
+    uint32_t client;
+    tb_room *room;
+    tb_msg *msg;
+    tb_msg *key;
+} tb_out;
+
+typedef void (*tb_sched_wake_cb)(void *data);
+
+typedef struct tb_worker {
+    struct tb_sched *sched;
+    int index;
+    pthread_t thread;
+    bool started;
+    pthread_mutex_t lock;      /* guards adopt[] */
+    tb_room **adopt;
+    int adopt_count, adopt_cap;
+    tb_room **rooms;           /* worker thread only */
+    int room_count, room_cap;
+    atomic_int load;           /* rooms owned or being adopted */
+    atomic_uint_fast64_t steps;
+    tb_ring out;               /* tb_out, worker -> network */
+} tb_worker;
+
+typedef struct tb_sched {
+    tb_worker *workers;
+    int worker_count;
+    int snapshot_every;
+    char instance[64];
+    tb_metrics *metrics;
+    tb_sched_wake_cb wake_cb;
+    void *wake_data;
+    atomic_bool stop;
+} tb_sched;
+
+/* snapshot_rate_hz must divide 120. TB_EINVAL, TB_ENOMEM. */
+int tb_sched_init(tb_sched *sched, int workers, int snapshot_rate_hz, const char *instance,
+                  tb_metrics *metrics, tb_sched_wake_cb wake_cb, void *wake_data);
+int tb_sched_start(tb_sched *sched);
+/* Hand a room to the least loaded worker (takes a reference). Returns the
+ * worker index. */
+int tb_sched_adopt(tb_sched *sched, tb_room *room);
+/* Pop one produced message from any worker; 1 if *out was filled. */
+int tb_sched_poll(tb_sched *sched, tb_out *out);
+/* Stops and joins the workers; rooms still owned are released. */
+void tb_sched_stop(tb_sched *sched);
+void tb_sched_close(tb_sched *sched);
+
+uint64_t tb_sched_worker_steps(const tb_sched *sched, int worker);
+int tb_sched_worker_load(const tb_sched *sched, int worker);
+
+#endif

@@ -1,0 +1,81 @@
+/* world.h: what a room needs from a world kind (rigid, cloth, soft).
+ *
+ * A room does not know what it simulates. It holds a `void *world` and a
+ * table of functions for its kind; the worker calls step(), the room applies
+ * inputs and asks for the state to encode. Adding a world kind is one adapter
+ * file (sim/world_<kind>.c) that fills a tb_world_ops, plus its scenes in
+ * sim/scenes.c. Every function runs on the room's worker thread only.
+ *
+ * The adapter speaks the protocol's plain value types (proto/c/tb_proto.h):
+ * it describes the room once (tb_proto_welcome: parameters and the static
+ * description) and fills a tb_snap_input per snapshot, pointing into memory
+ * it owns. It never encodes bytes itself: the room's snapshot encoder does.
+ */
+#ifndef TB_WORLD_H
+#define TB_WORLD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim/input.h"
+#include "tb_proto.h"
+
+typedef struct tb_world_info {
+    int bodies; /* bodies, or points for cloth/soft */
+    int awake;  /* bodies not asleep (all points for cloth/soft) */
+} tb_world_info;
+
+typedef struct tb_world_ops {
+    const char *kind;
+    /* Build the scene; *world set on success. TB_EBADSCENE, TB_ENOMEM. */
+    int (*create)(const char *scene, uint64_t seed, void **world);
+    void (*destroy)(void *world);
+    /* Every input except JOIN and PARAM (LEAVE too, so a leaving client's
+     * grabs end). 0 or a TB_E* code the client is told (sim/error.h);
+     * TB_ECAP means "done, but the oldest projectile was recycled". */
+    int (*apply_input)(void *world, const tb_input *in);
+    void (*step)(void *world, float dt);
+    void (*info)(const void *world, tb_world_info *out);
+    /* Parameters (with ranges) and the static description. Fills
+     * out->param_count, out->params and out->st; leaves the rest. */
+    void (*describe)(const void *world, tb_proto_welcome *out);
+    /* Snapshot state: bodies sorted by id and mesh vertices, pointing into
+     * world-owned memory valid until the next call. Sets everything but tick. */
+    void (*fill_snapshot)(void *world, tb_snap_input *in);
+    /* Largest body count fill_snapshot can report (sizes the encoder). */
+    uint32_t (*max_bodies)(const void *world);
+    /* Parameter by name: TB_EUNKNOWN, TB_ERANGE (out of range or not finite). */
+    int (*param_set)(void *world, const char *name, double value);
+    int (*param_get)(const void *world, const char *name, double *value);
+    /* Dice result once all dice have come to rest after a throw: returns the
+     * number of dice (faces filled) once per throw, else 0. May be NULL. */
+    int (*poll_dice)(void *world, uint32_t *faces, int cap);
+    /* Contacts of the last step for the debug view; NULL if the kind has none. */
+    int (*contacts)(const void *world, tb_proto_contact *out, int cap);
+} tb_world_ops;
+
+/* The scenes the server knows and the kind each belongs to. */
+typedef struct tb_scene {
+    const char *name;
+    const char *kind;
+    const tb_world_ops *ops;
+} tb_scene;
+
+/* NULL when unknown. */
+const tb_scene *tb_scene_find(const char *name);
+/* The table, terminated by a zeroed entry. */
+const tb_scene *tb_scene_table(void);
+
+/* Shared by the adapters: a parameter with its range, stored as a double. */
+typedef struct tb_world_param {
+    const char *name;
+    double min, max, def, step;
+} tb_world_param;
+
+/* Fills a tb_proto_param; value from the world. */
+void tb_world_param_describe(const tb_world_param *p, double value, tb_proto_param *out);
+/* TB_ERANGE unless finite and within [min, max]. */
+int tb_world_param_check(const tb_world_param *p, double value);
+
+#endif

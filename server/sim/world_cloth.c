@@ -1,0 +1,316 @@
+/* world_cloth.c: the cloth world (physics/cloth.h) as a room: the flag on a
+ * pole and the cape on a walking figure.
+ *
+ * The cloth pieces are meshes (vertices streamed every snapshot, triangles
+ * and pins sent once). The pole and the figure's limbs are capsules that
+ * move: they are sent as kinematic capsule bodies (ids 0..n-1), and the
+ * static description names each capsule's body.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "physics/cloth.h"
+#include "sim/error.h"
+#include "sim/world.h"
+
+typedef struct {
+    tb_cloth_world *world;
+    tb_cloth_scene scene;
+    double wind, wind_direction;
+    bool walking;
+    uint32_t grab_client[TB_CLOTH_MAX_GRABS], grab_pointer[TB_CLOTH_MAX_GRABS];
+    int grab_count; /* who holds what, to end a leaving client's grabs */
+    double bounds_min[3], bounds_max[3];
+    tb_proto_body bodies[TB_CLOTH_MAX_CAPSULES];
+} tb__cloth;
+
+static const tb_world_param tb__params[] = {
+    {"wind", 0.0, TB_CLOTH_WIND_MAX, 6.0, 0.5},
+    {"wind_direction", -3.14159, 3.14159, 0.0, 0.05},
+    {"iterations", TB_CLOTH_ITERATIONS_MIN, TB_CLOTH_ITERATIONS_MAX, 8, 1},
+    {"walking", 0, 1, 1, 1},
+};
+#define TB__NPARAMS (int)(sizeof tb__params / sizeof tb__params[0])
+
+static const uint32_t tb__capsule_colors[] = {0x8D8D8D, 0x4A6FA5, 0xE0B48A, 0x4A6FA5, 0x4A6FA5, 0x37474F, 0x37474F};
+
+/* Bounds: what the scene covers at rest, widened so the flag can stream
+ * out in any wind and the figure can walk its whole loop. */
+static void tb__bounds(tb__cloth *c)
+{
+    for (int a = 0; a < 3; a++) {
+        c->bounds_min[a] = -4.0;
+        c->bounds_max[a] = 4.0;
+    }
+    c->bounds_min[1] = -0.5;
+    c->bounds_max[1] = 5.0;
+    for (int p = 0; p < tb_cloth_world_piece_count(c->world); p++) {
+        tb_cloth_view v;
+        if (tb_cloth_world_get_cloth(c->world, p, &v) != TB_CLOTH_OK)
+            continue;
+        for (int i = 0; i < v.point_count; i++)
+            for (int a = 0; a < 3; a++) {
+                double x = v.positions[3 * i + a];
+                if (x - 3.5 < c->bounds_min[a]) c->bounds_min[a] = x - 3.5;
+                if (x + 3.5 > c->bounds_max[a]) c->bounds_max[a] = x + 3.5;
+            }
+    }
+    if (c->bounds_min[1] < -1.0)
+        c->bounds_min[1] = -1.0;
+}
+
+static int cloth_create(const char *scene, uint64_t seed, void **out)
+{
+    (void)seed; /* the cloth scenes have no randomness */
+    tb_cloth_def def = tb_cloth_def_default();
+    if (strcmp(scene, "flag") == 0)
+        def.scene = TB_CLOTH_SCENE_FLAG;
+    else if (strcmp(scene, "cape") == 0)
+        def.scene = TB_CLOTH_SCENE_CAPE;
+    else
+        return TB_EBADSCENE;
+    tb__cloth *c = calloc(1, sizeof *c);
+    if (!c)
+        return TB_ENOMEM;
+    c->world = tb_cloth_world_create(&def, NULL);
+    if (!c->world) {
+        free(c);
+        return TB_ENOMEM;
+    }
+    c->scene = def.scene;
+    c->wind = def.wind_strength;
+    c->wind_direction = def.wind_direction;
+    c->walking = def.walking;
+    tb__bounds(c);
+    *out = c;
+    return 0;
+}
+
+static void cloth_destroy(void *world)
+{
+    tb__cloth *c = world;
+    if (!c)
+        return;
+    tb_cloth_world_destroy(c->world);
+    free(c);
+}
+
+static int tb__err(tb_cloth_result r)
+{
+    switch (r) {
+    case TB_CLOTH_OK: return 0;
+    case TB_CLOTH_ERR_UNKNOWN_GRAB:
+    case TB_CLOTH_ERR_NOTHING_THERE: return TB_ENOBODY;
+    case TB_CLOTH_ERR_GRAB_EXISTS: return TB_EBUSY;
+    case TB_CLOTH_ERR_TOO_MANY_GRABS: return TB_ECAP;
+    case TB_CLOTH_ERR_NO_MEMORY: return TB_ENOMEM;
+    default: return TB_ERANGE;
+    }
+}
+
+static int cloth_apply_input(void *world, const tb_input *in)
+{
+    tb__cloth *c = world;
+    tb_vec3 p = tb_v3(in->pos[0], in->pos[1], in->pos[2]);
+    switch (in->type) {
+    case TB_INPUT_GRAB_START: {
+        tb_cloth_result r = tb_cloth_world_grab_start(c->world, in->client, in->pointer, p);
+        if (r == TB_CLOTH_OK && c->grab_count < TB_CLOTH_MAX_GRABS) {
+            c->grab_client[c->grab_count] = in->client;
+            c->grab_pointer[c->grab_count++] = in->pointer;
+        }
+        return tb__err(r);
+    }
+    case TB_INPUT_GRAB_MOVE: return tb__err(tb_cloth_world_grab_move(c->world, in->client, in->pointer, p));
+    case TB_INPUT_GRAB_END:
+        for (int i = 0; i < c->grab_count; i++)
+            if (c->grab_client[i] == in->client && c->grab_pointer[i] == in->pointer) {
+                c->grab_client[i] = c->grab_client[--c->grab_count];
+                c->grab_pointer[i] = c->grab_pointer[c->grab_count];
+                break;
+            }
+        return tb__err(tb_cloth_world_grab_end(c->world, in->client, in->pointer));
+    case TB_INPUT_POKE: {
+        /* The poke's impulse is read as a velocity change (m/s) for the cloth
+         * near the point, capped: cloth points have no meaningful mass. */
+        tb_vec3 dv = tb_v3(in->vec[0], in->vec[1], in->vec[2]);
+        float len = tb_v3_len(dv);
+        if (len > 20.0f)
+            dv = tb_v3_scale(dv, 20.0f / len);
+        return tb__err(tb_cloth_world_poke(c->world, p, dv, 0.4f));
+    }
+    case TB_INPUT_LEAVE:
+        for (int i = 0; i < c->grab_count;) {
+            if (c->grab_client[i] == in->client) {
+                tb_cloth_world_grab_end(c->world, c->grab_client[i], c->grab_pointer[i]);
+                c->grab_client[i] = c->grab_client[--c->grab_count];
+                c->grab_pointer[i] = c->grab_pointer[c->grab_count];
+            } else {
+                i++;
+            }
+        }
+        return 0;
+    case TB_INPUT_RESET:
+        if (in->flags)
+            return TB_ENOTSUP;
+        tb_cloth_world_reset(c->world);
+        c->grab_count = 0;
+        return 0;
+    case TB_INPUT_CONTACTS:
+        return 0;
+    default:
+        return TB_ENOTSUP;
+    }
+}
+
+static void cloth_step(void *world, float dt)
+{
+    (void)dt; /* the cloth world steps its own fixed TB_CLOTH_DT, which is 1/120 */
+    tb_cloth_world_step(((tb__cloth *)world)->world);
+}
+
+static void cloth_info(const void *world, tb_world_info *out)
+{
+    const tb__cloth *c = world;
+    int points = 0;
+    for (int p = 0; p < tb_cloth_world_piece_count(c->world); p++) {
+        tb_cloth_view v;
+        if (tb_cloth_world_get_cloth(c->world, p, &v) == TB_CLOTH_OK)
+            points += v.point_count;
+    }
+    out->bodies = points;
+    out->awake = points;
+}
+
+static void cloth_describe(const void *world, tb_proto_welcome *out)
+{
+    const tb__cloth *c = world;
+    double values[TB__NPARAMS] = {c->wind, c->wind_direction, tb_cloth_world_iterations(c->world),
+                                  c->walking ? 1 : 0};
+    out->param_count = TB__NPARAMS;
+    for (int i = 0; i < TB__NPARAMS; i++)
+        tb_world_param_describe(&tb__params[i], values[i], &out->params[i]);
+    tb_proto_static *st = &out->st;
+    memset(st, 0, sizeof *st);
+    for (int a = 0; a < 3; a++) {
+        st->bounds_min[a] = c->bounds_min[a];
+        st->bounds_max[a] = c->bounds_max[a];
+    }
+    st->plane_count = 1;
+    st->planes[0].normal[1] = 1.0;
+    int ncaps = tb_cloth_world_capsule_count(c->world);
+    const tb_cloth_capsule *caps = tb_cloth_world_capsules(c->world);
+    st->capsule_count = (uint32_t)ncaps;
+    for (int i = 0; i < ncaps; i++) {
+        tb_proto_capsule *pc = &st->capsules[i];
+        pc->has_body = true;
+        pc->body = (uint32_t)i;
+        pc->a[0] = caps[i].a.x, pc->a[1] = caps[i].a.y, pc->a[2] = caps[i].a.z;
+        pc->b[0] = caps[i].b.x, pc->b[1] = caps[i].b.y, pc->b[2] = caps[i].b.z;
+        pc->radius = caps[i].radius;
+        pc->color = tb__capsule_colors[caps[i].part >= 0 && caps[i].part <= 6 ? caps[i].part : 0];
+    }
+    int pieces = tb_cloth_world_piece_count(c->world);
+    st->mesh_count = 0;
+    for (int p = 0; p < pieces && p < TB_PROTO_MAX_MESHES; p++) {
+        tb_cloth_view v;
+        if (tb_cloth_world_get_cloth(c->world, p, &v) != TB_CLOTH_OK)
+            continue;
+        tb_proto_mesh *m = &st->meshes[st->mesh_count++];
+        strcpy(m->kind, "cloth");
+        m->verts = (uint32_t)v.point_count;
+        m->tri_count = (uint32_t)v.triangle_count;
+        m->tris = (const uint8_t *)v.triangles; /* uint16 little-endian on every target we build */
+        m->pin_count = (uint32_t)v.pin_count;
+        m->pins = (const uint8_t *)v.pins;
+        m->color = v.kind == TB_CLOTH_KIND_FLAG ? 0xC62828 : 0x283593;
+        m->grid_w = (uint32_t)v.width;
+        m->grid_h = (uint32_t)v.height;
+    }
+}
+
+static void cloth_fill_snapshot(void *world, tb_snap_input *in)
+{
+    tb__cloth *c = world;
+    memset(in, 0, sizeof *in);
+    int ncaps = tb_cloth_world_capsule_count(c->world);
+    const tb_cloth_capsule *caps = tb_cloth_world_capsules(c->world);
+    for (int i = 0; i < ncaps && i < TB_CLOTH_MAX_CAPSULES; i++) {
+        const float a[3] = {caps[i].a.x, caps[i].a.y, caps[i].a.z}, b[3] = {caps[i].b.x, caps[i].b.y, caps[i].b.z};
+        int part = caps[i].part >= 0 && caps[i].part <= 6 ? caps[i].part : 0;
+        tb_proto_body_from_segment(&c->bodies[i], (uint16_t)i, a, b, caps[i].radius, tb__capsule_colors[part], 0);
+    }
+    in->bodies = c->bodies;
+    in->body_count = (uint32_t)ncaps;
+    int points = 0;
+    for (int p = 0, m = 0; p < tb_cloth_world_piece_count(c->world) && m < TB_PROTO_MAX_MESHES; p++) {
+        tb_cloth_view v;
+        if (tb_cloth_world_get_cloth(c->world, p, &v) != TB_CLOTH_OK)
+            continue;
+        in->verts[m++] = v.positions;
+        points += v.point_count;
+    }
+    in->awake = (uint32_t)points;
+}
+
+static uint32_t cloth_max_bodies(const void *world) { return TB_CLOTH_MAX_CAPSULES; }
+
+static int tb__param_index(const char *name)
+{
+    for (int i = 0; i < TB__NPARAMS; i++)
+        if (strcmp(tb__params[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+static int cloth_param_set(void *world, const char *name, double value)
+{
+    tb__cloth *c = world;
+    int i = tb__param_index(name);
+    if (i < 0)
+        return TB_EUNKNOWN;
+    if (tb_world_param_check(&tb__params[i], value) < 0)
+        return TB_ERANGE;
+    tb_cloth_result r = TB_CLOTH_OK;
+    switch (i) {
+    case 0:
+        r = tb_cloth_world_set_wind(c->world, (float)value, (float)c->wind_direction);
+        if (r == TB_CLOTH_OK) c->wind = value;
+        break;
+    case 1:
+        r = tb_cloth_world_set_wind(c->world, (float)c->wind, (float)value);
+        if (r == TB_CLOTH_OK) c->wind_direction = value;
+        break;
+    case 2: r = tb_cloth_world_set_iterations(c->world, (int)lround(value)); break;
+    default:
+        r = tb_cloth_world_set_walking(c->world, value >= 0.5);
+        if (r == TB_CLOTH_OK) c->walking = value >= 0.5;
+        break;
+    }
+    return tb__err(r);
+}
+
+static int cloth_param_get(const void *world, const char *name, double *value)
+{
+    const tb__cloth *c = world;
+    int i = tb__param_index(name);
+    if (i < 0)
+        return TB_EUNKNOWN;
+    *value = i == 0 ? c->wind : i == 1 ? c->wind_direction : i == 2 ? tb_cloth_world_iterations(c->world) : c->walking;
+    return 0;
+}
+
+const tb_world_ops tb_world_cloth_ops = {
+    .kind = "cloth",
+    .create = cloth_create,
+    .destroy = cloth_destroy,
+    .apply_input = cloth_apply_input,
+    .step = cloth_step,
+    .info = cloth_info,
+    .describe = cloth_describe,
+    .fill_snapshot = cloth_fill_snapshot,
+    .max_bodies = cloth_max_bodies,
+    .param_set = cloth_param_set,
+    .param_get = cloth_param_get,
+};

@@ -1,0 +1,483 @@
+/* world_rigid.c: the rigid world (physics/rigid.h) as a room: the tower,
+ * dice and pile scenes, throws with a projectile cap, pokes, grabs, the dice
+ * result, contacts for the debug view.
+ *
+ * Grabs: a (client, pointer) holds a body at a point fixed in the body; each
+ * step, before the solver, that point is driven toward the pointer's target
+ * by setting the body's velocity (a stiff critically-damped spring would
+ * need the mass; a velocity servo is simpler and cannot explode).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "physics/rigid.h"
+#include "physics/rigid_scenes.h"
+#include "sim/error.h"
+#include "sim/world.h"
+
+enum { TB__TOWER, TB__DICE, TB__PILE };
+#define TB__PILE_BODIES 96
+#define TB__PROJECTILE_CAP 24
+#define TB__MAX_GRABS 16
+#define TB__GRAB_GAIN 10.0f     /* 1/s: velocity per metre of error */
+#define TB__GRAB_MAX_SPEED 15.0f
+
+typedef struct {
+    uint32_t client, pointer;
+    int body;
+    tb_vec3 local;  /* grabbed point in body space */
+    tb_vec3 target;
+} tb__grab;
+
+typedef struct {
+    tb_rigid_world *world;
+    int scene;
+    uint64_t seed;
+    tb_rigid_rng rng;
+    int dice[TB_DICE_COUNT];
+    bool dice_pending; /* a throw whose result has not been told */
+    int projectiles[TB__PROJECTILE_CAP]; /* oldest first */
+    int projectile_count;
+    uint8_t next_color;
+    tb__grab grabs[TB__MAX_GRABS];
+    int grab_count;
+    int capacity;
+    tb_proto_body *bodies;        /* snapshot scratch, capacity */
+    tb_rigid_contact_info *contacts_scratch;
+} tb__rigid;
+
+static const tb_world_param tb__params[] = {
+    {"restitution", 0.0, TB_RIGID_RESTITUTION_MAX, 0.3, 0.05},
+    {"friction", 0.0, TB_RIGID_FRICTION_MAX, 0.5, 0.05},
+    {"iterations", TB_RIGID_ITERATIONS_MIN, TB_RIGID_ITERATIONS_MAX, 10, 1},
+};
+#define TB__NPARAMS (int)(sizeof tb__params / sizeof tb__params[0])
+
+/* Looks -> colours (0xRRGGBB) for the client. */
+static const uint32_t tb__wood[4] = {0xC8A06B, 0xB88A55, 0xD4B483, 0xA97C4F};
+static const uint32_t tb__balls[8] = {0xF2C14E, 0x3D7DD8, 0xD8423D, 0x4CAF50, 0x9C5BD0, 0xF28C28, 0x2BB3C0, 0xE05FA0};
+
+static int tb__scene_id(const char *scene)
+{
+    if (strcmp(scene, "tower") == 0) return TB__TOWER;
+    if (strcmp(scene, "dice") == 0) return TB__DICE;
+    if (strcmp(scene, "pile") == 0) return TB__PILE;
+    return -1;
+}
+
+static int tb__build(tb__rigid *r)
+{
+    tb_rigid_world_clear(r->world);
+    r->projectile_count = 0;
+    r->grab_count = 0;
+    r->dice_pending = false;
+    int rc = tb_rigid_scene_tray(r->world);
+    if (rc < 0)
+        return TB_ENOMEM;
+    switch (r->scene) {
+    case TB__TOWER: rc = tb_rigid_scene_tower(r->world, NULL); break;
+    case TB__DICE:
+        rc = tb_rigid_scene_dice(r->world, &r->rng, r->dice, NULL);
+        r->dice_pending = rc >= 0;
+        break;
+    default: rc = tb_rigid_scene_pile(r->world, TB__PILE_BODIES); break;
+    }
+    return rc < 0 ? TB_ENOMEM : 0;
+}
+
+static void rigid_destroy(void *world)
+{
+    tb__rigid *r = world;
+    if (!r)
+        return;
+    tb_rigid_world_destroy(r->world);
+    free(r->bodies);
+    free(r->contacts_scratch);
+    free(r);
+}
+
+static int rigid_create(const char *scene, uint64_t seed, void **out)
+{
+    int id = tb__scene_id(scene);
+    if (id < 0)
+        return TB_EBADSCENE;
+    tb__rigid *r = calloc(1, sizeof *r);
+    if (!r)
+        return TB_ENOMEM;
+    r->scene = id;
+    r->seed = seed;
+    r->rng = tb_rigid_rng_seed(seed);
+    int scene_bodies = id == TB__TOWER ? TB_SCENE_TOWER_BODIES : id == TB__DICE ? TB_SCENE_DICE_BODIES : TB__PILE_BODIES;
+    r->capacity = scene_bodies + TB__PROJECTILE_CAP + 4;
+    tb_rigid_world_def def = tb_rigid_world_def_default();
+    def.body_capacity = r->capacity;
+    r->world = tb_rigid_world_create(&def);
+    r->bodies = calloc((size_t)r->capacity, sizeof *r->bodies);
+    r->contacts_scratch = calloc(TB_PROTO_MAX_CONTACTS, sizeof *r->contacts_scratch);
+    if (!r->world || !r->bodies || !r->contacts_scratch || tb__build(r) < 0) {
+        rigid_destroy(r);
+        return TB_ENOMEM;
+    }
+    *out = r;
+    return 0;
+}
+
+static int tb__err(int rigid_err)
+{
+    switch (rigid_err) {
+    case TB_RIGID_ERR_NO_BODY: return TB_ENOBODY;
+    case TB_RIGID_ERR_FULL: return TB_ECAP;
+    case TB_RIGID_ERR_NO_MEMORY: return TB_ENOMEM;
+    default: return TB_ERANGE;
+    }
+}
+
+static tb_vec3 tb__v(const float f[3]) { return tb_v3(f[0], f[1], f[2]); }
+
+/* Keep thrown bodies inside the tray: the walls are infinite planes, and a
+ * body spawned behind one would be shot back through the room. */
+static tb_vec3 tb__inside_tray(tb_vec3 p)
+{
+    p.x = tb_clampf(p.x, -TB_TRAY_HALF_X + 0.3f, TB_TRAY_HALF_X - 0.3f);
+    p.z = tb_clampf(p.z, -TB_TRAY_HALF_Z + 0.3f, TB_TRAY_HALF_Z - 0.3f);
+    p.y = tb_clampf(p.y, 0.3f, 12.0f);
+    return p;
+}
+
+static void tb__drop_grabs_of_body(tb__rigid *r, int body)
+{
+    for (int i = 0; i < r->grab_count;)
+        if (r->grabs[i].body == body)
+            r->grabs[i] = r->grabs[--r->grab_count];
+        else
+            i++;
+}
+
+static int tb__throw(tb__rigid *r, const tb_input *in)
+{
+    int recycled = 0;
+    if (r->projectile_count == TB__PROJECTILE_CAP) {
+        int oldest = r->projectiles[0];
+        tb__drop_grabs_of_body(r, oldest);
+        tb_rigid_world_remove_body(r->world, oldest);
+        memmove(r->projectiles, r->projectiles + 1, (TB__PROJECTILE_CAP - 1) * sizeof r->projectiles[0]);
+        r->projectile_count--;
+        recycled = 1;
+    }
+    tb_vec3 v = tb__v(in->vec);
+    if (tb_v3_len(v) > 60.0f)
+        return TB_ERANGE;
+    tb_vec3 spin = in->flags == TB_THROW_DIE ? tb_v3(3.0f, -2.0f, 4.0f) : tb_v3_zero();
+    int id = tb_rigid_throw(r->world, in->flags == TB_THROW_DIE ? TB_THROW_DIE : TB_THROW_BALL,
+                            tb__inside_tray(tb__v(in->pos)), v, spin, r->next_color++ % 8);
+    if (id < 0)
+        return tb__err(id);
+    r->projectiles[r->projectile_count++] = id;
+    return recycled ? TB_ECAP : 0;
+}
+
+static int tb__nearest_body(const tb__rigid *r, tb_vec3 p, float reach)
+{
+    int best = -1;
+    float best_d = reach;
+    for (int id = tb_rigid_world_next_body(r->world, -1); id >= 0; id = tb_rigid_world_next_body(r->world, id)) {
+        tb_rigid_body_info info;
+        if (tb_rigid_body_get_info(r->world, id, &info) < 0)
+            continue;
+        float d = tb_v3_dist(info.position, p) - info.radius;
+        if (d < best_d) {
+            best_d = d;
+            best = id;
+        }
+    }
+    return best;
+}
+
+static tb__grab *tb__find_grab(tb__rigid *r, uint32_t client, uint32_t pointer)
+{
+    for (int i = 0; i < r->grab_count; i++)
+        if (r->grabs[i].client == client && r->grabs[i].pointer == pointer)
+            return &r->grabs[i];
+    return NULL;
+}
+
+static int rigid_apply_input(void *world, const tb_input *in)
+{
+    tb__rigid *r = world;
+    switch (in->type) {
+    case TB_INPUT_THROW:
+        return tb__throw(r, in);
+    case TB_INPUT_POKE: {
+        tb_vec3 point = tb__v(in->pos), impulse = tb__v(in->vec);
+        int body = in->target;
+        if (body < 0) {
+            tb_rigid_ray_hit hit;
+            tb_vec3 dir = tb_v3_len(impulse) > 1e-6f ? impulse : tb_v3(0, -1, 0);
+            if (tb_rigid_world_ray_cast(r->world, tb_v3_mad(point, tb_v3_norm(dir), -0.5f), dir, 20.0f, &hit) != 1)
+                return TB_ENOBODY;
+            body = hit.body;
+            point = hit.point;
+        }
+        int rc = tb_rigid_body_apply_impulse(r->world, body, impulse, point);
+        return rc < 0 ? tb__err(rc) : 0;
+    }
+    case TB_INPUT_GRAB_START: {
+        if (tb__find_grab(r, in->client, in->pointer))
+            return TB_EBUSY;
+        if (r->grab_count == TB__MAX_GRABS)
+            return TB_ECAP;
+        tb_vec3 at = tb__v(in->pos);
+        int body = in->target >= 0 ? in->target : tb__nearest_body(r, at, 0.6f);
+        tb_vec3 pos;
+        tb_quat rot;
+        if (body < 0 || tb_rigid_body_get_pose(r->world, body, &pos, &rot) < 0)
+            return TB_ENOBODY;
+        tb__grab *g = &r->grabs[r->grab_count++];
+        g->client = in->client;
+        g->pointer = in->pointer;
+        g->body = body;
+        g->local = tb_q_inv_rotate(rot, tb_v3_sub(at, pos));
+        g->target = at;
+        return 0;
+    }
+    case TB_INPUT_GRAB_MOVE: {
+        tb__grab *g = tb__find_grab(r, in->client, in->pointer);
+        if (!g)
+            return TB_ENOBODY;
+        g->target = tb__v(in->pos);
+        return 0;
+    }
+    case TB_INPUT_GRAB_END: {
+        tb__grab *g = tb__find_grab(r, in->client, in->pointer);
+        if (!g)
+            return TB_ENOBODY;
+        *g = r->grabs[--r->grab_count];
+        return 0;
+    }
+    case TB_INPUT_LEAVE:
+        for (int i = 0; i < r->grab_count;)
+            if (r->grabs[i].client == in->client)
+                r->grabs[i] = r->grabs[--r->grab_count];
+            else
+                i++;
+        return 0;
+    case TB_INPUT_RESET:
+        /* tower: flags = knock launches the ball into the standing tower */
+        if (in->flags && r->scene == TB__TOWER) {
+            int id = tb_rigid_scene_tower_launch_ball(r->world);
+            return id < 0 ? tb__err(id) : 0;
+        }
+        if (in->flags && r->scene != TB__TOWER && r->scene != TB__DICE)
+            return TB_ENOTSUP;
+        return tb__build(r); /* dice: a new random throw */
+    case TB_INPUT_CONTACTS:
+        return 0;
+    default:
+        return TB_ENOTSUP;
+    }
+}
+
+static void rigid_step(void *world, float dt)
+{
+    tb__rigid *r = world;
+    for (int i = 0; i < r->grab_count; i++) {
+        tb__grab *g = &r->grabs[i];
+        tb_vec3 pos;
+        tb_quat rot;
+        if (tb_rigid_body_get_pose(r->world, g->body, &pos, &rot) < 0)
+            continue;
+        tb_vec3 anchor = tb_v3_add(pos, tb_q_rotate(rot, g->local));
+        tb_vec3 v = tb_v3_scale(tb_v3_sub(g->target, anchor), TB__GRAB_GAIN);
+        float speed = tb_v3_len(v);
+        if (speed > TB__GRAB_MAX_SPEED)
+            v = tb_v3_scale(v, TB__GRAB_MAX_SPEED / speed);
+        tb_rigid_body_info info;
+        tb_rigid_body_get_info(r->world, g->body, &info);
+        tb_rigid_body_set_velocity(r->world, g->body, v, tb_v3_scale(info.angular_velocity, 0.9f));
+    }
+    tb_rigid_world_step(r->world, dt);
+}
+
+static void rigid_info(const void *world, tb_world_info *out)
+{
+    const tb__rigid *r = world;
+    out->bodies = tb_rigid_world_body_count(r->world);
+    out->awake = tb_rigid_world_awake_count(r->world);
+}
+
+static void tb__shape(const tb_rigid_body_info *info, tb_proto_shape *s)
+{
+    memset(s, 0, sizeof *s);
+    s->material = info->look.kind;
+    if (info->shape == TB_RIGID_SPHERE) {
+        s->kind = TB_SHAPE_SPHERE;
+        s->size[0] = info->radius;
+    } else {
+        s->kind = TB_SHAPE_BOX;
+        s->size[0] = info->half_extents.x;
+        s->size[1] = info->half_extents.y;
+        s->size[2] = info->half_extents.z;
+    }
+    switch (info->look.kind) {
+    case TB_LOOK_WOOD_PLANK: s->color = tb__wood[info->look.color % 4]; break;
+    case TB_LOOK_BALL: s->color = tb__balls[info->look.color % 8]; break;
+    case TB_LOOK_DIE: s->color = 0xF5F2EA; break;
+    default: s->color = 0x9AA0A6; break;
+    }
+}
+
+static void rigid_describe(const void *world, tb_proto_welcome *out)
+{
+    const tb__rigid *r = world;
+    out->param_count = TB__NPARAMS;
+    double values[TB__NPARAMS] = {tb_rigid_world_restitution(r->world), tb_rigid_world_friction(r->world),
+                                  tb_rigid_world_iterations(r->world)};
+    for (int i = 0; i < TB__NPARAMS; i++)
+        tb_world_param_describe(&tb__params[i], values[i], &out->params[i]);
+    tb_proto_static *st = &out->st;
+    memset(st, 0, sizeof *st);
+    const double hx = TB_TRAY_HALF_X, hz = TB_TRAY_HALF_Z;
+    st->bounds_min[0] = -hx - 0.5;
+    st->bounds_min[1] = -0.5;
+    st->bounds_min[2] = -hz - 0.5;
+    st->bounds_max[0] = hx + 0.5;
+    st->bounds_max[1] = 14.0;
+    st->bounds_max[2] = hz + 0.5;
+    const double planes[5][4] = {{0, 1, 0, 0}, {1, 0, 0, -hx}, {-1, 0, 0, -hx}, {0, 0, 1, -hz}, {0, 0, -1, -hz}};
+    st->plane_count = 5;
+    for (int i = 0; i < 5; i++) {
+        for (int a = 0; a < 3; a++)
+            st->planes[i].normal[a] = planes[i][a];
+        st->planes[i].offset = planes[i][3];
+    }
+    /* Low rims along the walls so the tray reads as a tray. */
+    const double rims[4][6] = {{-hx - 0.05, 0.15, 0, 0.05, 0.15, hz},
+                               {hx + 0.05, 0.15, 0, 0.05, 0.15, hz},
+                               {0, 0.15, -hz - 0.05, hx + 0.1, 0.15, 0.05},
+                               {0, 0.15, hz + 0.05, hx + 0.1, 0.15, 0.05}};
+    st->box_count = 4;
+    for (int i = 0; i < 4; i++) {
+        tb_proto_box *b = &st->boxes[i];
+        for (int a = 0; a < 3; a++) {
+            b->center[a] = rims[i][a];
+            b->half[a] = rims[i][3 + a];
+        }
+        b->rot[3] = 1.0;
+        b->color = 0x6B4F3A;
+        b->material = TB_LOOK_WOOD_PLANK;
+    }
+}
+
+static void rigid_fill_snapshot(void *world, tb_snap_input *in)
+{
+    tb__rigid *r = world;
+    uint32_t n = 0;
+    for (int id = tb_rigid_world_next_body(r->world, -1); id >= 0 && n < (uint32_t)r->capacity;
+         id = tb_rigid_world_next_body(r->world, id)) {
+        tb_rigid_body_info info;
+        if (tb_rigid_body_get_info(r->world, id, &info) < 0)
+            continue;
+        tb_proto_body *b = &r->bodies[n++];
+        b->id = (uint16_t)id;
+        tb__shape(&info, &b->shape);
+        b->pos[0] = info.position.x;
+        b->pos[1] = info.position.y;
+        b->pos[2] = info.position.z;
+        b->rot[0] = info.rotation.x;
+        b->rot[1] = info.rotation.y;
+        b->rot[2] = info.rotation.z;
+        b->rot[3] = info.rotation.w;
+    }
+    memset(in, 0, sizeof *in);
+    in->awake = (uint32_t)tb_rigid_world_awake_count(r->world);
+    in->bodies = r->bodies;
+    in->body_count = n;
+}
+
+static uint32_t rigid_max_bodies(const void *world) { return (uint32_t)((const tb__rigid *)world)->capacity; }
+
+static int tb__param_index(const char *name)
+{
+    for (int i = 0; i < TB__NPARAMS; i++)
+        if (strcmp(tb__params[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+static int rigid_param_set(void *world, const char *name, double value)
+{
+    tb__rigid *r = world;
+    int i = tb__param_index(name);
+    if (i < 0)
+        return TB_EUNKNOWN;
+    if (tb_world_param_check(&tb__params[i], value) < 0)
+        return TB_ERANGE;
+    int rc = i == 0   ? tb_rigid_world_set_restitution(r->world, (float)value)
+             : i == 1 ? tb_rigid_world_set_friction(r->world, (float)value)
+                      : tb_rigid_world_set_iterations(r->world, (int)lround(value));
+    return rc < 0 ? TB_ERANGE : 0;
+}
+
+static int rigid_param_get(const void *world, const char *name, double *value)
+{
+    const tb__rigid *r = world;
+    int i = tb__param_index(name);
+    if (i < 0)
+        return TB_EUNKNOWN;
+    *value = i == 0 ? tb_rigid_world_restitution(r->world)
+             : i == 1 ? tb_rigid_world_friction(r->world)
+                      : tb_rigid_world_iterations(r->world);
+    return 0;
+}
+
+static int rigid_poll_dice(void *world, uint32_t *faces, int cap)
+{
+    tb__rigid *r = world;
+    if (!r->dice_pending || r->scene != TB__DICE || cap < TB_DICE_COUNT)
+        return 0;
+    for (int i = 0; i < TB_DICE_COUNT; i++)
+        if (!tb_rigid_world_body_valid(r->world, r->dice[i]) || tb_rigid_body_is_awake(r->world, r->dice[i]))
+            return 0;
+    for (int i = 0; i < TB_DICE_COUNT; i++) {
+        int face = tb_rigid_body_die_top_face(r->world, r->dice[i], NULL);
+        faces[i] = face > 0 ? (uint32_t)face : 0;
+    }
+    r->dice_pending = false;
+    return TB_DICE_COUNT;
+}
+
+static int rigid_contacts(const void *world, tb_proto_contact *out, int cap)
+{
+    const tb__rigid *r = world;
+    if (cap > TB_PROTO_MAX_CONTACTS)
+        cap = TB_PROTO_MAX_CONTACTS;
+    int n = tb_rigid_world_get_contacts(r->world, r->contacts_scratch, cap);
+    for (int i = 0; i < n; i++) {
+        const tb_rigid_contact_info *c = &r->contacts_scratch[i];
+        out[i].point[0] = c->point.x;
+        out[i].point[1] = c->point.y;
+        out[i].point[2] = c->point.z;
+        out[i].normal[0] = c->normal.x;
+        out[i].normal[1] = c->normal.y;
+        out[i].normal[2] = c->normal.z;
+        out[i].impulse = c->normal_impulse;
+    }
+    return n;
+}
+
+const tb_world_ops tb_world_rigid_ops = {
+    .kind = "rigid",
+    .create = rigid_create,
+    .destroy = rigid_destroy,
+    .apply_input = rigid_apply_input,
+    .step = rigid_step,
+    .info = rigid_info,
+    .describe = rigid_describe,
+    .fill_snapshot = rigid_fill_snapshot,
+    .max_bodies = rigid_max_bodies,
+    .param_set = rigid_param_set,
+    .param_get = rigid_param_get,
+    .poll_dice = rigid_poll_dice,
+    .contacts = rigid_contacts,
+};

@@ -1,0 +1,223 @@
+/* world_soft.c: the soft world (physics/soft.h) as a room: the dough.
+ *
+ * One mesh (the icosphere's vertices streamed, triangles sent once). Grabs
+ * are per (client, pointer), several at once; a poke presses a dent whose
+ * depth grows with the impulse.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "physics/soft.h"
+#include "sim/error.h"
+#include "sim/world.h"
+
+typedef struct {
+    tb_soft_world *world;
+    tb_soft_def def;
+    uint32_t grab_client[TB_SOFT_MAX_GRABS], grab_pointer[TB_SOFT_MAX_GRABS];
+    int grab_count; /* (client, pointer) pairs holding a grab, to end them on leave */
+} tb__soft;
+
+static const tb_world_param tb__params[] = {
+    {"stiffness", 0.0, 1.0, 0.6, 0.05},
+    {"plasticity", 0, 1, 1, 1},
+    {"volume", 0, 1, 1, 1},
+};
+#define TB__NPARAMS (int)(sizeof tb__params / sizeof tb__params[0])
+
+static int soft_create(const char *scene, uint64_t seed, void **out)
+{
+    (void)seed;
+    if (strcmp(scene, "dough") != 0)
+        return TB_EBADSCENE;
+    tb__soft *s = calloc(1, sizeof *s);
+    if (!s)
+        return TB_ENOMEM;
+    s->def = tb_soft_def_default();
+    s->world = tb_soft_world_create(&s->def, NULL);
+    if (!s->world) {
+        free(s);
+        return TB_ENOMEM;
+    }
+    *out = s;
+    return 0;
+}
+
+static void soft_destroy(void *world)
+{
+    tb__soft *s = world;
+    if (!s)
+        return;
+    tb_soft_world_destroy(s->world);
+    free(s);
+}
+
+static int tb__err(tb_soft_result r)
+{
+    switch (r) {
+    case TB_SOFT_OK: return 0;
+    case TB_SOFT_ERR_UNKNOWN_GRAB:
+    case TB_SOFT_ERR_NOTHING_THERE: return TB_ENOBODY;
+    case TB_SOFT_ERR_GRAB_EXISTS:
+    case TB_SOFT_ERR_BUSY: return TB_EBUSY;
+    case TB_SOFT_ERR_TOO_MANY_GRABS: return TB_ECAP;
+    case TB_SOFT_ERR_NO_MEMORY: return TB_ENOMEM;
+    default: return TB_ERANGE;
+    }
+}
+
+static void tb__forget_grab(tb__soft *s, uint32_t client, uint32_t pointer)
+{
+    for (int i = 0; i < s->grab_count; i++)
+        if (s->grab_client[i] == client && s->grab_pointer[i] == pointer) {
+            s->grab_client[i] = s->grab_client[--s->grab_count];
+            s->grab_pointer[i] = s->grab_pointer[s->grab_count];
+            return;
+        }
+}
+
+static int soft_apply_input(void *world, const tb_input *in)
+{
+    tb__soft *s = world;
+    tb_vec3 p = tb_v3(in->pos[0], in->pos[1], in->pos[2]);
+    tb_soft_result r;
+    switch (in->type) {
+    case TB_INPUT_GRAB_START:
+        r = tb_soft_world_grab_start(s->world, in->client, in->pointer, p);
+        if (r == TB_SOFT_OK && s->grab_count < TB_SOFT_MAX_GRABS) {
+            s->grab_client[s->grab_count] = in->client;
+            s->grab_pointer[s->grab_count++] = in->pointer;
+        }
+        return tb__err(r);
+    case TB_INPUT_GRAB_MOVE:
+        return tb__err(tb_soft_world_grab_move(s->world, in->client, in->pointer, p));
+    case TB_INPUT_GRAB_END:
+        tb__forget_grab(s, in->client, in->pointer);
+        return tb__err(tb_soft_world_grab_end(s->world, in->client, in->pointer));
+    case TB_INPUT_LEAVE:
+        for (int i = 0; i < s->grab_count;) {
+            if (s->grab_client[i] == in->client) {
+                tb_soft_world_grab_end(s->world, s->grab_client[i], s->grab_pointer[i]);
+                s->grab_client[i] = s->grab_client[--s->grab_count];
+                s->grab_pointer[i] = s->grab_pointer[s->grab_count];
+            } else {
+                i++;
+            }
+        }
+        return 0;
+    case TB_INPUT_POKE: {
+        float strength = sqrtf(in->vec[0] * in->vec[0] + in->vec[1] * in->vec[1] + in->vec[2] * in->vec[2]);
+        float depth = tb_clampf(0.05f * strength, 0.05f, TB_SOFT_PRESS_DEPTH_MAX);
+        return tb__err(tb_soft_world_press(s->world, p, depth));
+    }
+    case TB_INPUT_RESET:
+        if (in->flags)
+            return TB_ENOTSUP;
+        tb_soft_world_reset(s->world);
+        s->grab_count = 0;
+        return 0;
+    case TB_INPUT_CONTACTS:
+        return 0;
+    default:
+        return TB_ENOTSUP;
+    }
+}
+
+static void soft_step(void *world, float dt)
+{
+    tb_soft_world_step(((tb__soft *)world)->world, dt);
+}
+
+static void soft_info(const void *world, tb_world_info *out)
+{
+    const tb__soft *s = world;
+    out->bodies = tb_soft_world_vertex_count(s->world);
+    out->awake = out->bodies;
+}
+
+static void soft_describe(const void *world, tb_proto_welcome *out)
+{
+    const tb__soft *s = world;
+    double values[TB__NPARAMS] = {s->def.stiffness, s->def.plasticity, s->def.volume_preservation};
+    out->param_count = TB__NPARAMS;
+    for (int i = 0; i < TB__NPARAMS; i++)
+        tb_world_param_describe(&tb__params[i], values[i], &out->params[i]);
+    tb_proto_static *st = &out->st;
+    memset(st, 0, sizeof *st);
+    for (int a = 0; a < 3; a++) {
+        st->bounds_min[a] = -TB_SOFT_MAX_RADIUS - 1.5;
+        st->bounds_max[a] = TB_SOFT_MAX_RADIUS + 1.5;
+    }
+    st->mesh_count = 1;
+    tb_proto_mesh *m = &st->meshes[0];
+    strcpy(m->kind, "soft");
+    m->verts = (uint32_t)tb_soft_world_vertex_count(s->world);
+    m->tri_count = (uint32_t)tb_soft_world_triangle_count(s->world);
+    m->tris = (const uint8_t *)tb_soft_world_triangles(s->world); /* uint16 little-endian */
+    m->color = 0xF3D9A4;
+}
+
+static void soft_fill_snapshot(void *world, tb_snap_input *in)
+{
+    tb__soft *s = world;
+    memset(in, 0, sizeof *in);
+    in->verts[0] = tb_soft_world_positions(s->world);
+    in->awake = (uint32_t)tb_soft_world_vertex_count(s->world);
+}
+
+static uint32_t soft_max_bodies(const void *world) { return 0; }
+
+static int tb__param_index(const char *name)
+{
+    for (int i = 0; i < TB__NPARAMS; i++)
+        if (strcmp(tb__params[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+static int soft_param_set(void *world, const char *name, double value)
+{
+    tb__soft *s = world;
+    int i = tb__param_index(name);
+    if (i < 0)
+        return TB_EUNKNOWN;
+    if (tb_world_param_check(&tb__params[i], value) < 0)
+        return TB_ERANGE;
+    tb_soft_result r;
+    if (i == 0) {
+        r = tb_soft_world_set_stiffness(s->world, (float)value);
+        if (r == TB_SOFT_OK) s->def.stiffness = (float)value;
+    } else if (i == 1) {
+        r = tb_soft_world_set_plasticity(s->world, value >= 0.5);
+        if (r == TB_SOFT_OK) s->def.plasticity = value >= 0.5;
+    } else {
+        r = tb_soft_world_set_volume_preservation(s->world, value >= 0.5);
+        if (r == TB_SOFT_OK) s->def.volume_preservation = value >= 0.5;
+    }
+    return tb__err(r);
+}
+
+static int soft_param_get(const void *world, const char *name, double *value)
+{
+    const tb__soft *s = world;
+    int i = tb__param_index(name);
+    if (i < 0)
+        return TB_EUNKNOWN;
+    *value = i == 0 ? s->def.stiffness : i == 1 ? s->def.plasticity : s->def.volume_preservation;
+    return 0;
+}
+
+const tb_world_ops tb_world_soft_ops = {
+    .kind = "soft",
+    .create = soft_create,
+    .destroy = soft_destroy,
+    .apply_input = soft_apply_input,
+    .step = soft_step,
+    .info = soft_info,
+    .describe = soft_describe,
+    .fill_snapshot = soft_fill_snapshot,
+    .max_bodies = soft_max_bodies,
+    .param_set = soft_param_set,
+    .param_get = soft_param_get,
+};

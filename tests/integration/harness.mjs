@@ -1,0 +1,253 @@
+// harness.mjs: start a real tumble-server for a test, talk to it, and always
+// stop it.
+//
+// startServer() spawns build/tumble-server on 127.0.0.1 with an ephemeral
+// port (--port 0) and a fresh temporary client folder, waits for the
+// "tumble: listening on http://127.0.0.1:PORT" line and returns a handle.
+// Every server started here is remembered: stopAll() (call it from an
+// `after` hook) kills what is left, and a process 'exit' handler SIGKILLs
+// anything still running even if a test threw or the runner is interrupted.
+//
+// connect() opens a `tumble.v1` WebSocket (package `ws`: Node 18 has no
+// global WebSocket) and buffers decoded msgpack messages so a test can wait
+// for the next message of a type.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { encodeClient, decodeServer, SnapshotState } from '../../proto/js/tumble-proto.mjs';
+import WebSocket from 'ws';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const ROOT = path.resolve(here, '../..');
+export const SERVER_BIN = process.env.TUMBLE_SERVER_BIN || path.join(ROOT, 'build/tumble-server');
+
+const running = new Set();
+const tempDirs = new Set();
+
+function killAllNow() {
+  for (const srv of running) {
+    try { srv.proc.kill('SIGKILL'); } catch { /* already gone */ }
+  }
+  running.clear();
+  for (const dir of tempDirs) {
+    try { fs.rmSync(dir, { recursive: true, force: true }); } catch { /* ignore */ }
+  }
+  tempDirs.clear();
+}
+process.on('exit', killAllNow);
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => { killAllNow(); process.exit(130); });
+}
+
+// A temporary client folder: index.html with a marker, app.js, a file
+// outside the folder and a symlink pointing at it (must be refused).
+export function makeClientDir({ index = true } = {}) {
+  const base = fs.mkdtempSync(path.join(os.tmpdir(), 'tumble-it-'));
+  tempDirs.add(base);
+  const dir = path.join(base, 'dist');
+  fs.mkdirSync(dir);
+  fs.mkdirSync(path.join(dir, 'assets'));
+  if (index) fs.writeFileSync(path.join(dir, 'index.html'), '<!doctype html><title>tumble test client</title>TUMBLE-INDEX\n');
+  fs.writeFileSync(path.join(dir, 'app.js'), 'console.log("tumble");\n');
+  fs.writeFileSync(path.join(dir, 'assets', 'style.css'), 'body{}\n');
+  fs.writeFileSync(path.join(base, 'secret.txt'), 'TOP-SECRET-OUTSIDE\n');
+  fs.symlinkSync(path.join(base, 'secret.txt'), path.join(dir, 'link.txt'));
+  return dir;
+}
+
+export async function startServer({ args = [], env = {}, clientDir, index = true, timeoutMs = 5000 } = {}) {
+  const dir = clientDir ?? makeClientDir({ index });
+  const proc = spawn(SERVER_BIN, ['--port', '0', '--bind', '127.0.0.1', '--client-dir', dir, '--log-level', 'warn', ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const srv = { proc, stdout: '', stderr: '', port: 0, url: '', clientDir: dir, exitCode: null, exitSignal: null };
+  running.add(srv);
+  srv.exited = new Promise((resolve) => {
+    proc.on('exit', (code, signal) => {
+      srv.exitCode = code; srv.exitSignal = signal; running.delete(srv); resolve({ code, signal });
+    });
+  });
+  proc.stderr.on('data', (d) => { srv.stderr += d; });
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not print its port within ${timeoutMs} ms:\n${srv.stderr}`)), timeoutMs);
+    proc.stdout.on('data', (d) => {
+      srv.stdout += d;
+      const m = /tumble: listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(srv.stdout);
+      if (m && !srv.port) {
+        clearTimeout(timer);
+        srv.port = Number(m[1]);
+        srv.url = `http://127.0.0.1:${srv.port}`;
+        resolve();
+      }
+    });
+    proc.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited (${code}) before listening:\n${srv.stderr}`)); });
+  });
+  srv.stop = async (signal = 'SIGTERM') => {
+    if (srv.exitCode !== null || srv.exitSignal !== null) return srv.exited;
+    proc.kill(signal);
+    return srv.exited;
+  };
+  return srv;
+}
+
+export async function stopAll() {
+  const all = [...running];
+  await Promise.all(all.map(async (srv) => {
+    srv.proc.kill('SIGTERM');
+    const t = setTimeout(() => srv.proc.kill('SIGKILL'), 2500);
+    await srv.exited;
+    clearTimeout(t);
+  }));
+  killAllNow();
+}
+
+// A raw HTTP/1.1 GET that sends the path byte for byte (fetch would
+// normalise "/../"). Resolves { status, headers, body }.
+export function rawGet(port, rawPath) {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(port, '127.0.0.1');
+    let data = Buffer.alloc(0);
+    sock.on('connect', () => sock.write(`GET ${rawPath} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`));
+    sock.on('data', (d) => { data = Buffer.concat([data, d]); });
+    sock.on('error', reject);
+    sock.on('close', () => {
+      const text = data.toString('latin1');
+      const m = /^HTTP\/1\.[01] (\d+)/.exec(text);
+      const split = text.indexOf('\r\n\r\n');
+      resolve({ status: m ? Number(m[1]) : 0, head: text.slice(0, split), body: split >= 0 ? text.slice(split + 4) : '' });
+    });
+    sock.setTimeout(3000, () => sock.destroy(new Error('raw GET timed out')));
+  });
+}
+
+// A tumble.v1 client with a buffered inbox of decoded messages (proto/js
+// codec) and its own SnapshotState: welcome, scene and snapshots are applied
+// as they arrive, and each snapshot message gets .state = {tick, ...} copies
+// of what a test usually checks. A delta that does not fit is recorded in
+// client.snapErrors and answered with a resync, like a real client.
+export function connect(port, { protocol = 'tumble.v1', headers, name = 'test' } = {}) {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/`, protocol ? [protocol] : [], { headers });
+    const client = {
+      ws,
+      name,
+      inbox: [],
+      waiters: [],
+      closed: null,
+      snapshots: 0,
+      snapErrors: [],
+      undecodable: 0,
+      state: new SnapshotState(),
+      seq: 0,
+      // Encode with the protocol codec; seq is filled in when missing.
+      send(obj) {
+        const msg = { ...obj };
+        if (!['hello', 'ping', 'resync', 'lobby_req'].includes(msg.type) && msg.seq === undefined) msg.seq = ++client.seq;
+        ws.send(encodeClient(msg));
+        return msg.seq;
+      },
+      sendRaw(buf, opts) { ws.send(buf, opts); },
+      next(pred = () => true, timeoutMs = 3000) {
+        const i = client.inbox.findIndex(pred);
+        if (i >= 0) return Promise.resolve(client.inbox.splice(i, 1)[0]);
+        return new Promise((res, rej) => {
+          const w = { pred, res };
+          const t = setTimeout(() => {
+            client.waiters.splice(client.waiters.indexOf(w), 1);
+            rej(new Error(`no matching message within ${timeoutMs} ms; last types: ${client.inbox.slice(-6).map((m) => m.type).join(',')}`));
+          }, timeoutMs);
+          w.res = (m) => { clearTimeout(t); res(m); };
+          client.waiters.push(w);
+        });
+      },
+      type(type, timeoutMs) { return client.next((m) => m.type === type, timeoutMs); },
+      error(name, timeoutMs) { return client.next((m) => m.type === 'error' && (!name || m.name === name), timeoutMs); },
+      snapshot(timeoutMs) { return client.next((m) => m.type === 'snap_delta' || m.type === 'snap_key', timeoutMs); },
+      drop(pred) { client.inbox = client.inbox.filter((m) => !pred(m)); },
+      dropSnapshots() { client.drop((m) => m.type === 'snap_delta' || m.type === 'snap_key'); },
+      close() { try { ws.close(); } catch { /* ignore */ } },
+      whenClosed: null,
+    };
+    client.whenClosed = new Promise((res) => ws.on('close', (code, reason) => {
+      client.closed = { code, reason: reason.toString() };
+      res(client.closed);
+    }));
+    ws.on('message', (data) => {
+      let msg;
+      try { msg = decodeServer(new Uint8Array(data)); } catch (e) { client.undecodable++; msg = { type: '__undecodable__', error: e }; }
+      msg.__at = performance.now();
+      if (client.state.handles(msg)) {
+        try {
+          client.state.apply(msg);
+          msg.state = snapshotView(client.state);
+        } catch (e) {
+          client.snapErrors.push(e);
+          try { ws.send(encodeClient({ type: 'resync' })); } catch { /* closing */ }
+        }
+        if (msg.type === 'snap_delta' || msg.type === 'snap_key') client.snapshots++;
+      }
+      const w = client.waiters.find((x) => x.pred(msg));
+      if (w) { client.waiters.splice(client.waiters.indexOf(w), 1); w.res(msg); return; }
+      client.inbox.push(msg);
+      if (client.inbox.length > 5000) client.inbox.splice(0, 1000);
+    });
+    ws.on('open', () => resolve(client));
+    ws.on('error', (e) => reject(e));
+    ws.on('unexpected-response', (req, res) => reject(new Error(`upgrade refused: HTTP ${res.statusCode}`)));
+  });
+}
+
+// A copy of the decoded world a test can keep: tick, bodies by id, meshes.
+export function snapshotView(st) {
+  const bodies = new Map();
+  for (let i = 0; i < st.bodyCount; i++) {
+    bodies.set(st.ids[i], {
+      pos: [st.pos[3 * i], st.pos[3 * i + 1], st.pos[3 * i + 2]],
+      rot: [st.rot[4 * i], st.rot[4 * i + 1], st.rot[4 * i + 2], st.rot[4 * i + 3]],
+      shape: st.shapes[i],
+    });
+  }
+  return { tick: st.tick, lastSeq: st.lastSeq, awake: st.awake, bodies, meshes: st.meshes.map((m) => Float32Array.from(m.pos)) };
+}
+
+// Join a room (hello) and wait for the welcome.
+export async function join(client, room, scene, extra = {}) {
+  client.send({ type: 'hello', version: 1, room, kind: null, scene: scene ?? null, name: client.name, ...extra });
+  return client.type('welcome');
+}
+
+export async function metrics(url) {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const values = {};
+  for (const line of text.split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const sp = line.lastIndexOf(' ');
+    values[line.slice(0, sp)] = Number(line.slice(sp + 1));
+  }
+  return values;
+}
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Snapshot delivery as the server clock sees it: how many of the room's
+// snapshot ticks in the inbox span reached this client, per second of room
+// time. Independent of this test process's own event-loop stalls (a client
+// busy flooding the server delays its own message handlers, not the server).
+export function snapshotStats(client) {
+  const snaps = client.inbox.filter((m) => (m.type === 'snap_delta' || m.type === 'snap_key') && m.state);
+  if (snaps.length < 2) return { received: snaps.length, seconds: 0, rate: 0 };
+  const seconds = (snaps[snaps.length - 1].state.tick - snaps[0].state.tick) / 120;
+  return { received: snaps.length, seconds, rate: (snaps.length - 1) / seconds };
+}
+
+// Steps per second of a room measured by the server's own counter.
+export async function roomSteps(url, id) {
+  const rooms = await (await fetch(`${url}/api/rooms`)).json();
+  const r = rooms.find((x) => x.id === id);
+  return { steps: r ? r.steps : 0, at: performance.now() };
+}
+export function stepRate(a, b) { return (b.steps - a.steps) / ((b.at - a.at) / 1000); }

@@ -1,0 +1,102 @@
+// rooms.test.mjs: room limits and lifetime against a real server: max rooms,
+// max clients per room, idle rooms disposed while the default rooms stay,
+// and metrics counting the refusals.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, stopAll, connect, join, sleep, metrics } from './harness.mjs';
+
+after(stopAll);
+
+test('max rooms and max clients per room are refused with errors and counted', async () => {
+  const srv = await startServer({ args: ['--max-rooms', '6', '--max-clients-per-room', '2'] });
+  const a = await connect(srv.port);
+  await join(a, 'sixth', 'pile');
+  const b = await connect(srv.port);
+  b.send({ type: 'hello', version: 1, room: 'seventh', kind: null, scene: 'tower', name: 'b' });
+  assert.equal((await b.error()).name, 'too_many_rooms');
+  const c = await connect(srv.port);
+  await join(c, 'sixth');
+  const d = await connect(srv.port);
+  d.send({ type: 'hello', version: 1, room: 'sixth', kind: null, scene: null, name: 'd' });
+  assert.equal((await d.error()).name, 'room_full');
+  const m = await metrics(srv.url);
+  assert.equal(m['tumble_connections_refused_total{reason="max_rooms"}'], 1);
+  assert.equal(m['tumble_connections_refused_total{reason="room_full"}'], 1);
+  assert.equal(m.tumble_clients, 2);
+  for (const x of [a, b, c, d]) x.close();
+  assert.equal((await srv.stop()).code, 0);
+});
+
+test('a room without clients is disposed after the idle timeout; default rooms stay', async () => {
+  const srv = await startServer({ args: ['--room-idle-timeout', '1'] });
+  const a = await connect(srv.port);
+  await join(a, 'short-lived', 'flag');
+  let rooms = await (await fetch(`${srv.url}/api/rooms`)).json();
+  assert.ok(rooms.some((r) => r.id === 'short-lived'));
+  await sleep(1500);
+  rooms = await (await fetch(`${srv.url}/api/rooms`)).json();
+  assert.ok(rooms.some((r) => r.id === 'short-lived'), 'kept while a client is in it');
+  a.close();
+  await sleep(2500);
+  rooms = await (await fetch(`${srv.url}/api/rooms`)).json();
+  assert.deepEqual(rooms.map((r) => r.id).sort(), ['cape', 'dice', 'dough', 'flag', 'tower']);
+  const m = await metrics(srv.url);
+  assert.equal(m.tumble_rooms, 5);
+  // the id can be used again, for another scene
+  const b = await connect(srv.port);
+  const w = await join(b, 'short-lived', 'dough');
+  assert.equal(w.kind, 'soft');
+  b.close();
+  assert.equal((await srv.stop()).code, 0);
+});
+
+test('peers see each other join and leave', async () => {
+  const srv = await startServer();
+  const a = await connect(srv.port, { name: 'Ada' });
+  await join(a, 'peers', 'tower');
+  const b = await connect(srv.port, { name: 'Bob' });
+  const wb = await join(b, 'peers', 'tower');
+  assert.deepEqual(wb.peers.map((p) => p.name).sort(), ['Ada', 'Bob']);
+  const pj = await a.type('peer_joined');
+  assert.equal(pj.name, 'Bob');
+  b.close();
+  const pl = await a.type('peer_left');
+  assert.equal(pl.id, wb.client_id);
+  a.close();
+  await srv.stop();
+});
+
+test('a client that stops reading is disconnected after --slow-reader-timeout; others are not disturbed', async () => {
+  const srv = await startServer({ args: ['--slow-reader-timeout', '2'] });
+  const good = await connect(srv.port);
+  await join(good, 'slow', 'pile');
+  const slow = await connect(srv.port);
+  await join(slow, 'slow', 'pile');
+  // The contacts view of 96 cubes is a big stream (hundreds of KB/s): the
+  // client's receive buffer fills within a second once it stops reading.
+  slow.send({ type: 'contacts_view', on: true });
+  await slow.type('contacts');
+  slow.ws._socket.pause(); // stop reading
+  const t0 = performance.now();
+  // TCP keeps acknowledging into the client's receive buffer until it is
+  // full; from then on nothing drains, and 2 s later the server lets the
+  // client go (or sooner, if its must-deliver queue overflows first).
+  let m;
+  for (;;) {
+    m = await metrics(srv.url);
+    if (m['tumble_connections_refused_total{reason="slow_reader"}'] >= 1 || performance.now() - t0 > 10000) break;
+    await sleep(250);
+  }
+  const secs = (performance.now() - t0) / 1000;
+  assert.equal(m['tumble_connections_refused_total{reason="slow_reader"}'], 1, 'slow reader counted');
+  assert.ok(secs < 10, `after ${secs.toFixed(1)} s`);
+  slow.ws._socket.resume(); // a paused socket cannot see its own end
+  const closed = await Promise.race([slow.whenClosed, sleep(5000).then(() => null)]);
+  assert.ok(closed, 'the slow client sees its connection end');
+  assert.equal(good.closed, null);
+  good.dropSnapshots();
+  await sleep(500);
+  assert.ok(good.inbox.filter((x) => x.type === 'snap_delta' || x.type === 'snap_key').length >= 25);
+  good.close();
+  await srv.stop();
+});

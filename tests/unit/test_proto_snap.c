@@ -1,0 +1,461 @@
+/* test_proto_snap.c: snapshot quantization and delta coding (proto/c/tb_snap_*.c).
+ *
+ * The bounds the protocol promises (PROTOCOL.md "Quantization"), checked over
+ * many random poses, and the delta law: applying every delta to the baseline
+ * gives exactly the state a keyframe gives, for any mix of moving, resting,
+ * spawned and removed bodies and moving meshes. */
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "tb_proto.h"
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static double rnd(void)   /* [0, 1) */
+{
+    rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+static double rnd_range(double a, double b) { return a + (b - a) * rnd(); }
+
+static void random_quat(float q[4])
+{
+    /* uniform on S3 (Shoemake) */
+    double u1 = rnd(), u2 = rnd() * 2 * 3.141592653589793, u3 = rnd() * 2 * 3.141592653589793;
+    q[0] = (float)(sqrt(1 - u1) * sin(u2)); q[1] = (float)(sqrt(1 - u1) * cos(u2));
+    q[2] = (float)(sqrt(u1) * sin(u3));     q[3] = (float)(sqrt(u1) * cos(u3));
+}
+
+static double angle_deg(const float a[4], const double b[4])
+{
+    double na = sqrt((double)a[0] * a[0] + (double)a[1] * a[1] + (double)a[2] * a[2] + (double)a[3] * a[3]);
+    double d = fabs((a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3]) / na);
+    if (d > 1) d = 1;
+    return 2 * acos(d) * 180.0 / 3.141592653589793;
+}
+
+static const tb_proto_frame room = {{-8, -1, -8}, {8, 15, 8}, 0, {0}};
+
+static void rigid_positions_stay_within_half_a_millimetre(void **s)
+{
+    (void)s;
+    double worst = 0;
+    for (int i = 0; i < 200000; i++) {
+        for (int a = 0; a < 3; a++) {
+            int32_t gmax = tb_proto_grid_max(room.bounds_min[a], room.bounds_max[a], TB_PROTO_POS_SCALE);
+            float p = (float)rnd_range(room.bounds_min[a], room.bounds_max[a]);
+            int32_t q = tb_proto_quant_pos(p, room.bounds_min[a], gmax, TB_PROTO_POS_SCALE);
+            float back = (float)tb_proto_dequant_pos(q, room.bounds_min[a], TB_PROTO_POS_SCALE);
+            double e = fabs((double)back - (double)p);
+            if (e > worst) worst = e;
+        }
+    }
+    print_message("worst rigid position error %.4f mm\n", worst * 1000);
+    assert_true(worst <= 0.0005);
+}
+
+static void vertices_stay_within_one_millimetre(void **s)
+{
+    (void)s;
+    double worst = 0;
+    for (int i = 0; i < 200000; i++) {
+        int a = i % 3;
+        int32_t gmax = tb_proto_grid_max(room.bounds_min[a], room.bounds_max[a], TB_PROTO_VERT_SCALE);
+        float p = (float)rnd_range(room.bounds_min[a], room.bounds_max[a]);
+        int32_t q = tb_proto_quant_pos(p, room.bounds_min[a], gmax, TB_PROTO_VERT_SCALE);
+        double e = fabs(tb_proto_dequant_pos(q, room.bounds_min[a], TB_PROTO_VERT_SCALE) - (double)p);
+        if (e > worst) worst = e;
+    }
+    print_message("worst vertex error %.4f mm\n", worst * 1000);
+    assert_true(worst <= 0.001);
+}
+
+static void orientations_stay_within_a_tenth_of_a_degree(void **s)
+{
+    (void)s;
+    double worst = 0;
+    for (int i = 0; i < 400000; i++) {
+        float q[4];
+        if (i % 4 == 0) {
+            /* the worst region: all four components near 1/2 */
+            for (int k = 0; k < 4; k++) q[k] = (float)(0.5 + rnd_range(-0.01, 0.01)) * (rnd() < 0.5 ? -1.0f : 1.0f);
+        } else if (i % 4 == 1) {
+            /* near a tie between the two largest components */
+            double a = rnd_range(0.6, 0.7071);
+            q[0] = (float)a; q[1] = (float)(a + rnd_range(-1e-4, 1e-4)); q[2] = (float)rnd_range(-0.1, 0.1); q[3] = (float)rnd_range(-0.1, 0.1);
+        } else {
+            random_quat(q);
+        }
+        int idx;
+        int32_t c[3];
+        double back[4];
+        tb_proto_quant_rot(q, &idx, c);
+        tb_proto_dequant_rot(idx, c, back);
+        double e = angle_deg(q, back);
+        if (e > worst) worst = e;
+    }
+    print_message("worst orientation error %.4f degrees\n", worst);
+    assert_true(worst <= 0.1);
+}
+
+static void degenerate_quaternions_become_identity(void **s)
+{
+    (void)s;
+    float zero[4] = {0, 0, 0, 0}, nan4[4] = {NAN, 0, 0, 1};
+    int idx; int32_t c[3]; double q[4];
+    tb_proto_quant_rot(zero, &idx, c);
+    tb_proto_dequant_rot(idx, c, q);
+    assert_true(fabs(q[3]) > 0.9999);
+    tb_proto_quant_rot(nan4, &idx, c);
+    tb_proto_dequant_rot(idx, c, q);
+    assert_true(isfinite(q[0]) && fabs(q[3]) > 0.9999);
+}
+
+/* ---- a small changing world --------------------------------------------------- */
+
+#define MAXB 64
+#define NV 150
+typedef struct world {
+    tb_proto_body bodies[MAXB];
+    uint32_t n;
+    float verts[2][NV * 3];
+    float vel[MAXB][3];
+} world;
+
+static void world_init(world *w, uint32_t n)
+{
+    memset(w, 0, sizeof *w);
+    for (uint32_t i = 0; i < n; i++) {
+        tb_proto_body *b = &w->bodies[i];
+        b->id = (uint16_t)(i * 3 + 1);
+        b->shape = (tb_proto_shape){TB_SHAPE_BOX, 1, 0x8b5a2b, {0.5f, 0.1f, 0.2f}};
+        for (int a = 0; a < 3; a++) b->pos[a] = (float)rnd_range(-2, 2);
+        b->pos[1] += 5;
+        random_quat(b->rot);
+    }
+    w->n = n;
+    for (int m = 0; m < 2; m++)
+        for (int v = 0; v < NV * 3; v++) w->verts[m][v] = (float)rnd_range(-1, 1) + (v % 3 == 1 ? 3.0f : 0.0f);
+}
+
+static void world_step(world *w, int t)
+{
+    for (uint32_t i = 0; i < w->n; i++) {
+        tb_proto_body *b = &w->bodies[i];
+        if ((i + (uint32_t)t / 30) % 3 == 0) continue;             /* a third at rest at any time */
+        w->vel[i][1] -= 9.81f / 60.0f;
+        for (int a = 0; a < 3; a++) b->pos[a] += w->vel[i][a] / 60.0f;
+        if (b->pos[1] < 0) { b->pos[1] = 0; w->vel[i][1] = -0.5f * w->vel[i][1]; }
+        float dq = 0.02f;                                           /* spin about x */
+        float x = b->rot[0], y = b->rot[1], z = b->rot[2], ww = b->rot[3];
+        float c = cosf(dq), sn = sinf(dq);
+        b->rot[0] = c * x + sn * ww; b->rot[1] = c * y + sn * z; b->rot[2] = c * z - sn * y; b->rot[3] = c * ww - sn * x;
+    }
+    if (t % 17 == 5 && w->n < MAXB) {                               /* spawn a ball with a new id */
+        tb_proto_body *b = &w->bodies[w->n++];
+        b->id = (uint16_t)(1000 + t);
+        b->shape = (tb_proto_shape){TB_SHAPE_SPHERE, 2, 0xff3030, {0.3f, 0, 0}};
+        b->pos[0] = 0; b->pos[1] = 6; b->pos[2] = 0;
+        b->rot[0] = b->rot[1] = b->rot[2] = 0; b->rot[3] = 1;
+    }
+    if (t % 23 == 11 && w->n > 4) {                                 /* remove body 2 */
+        memmove(&w->bodies[2], &w->bodies[3], (w->n - 3) * sizeof w->bodies[0]);
+        memmove(&w->vel[2], &w->vel[3], (w->n - 3) * sizeof w->vel[0]);
+        w->n--;
+    }
+    for (int m = 0; m < 2; m++)
+        for (int v = 0; v < NV; v++) {
+            if (m == 1 && t % 40 > 20) break;                        /* second mesh rests sometimes */
+            if (v < 10) continue;                                    /* pinned */
+            w->verts[m][3 * v + 0] += 0.01f * sinf(0.1f * (float)t + (float)v);
+            w->verts[m][3 * v + 1] += 0.004f * cosf(0.13f * (float)t + (float)v);
+        }
+}
+
+static tb_snap_input world_input(const world *w, uint32_t tick)
+{
+    tb_snap_input in = {.tick = tick, .awake = w->n, .bodies = w->bodies, .body_count = w->n};
+    in.verts[0] = w->verts[0];
+    in.verts[1] = w->verts[1];
+    return in;
+}
+
+static void assert_same_state(const tb_snap_decoder *a, const tb_snap_decoder *b)
+{
+    assert_int_equal(tb_snap_decoder_tick(a), tb_snap_decoder_tick(b));
+    assert_int_equal(tb_snap_decoder_body_count(a), tb_snap_decoder_body_count(b));
+    for (uint32_t i = 0; i < tb_snap_decoder_body_count(a); i++) {
+        int32_t qa[3], ca[3], va[3], ra[3], qb[3], cb[3], vb[3], rb[3];
+        int ia, ib;
+        tb_snap_decoder_body_q(a, i, qa, &ia, ca, va, ra);
+        tb_snap_decoder_body_q(b, i, qb, &ib, cb, vb, rb);
+        assert_memory_equal(qa, qb, sizeof qa);
+        assert_int_equal(ia, ib);
+        assert_memory_equal(ca, cb, sizeof ca);
+        assert_memory_equal(va, vb, sizeof va);
+        assert_memory_equal(ra, rb, sizeof ra);
+        tb_proto_body ba, bb;
+        tb_snap_decoder_body(a, i, &ba);
+        tb_snap_decoder_body(b, i, &bb);
+        assert_int_equal(ba.id, bb.id);
+    }
+    for (uint32_t m = 0; m < tb_snap_decoder_frame(a)->mesh_count; m++) {
+        const int32_t *va, *vb;
+        const int32_t *qa = tb_snap_decoder_verts_q(a, m, &va), *qb = tb_snap_decoder_verts_q(b, m, &vb);
+        size_t n = 3u * tb_snap_decoder_frame(a)->mesh_verts[m] * sizeof(int32_t);
+        assert_memory_equal(qa, qb, n);
+        assert_memory_equal(va, vb, n);
+    }
+}
+
+/* Makes a WELCOME-free decoder start: a keyframe needs the frame, given by a SCENE message. */
+static void prime_decoder(tb_snap_decoder *d, const tb_proto_frame *fr, const tb_snap_blob *key)
+{
+    static tb_proto_welcome w;
+    memset(&w, 0, sizeof w);
+    strcpy(w.kind, "rigid"); strcpy(w.scene, "test");
+    for (int a = 0; a < 3; a++) { w.st.bounds_min[a] = fr->bounds_min[a]; w.st.bounds_max[a] = fr->bounds_max[a]; }
+    w.st.mesh_count = fr->mesh_count;
+    for (uint32_t m = 0; m < fr->mesh_count; m++) { strcpy(w.st.meshes[m].kind, "cloth"); w.st.meshes[m].verts = fr->mesh_verts[m]; }
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    assert_int_equal(tb_proto_encode_scene(&sb, &w, key), TB_OK);
+    tb_proto_err err;
+    int rc = tb_snap_decoder_apply(d, (const uint8_t *)sb.data, sb.size, &err);
+    if (rc) print_message("prime: %s\n", err.msg);
+    assert_int_equal(rc, TB_OK);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+static int apply_blob(tb_snap_decoder *d, const tb_snap_blob *b, uint32_t seq, size_t *bytes)
+{
+    static uint8_t buf[1 << 20];
+    size_t n = tb_snap_write(buf, sizeof buf, b, seq);
+    assert_true(n > 0);
+    if (bytes) *bytes = n;
+    tb_proto_err err;
+    int rc = tb_snap_decoder_apply(d, buf, n, &err);
+    if (rc) print_message("apply: %s\n", err.msg);
+    return rc;
+}
+
+static void deltas_applied_in_order_equal_the_keyframe(void **s)
+{
+    (void)s;
+    static world w;
+    world_init(&w, 24);
+    tb_proto_frame fr = room;
+    fr.mesh_count = 2; fr.mesh_verts[0] = NV; fr.mesh_verts[1] = NV;
+    tb_snap_encoder *enc = tb_snap_encoder_create(&fr, MAXB);
+    tb_snap_decoder *stream = tb_snap_decoder_create(MAXB), *fresh = tb_snap_decoder_create(MAXB);
+    assert_non_null(enc); assert_non_null(stream); assert_non_null(fresh);
+    tb_proto_err err;
+    tb_snap_input in = world_input(&w, 100);
+    assert_int_equal(tb_snap_encoder_step(enc, &in, &err), TB_OK);
+    assert_null(tb_snap_encoder_delta(enc));
+    prime_decoder(stream, &fr, tb_snap_encoder_key(enc));
+    prime_decoder(fresh, &fr, tb_snap_encoder_key(enc));
+    for (int t = 1; t <= 300; t++) {
+        world_step(&w, t);
+        in = world_input(&w, 100 + 2 * (uint32_t)t);
+        assert_int_equal(tb_snap_encoder_step(enc, &in, &err), TB_OK);
+        const tb_snap_blob *d = tb_snap_encoder_delta(enc);
+        assert_non_null(d);
+        assert_int_equal(d->base_tick, 100 + 2 * (uint32_t)(t - 1));
+        assert_int_equal(apply_blob(stream, d, (uint32_t)t, NULL), TB_OK);
+        assert_int_equal(apply_blob(fresh, tb_snap_encoder_key(enc), (uint32_t)t, NULL), TB_OK);
+        assert_same_state(stream, fresh);
+        assert_int_equal(tb_snap_decoder_last_seq(stream), (uint32_t)t);
+        /* and the decoded poses are the inputs within the bounds */
+        assert_int_equal(tb_snap_decoder_body_count(stream), w.n);
+        for (uint32_t i = 0; i < w.n; i++) {
+            tb_proto_body b;
+            tb_snap_decoder_body(stream, i, &b);
+            assert_int_equal(b.id, w.bodies[i].id);
+            for (int a = 0; a < 3; a++) assert_true(fabsf(b.pos[a] - w.bodies[i].pos[a]) <= 0.0005f);
+            double q[4] = {b.rot[0], b.rot[1], b.rot[2], b.rot[3]};
+            assert_true(angle_deg(w.bodies[i].rot, q) <= 0.1);
+        }
+        static float verts[NV * 3];
+        assert_int_equal(tb_snap_decoder_verts(stream, 0, verts, NV), NV);
+        for (int v = 0; v < NV * 3; v++) assert_true(fabsf(verts[v] - w.verts[0][v]) <= 0.001f);
+    }
+    tb_snap_encoder_destroy(enc);
+    tb_snap_decoder_destroy(stream);
+    tb_snap_decoder_destroy(fresh);
+}
+
+static void a_client_that_skipped_catches_up_with_a_keyframe_then_shares_deltas(void **s)
+{
+    (void)s;
+    static world w;
+    world_init(&w, 10);
+    tb_proto_frame fr = room;
+    tb_snap_encoder *enc = tb_snap_encoder_create(&fr, MAXB);
+    tb_snap_decoder *a = tb_snap_decoder_create(MAXB), *b = tb_snap_decoder_create(MAXB);
+    tb_proto_err err;
+    tb_snap_input in = world_input(&w, 0);
+    in.verts[0] = in.verts[1] = NULL;
+    tb_snap_encoder_step(enc, &in, &err);
+    prime_decoder(a, &fr, tb_snap_encoder_key(enc));
+    prime_decoder(b, &fr, tb_snap_encoder_key(enc));
+    for (int t = 1; t < 40; t++) {
+        world_step(&w, t);
+        in = world_input(&w, (uint32_t)t);
+        in.verts[0] = in.verts[1] = NULL;
+        assert_int_equal(tb_snap_encoder_step(enc, &in, &err), TB_OK);
+        assert_int_equal(apply_blob(a, tb_snap_encoder_delta(enc), 0, NULL), TB_OK);
+        if (t >= 10 && t < 15) continue;                 /* b is a slow reader: skipped five */
+        if (t == 15) {
+            /* the shared delta does not fit b's baseline: refused, state kept */
+            uint32_t before = tb_snap_decoder_tick(b);
+            assert_int_equal(apply_blob(b, tb_snap_encoder_delta(enc), 0, NULL), TB_ERR_BAD_SNAPSHOT);
+            assert_int_equal(tb_snap_decoder_tick(b), before);
+        }
+        assert_int_equal(apply_blob(b, t == 15 ? tb_snap_encoder_key(enc) : tb_snap_encoder_delta(enc), 0, NULL), TB_OK);
+        if (t >= 15) assert_same_state(a, b);
+    }
+    tb_snap_encoder_destroy(enc);
+    tb_snap_decoder_destroy(a);
+    tb_snap_decoder_destroy(b);
+}
+
+static void a_room_at_rest_costs_under_16_bytes(void **s)
+{
+    (void)s;
+    static world w;
+    world_init(&w, 24);
+    tb_proto_frame fr = room;
+    fr.mesh_count = 1; fr.mesh_verts[0] = NV;
+    tb_snap_encoder *enc = tb_snap_encoder_create(&fr, MAXB);
+    tb_proto_err err;
+    tb_snap_input in = world_input(&w, 70000);
+    tb_snap_encoder_step(enc, &in, &err);
+    in.tick = 70002;
+    in.awake = 0;
+    assert_int_equal(tb_snap_encoder_step(enc, &in, &err), TB_OK);
+    uint8_t buf[64];
+    size_t n = tb_snap_write(buf, sizeof buf, tb_snap_encoder_delta(enc), 40000);
+    print_message("rest snapshot: %zu bytes\n", n);
+    assert_true(n > 0 && n < 16);
+    tb_snap_encoder_destroy(enc);
+}
+
+static void a_delta_without_any_baseline_is_refused(void **s)
+{
+    (void)s;
+    static world w;
+    world_init(&w, 8);
+    tb_proto_frame fr = room;
+    tb_snap_encoder *enc = tb_snap_encoder_create(&fr, MAXB);
+    tb_snap_decoder *d = tb_snap_decoder_create(MAXB);
+    tb_proto_err err;
+    tb_snap_input in = world_input(&w, 0);
+    in.verts[0] = in.verts[1] = NULL;
+    tb_snap_encoder_step(enc, &in, &err);
+    world_step(&w, 1);
+    in = world_input(&w, 2);
+    in.verts[0] = in.verts[1] = NULL;
+    tb_snap_encoder_step(enc, &in, &err);
+    assert_int_equal(apply_blob(d, tb_snap_encoder_delta(enc), 0, NULL), TB_ERR_BAD_SNAPSHOT);
+    assert_false(tb_snap_decoder_ready(d));
+    tb_snap_encoder_destroy(enc);
+    tb_snap_decoder_destroy(d);
+}
+
+static void corrupted_snapshots_never_crash_and_never_half_apply(void **s)
+{
+    (void)s;
+    static world w;
+    world_init(&w, 30);
+    tb_proto_frame fr = room;
+    fr.mesh_count = 1; fr.mesh_verts[0] = NV;
+    tb_snap_encoder *enc = tb_snap_encoder_create(&fr, MAXB);
+    tb_snap_decoder *d = tb_snap_decoder_create(MAXB), *ref = tb_snap_decoder_create(MAXB);
+    tb_proto_err err;
+    tb_snap_input in = world_input(&w, 0);
+    tb_snap_encoder_step(enc, &in, &err);
+    static uint8_t key[1 << 16], buf[1 << 16], bad[1 << 16];
+    prime_decoder(d, &fr, tb_snap_encoder_key(enc));
+    prime_decoder(ref, &fr, tb_snap_encoder_key(enc));
+    size_t nkey = tb_snap_write(key, sizeof key, tb_snap_encoder_key(enc), 0);
+    for (int t = 1; t < 20; t++) world_step(&w, t);          /* spawns and a removal happen in between */
+    in = world_input(&w, 2);
+    tb_snap_encoder_step(enc, &in, &err);
+    size_t n = tb_snap_write(buf, sizeof buf, tb_snap_encoder_delta(enc), 7);
+    int refused = 0;
+    for (int trial = 0; trial < 3000; trial++) {
+        memcpy(bad, buf, n);
+        size_t len = n;
+        if (trial % 3 == 0) len = (size_t)(rnd() * (double)n);                 /* truncated */
+        else for (int k = 0; k < 1 + trial % 5; k++) bad[(size_t)(rnd() * (double)n)] ^= (uint8_t)(1u << (int)(rnd() * 8));
+        if (tb_snap_decoder_apply(d, bad, len, &err)) {
+            refused++;
+            assert_true(err.msg[0] != '\0');
+            assert_same_state(d, ref);      /* untouched */
+        } else {
+            assert_int_equal(tb_snap_decoder_apply(d, key, nkey, &err), TB_OK);   /* back to the baseline */
+        }
+    }
+    print_message("%d of 3000 corrupted deltas refused\n", refused);
+    assert_true(refused > 1500);
+    tb_snap_encoder_destroy(enc);
+    tb_snap_decoder_destroy(d);
+    tb_snap_decoder_destroy(ref);
+}
+
+static void unsorted_bodies_are_an_encoder_error(void **s)
+{
+    (void)s;
+    tb_proto_frame fr = room;
+    tb_snap_encoder *enc = tb_snap_encoder_create(&fr, 8);
+    tb_proto_body b[2] = {{.id = 5, .rot = {0, 0, 0, 1}}, {.id = 3, .rot = {0, 0, 0, 1}}};
+    tb_snap_input in = {.tick = 1, .bodies = b, .body_count = 2};
+    tb_proto_err err;
+    assert_int_equal(tb_snap_encoder_step(enc, &in, &err), TB_ERR_BAD_VALUE);
+    tb_snap_encoder_destroy(enc);
+}
+
+static void a_segment_becomes_a_capsule_body_along_it(void **s)
+{
+    (void)s;
+    const float segs[][6] = {{0, 0, 0, 0, 2, 0}, {1, 1, 1, 1, 1, 3}, {0, 0, 0, 0, -1, 0}, {0, 1, 0, 0.6f, 0.2f, -0.3f}};
+    for (int i = 0; i < 4; i++) {
+        tb_proto_body b;
+        tb_proto_body_from_segment(&b, 9, segs[i], segs[i] + 3, 0.25f, 0x101010, 3);
+        float dx = segs[i][3] - segs[i][0], dy = segs[i][4] - segs[i][1], dz = segs[i][5] - segs[i][2];
+        float len = sqrtf(dx * dx + dy * dy + dz * dz);
+        assert_float_equal(b.shape.size[1], 0.5f * len, 0.5f / 1024);
+        assert_int_equal(b.shape.kind, TB_SHAPE_CAPSULE);
+        /* rotate +y by q: y' = 2(xy - wz), 1 - 2(x^2 + z^2), 2(yz + wx) */
+        float x = b.rot[0], y = b.rot[1], z = b.rot[2], w = b.rot[3];
+        float ry[3] = {2 * (x * y - w * z), 1 - 2 * (x * x + z * z), 2 * (y * z + w * x)};
+        assert_float_equal(ry[0] * len, dx, 1e-5f);
+        assert_float_equal(ry[1] * len, dy, 1e-5f);
+        assert_float_equal(ry[2] * len, dz, 1e-5f);
+        assert_float_equal(b.pos[1], 0.5f * (segs[i][1] + segs[i][4]), 1e-6f);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(rigid_positions_stay_within_half_a_millimetre),
+        cmocka_unit_test(vertices_stay_within_one_millimetre),
+        cmocka_unit_test(orientations_stay_within_a_tenth_of_a_degree),
+        cmocka_unit_test(degenerate_quaternions_become_identity),
+        cmocka_unit_test(deltas_applied_in_order_equal_the_keyframe),
+        cmocka_unit_test(a_client_that_skipped_catches_up_with_a_keyframe_then_shares_deltas),
+        cmocka_unit_test(a_room_at_rest_costs_under_16_bytes),
+        cmocka_unit_test(a_delta_without_any_baseline_is_refused),
+        cmocka_unit_test(corrupted_snapshots_never_crash_and_never_half_apply),
+        cmocka_unit_test(unsorted_bodies_are_an_encoder_error),
+        cmocka_unit_test(a_segment_becomes_a_capsule_body_along_it),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
