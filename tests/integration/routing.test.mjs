@@ -168,10 +168,16 @@ test('every client of a room reaches the same instance; every instance holds roo
   for (const s of servers) assert.ok(counts[s.instance] > 0, `${s.instance} holds no room: ${JSON.stringify(counts)}`);
   console.log(`rooms per instance: ${JSON.stringify(counts)}`);
 
-  // The instance named in the welcome really holds the room, with all its clients.
+  // The instance named in the welcome really holds the room, with all its clients
+  // (client counts may trail the joins by a step: asked again for up to 2 s).
   for (const s of servers) {
-    const list = await (await fetch(`http://127.0.0.1:${s.port}/api/rooms`)).json();
     const mine = ROOMS.filter((room) => placement[room] === s.instance);
+    let list = [];
+    for (let tries = 0; tries < 20; tries++) {
+      list = await (await fetch(`http://127.0.0.1:${s.port}/api/rooms`)).json();
+      if (mine.every((room) => list.some((x) => x.id === room && x.clients === PER_ROOM))) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
     for (const room of mine) {
       const entry = list.find((x) => x.id === room);
       assert.ok(entry, `${room} not listed by ${s.instance}`);
