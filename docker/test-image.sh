@@ -105,7 +105,8 @@ echo "image test took $(secs "$t0" "$(now)") s"
 # ---- docker/compose.yaml with podman-compose -------------------------------------
 tc=$(now)
 if ! command -v podman-compose >/dev/null; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends podman-compose >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends podman-compose >/dev/null 2>&1 \
+    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends podman-compose >/dev/null; }
 fi
 clog=build/test-logs/docker-compose.log; : >"$clog"
 # compose builds images with `docker build` and no build secret; the image is the one
