@@ -87,7 +87,7 @@ else fail "the image's HEALTHCHECK fails"; fi
 if curl -fsS --max-time 2 "http://127.0.0.1:$port/" | grep -qi '<html\|<!doctype'; then ok "GET / serves the web client"
 else fail "GET / does not serve a page"; fi
 
-if out=$(node docker/ws-smoke.mjs "$port" image-room 1 2>&1); then ok "WebSocket join and snapshots: $out"
+if out=$(node docker/ws-smoke.mjs "$port" image-room 2 2>&1); then ok "WebSocket join and snapshots: $out"
 else fail "WebSocket join: $out"; fi
 
 ts=$(now)

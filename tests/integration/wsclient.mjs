@@ -31,7 +31,7 @@ function helloFor(form, room, scene) {
 }
 
 /** Opens a WebSocket to url with subprotocol tumble.v1; resolves a client. */
-export function open(url, { timeoutMs = 5000 } = {}) {
+export function open(url, { timeoutMs = 10000 } = {}) {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url, ['tumble.v1']);
     const c = {
@@ -81,7 +81,7 @@ export async function joinRoom(base, room, { scene = 'tower', path = `/ws/${room
   for (const form of forms) {
     const c = await open(base + path);
     c.ws.send(helloFor(form, room, scene));
-    const m = await c.next((x) => x.type === 'welcome' || x.type === 'error' || x.type === '__closed__', 3000)
+    const m = await c.next((x) => x.type === 'welcome' || x.type === 'error' || x.type === '__closed__', 10000)
       .catch((e) => ({ type: '__timeout__', message: e.message }));
     if (m.type === 'welcome') {
       wireForm = form;
