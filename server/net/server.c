@@ -55,6 +55,10 @@ _Static_assert(TB_MSG_HEADROOM >= LWS_PRE, "tb_msg headroom must hold LWS_PRE");
 #define TB__SNAP_SLOTS 4
 #define TB__SEQ_FIFO 64
 #define TB__ERROR_BURST 32.0
+/* Messages taken from one socket per loop turn before its reading pauses
+ * until the next turn: a flooding client cannot hold the network thread
+ * while the other clients' snapshots wait. */
+#define TB__RX_PER_TURN 32
 #define TB__ERROR_RATE 16.0
 #define TB__RX_CHUNK 4096
 /* Kernel send buffer per WebSocket: with lws's own one-message partial
@@ -97,6 +101,9 @@ typedef struct tb_session {
     unsigned char *rx;
     size_t rx_len, rx_cap;
     bool rx_text;
+    bool rx_paused;
+    int rx_turn_count;
+    uint64_t rx_turn;     /* uv_now() of the turn rx_turn_count counts */
 
     double tokens, throw_tokens;
     int64_t tokens_ns, throw_ns;
@@ -630,6 +637,36 @@ static int tb__write_one(tb_session *s)
     return rc;
 }
 
+static void tb__rx_resume(uv_timer_t *timer)
+{
+    tb_server *server = timer->data;
+    server->rx_resume_armed = false;
+    for (tb_session *s = server->sessions; s; s = s->next)
+        if (s->rx_paused && !s->closing) {
+            s->rx_paused = false;
+            s->rx_turn_count = 0;
+            lws_rx_flow_control(s->wsi, 1);
+        }
+}
+
+static void tb__rx_fairness(tb_session *s)
+{
+    tb_server *server = s->server;
+    uint64_t turn = uv_now(server->loop);
+    if (turn != s->rx_turn) {
+        s->rx_turn = turn;
+        s->rx_turn_count = 0;
+    }
+    if (++s->rx_turn_count < TB__RX_PER_TURN || s->rx_paused || server->stopping)
+        return;
+    s->rx_paused = true;
+    lws_rx_flow_control(s->wsi, 0);
+    if (!server->rx_resume_armed) {
+        server->rx_resume_armed = true;
+        uv_timer_start(&server->rx_resume, tb__rx_resume, 1, 0);
+    }
+}
+
 static bool tb__origin_allowed(tb_server *server, struct lws *wsi)
 {
     const char *list = server->cfg->allowed_origins;
@@ -745,6 +782,7 @@ static int tb__ws_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
         else
             tb__on_message(s, s->rx, s->rx_len);
         s->rx_len = 0;
+        tb__rx_fairness(s);
         if (s->rx_cap > 4 * TB__RX_CHUNK) { /* do not keep a big buffer for one big message */
             free(s->rx);
             s->rx = NULL;
@@ -879,7 +917,9 @@ int tb_server_init(tb_server *server, uv_loop_t *loop, const tb_config *cfg, tb_
     server->housekeeping.data = server;
     uv_timer_init(loop, &server->stop_timer);
     server->stop_timer.data = server;
-    server->handles_open = 3;
+    uv_timer_init(loop, &server->rx_resume);
+    server->rx_resume.data = server;
+    server->handles_open = 4;
     return 0;
 }
 
@@ -965,6 +1005,7 @@ static void tb__finish_stop(tb_server *server)
     uv_close((uv_handle_t *)&server->wake, tb__handle_closed);
     uv_close((uv_handle_t *)&server->housekeeping, tb__handle_closed);
     uv_close((uv_handle_t *)&server->stop_timer, tb__handle_closed);
+    uv_close((uv_handle_t *)&server->rx_resume, tb__handle_closed);
 }
 
 static void tb__stop_tick(uv_timer_t *timer)

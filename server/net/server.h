@@ -50,6 +50,8 @@ struct tb_server {
     uv_async_t wake;          /* workers -> network thread */
     uv_timer_t housekeeping;  /* slow readers, idle rooms (2 Hz) */
     uv_timer_t stop_timer;    /* graceful-stop progress */
+    uv_timer_t rx_resume;     /* re-opens sockets paused for fairness */
+    bool rx_resume_armed;
     int handles_open;
 
     char root_real[PATH_MAX]; /* realpath of --client-dir, "" when missing */

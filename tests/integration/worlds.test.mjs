@@ -103,7 +103,7 @@ test('a burst of 100 throws hits the rate limit and the projectile cap, and the 
   }
   await t.error('rate_limited');
   await t.error('projectile_cap');
-  await sleep(2000);
+  await sleep(4000);
   const stats = snapshotStats(watcher);
   assert.ok(stats.rate >= 57, `watcher: ${stats.note}`);
   const steps = stepRate(steps0, await roomSteps(srv.url, 'throws'));
