@@ -227,8 +227,15 @@ export function createClothView(stage, desc) {
     for (const p of desc.poles || []) { add(p.a); add(p.b); }
     if (box.isEmpty()) return;
     framed = true;
-    const walk = caps.length ? 1.4 : 0.6;
-    stage.frameBox([box.min.x - walk, 0, box.min.z - 0.6], [box.max.x + walk, box.max.y + 0.3, box.max.z + 0.6], [0.22, 0.3], 0.3, 40);
+    if (caps.length > 1) {
+      // A walking figure: frame the circle it walks (its distance from the centre),
+      // so it stays in view all the way round.
+      const c = box.getCenter(new THREE.Vector3());
+      const R = Math.max(2, Math.hypot(c.x, c.z)) + 0.8;
+      stage.frameBox([-R, 0, -R], [R, box.max.y + 0.3, R], [0.32, 0.45], 0.3, 40);
+    } else {
+      stage.frameBox([box.min.x - 0.6, 0, box.min.z - 0.6], [box.max.x + 0.6, box.max.y + 0.3, box.max.z + 0.6], [0.22, 0.3], 0.3, 40);
+    }
   }
 
   return {
