@@ -269,8 +269,8 @@ export function createClothView(stage, desc) {
         if (!cv || cv.length < o + 6) { c.mesh.visible = false; continue; }
         _a.set(cv[o], cv[o + 1], cv[o + 2]); _b.set(cv[o + 3], cv[o + 4], cv[o + 5]);
         const len = _a.distanceTo(_b);
-        if (c.part !== c.info.part) {
-          c.part = c.info.part; c.mesh.material = matFor(c.part, c.info.color);
+        if (c.part !== c.info.part) { c.part = c.info.part; c.mesh.material = matFor(c.part, c.info.color); }
+        {
           if (c.part === 'pole' && !c.knob) { // a pole: gold knob on top, a stone foot
             c.knob = new THREE.Mesh(keep(new THREE.SphereGeometry(c.info.radius * 2, 16, 12)), goldMat);
             c.foot = new THREE.Mesh(keep(new THREE.CylinderGeometry(c.info.radius * 4, c.info.radius * 5, 0.2, 16)), keep(new THREE.MeshStandardMaterial({ map: stone, roughness: 0.9 })));
