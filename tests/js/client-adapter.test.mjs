@@ -122,3 +122,19 @@ test('intents become protocol messages with increasing seq', () => {
   assert.deepEqual([m6.action, m6.scene], ['select', 'dice']);
   assert.equal(a.encode({ type: 'param', name: 'friction', value: NaN }), null, 'a value the protocol refuses is not sent');
 });
+
+test('a delta that does not fit the baseline asks for a keyframe and waits for it', () => {
+  const a = createAdapter({ roomId: 'tower', kind: 'rigid', scene: 'tower', name: 'T' });
+  const sent = [];
+  a.setSender((b) => sent.push(decodeClient(b)));
+  a.decode(bytes('seq_tower_00_welcome'));
+  const names = seq('tower');
+  const skipped = a.decode(bytes(names[2])); // baseline is 00, this delta is against 01
+  assert.deepEqual(skipped.map((m) => m.type), ['resync']);
+  assert.deepEqual(sent.map((m) => m.type), ['resync']);
+  const key = names.find((n) => n.includes('_key'));
+  const later = names.slice(3, names.indexOf(key));
+  for (const n of later) assert.deepEqual(a.decode(bytes(n)), [], `${n} ignored while waiting for the keyframe`);
+  const after = a.decode(bytes(key));
+  assert.equal(after[after.length - 1].type, 'snapshot');
+});
