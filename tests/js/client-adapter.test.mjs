@@ -138,3 +138,17 @@ test('a delta that does not fit the baseline asks for a keyframe and waits for i
   const after = a.decode(bytes(key));
   assert.equal(after[after.length - 1].type, 'snapshot');
 });
+
+test('an action the server knows by another name is retried once under that name', async () => {
+  const { encode } = await import('@msgpack/msgpack');
+  const a = createAdapter({ roomId: 'dice', kind: 'rigid', scene: 'dice', name: 'T' });
+  const sent = [];
+  a.setSender((b) => sent.push(decodeClient(b)));
+  a.decode(bytes('seq_tower_00_welcome'));
+  const m = decodeClient(a.encode({ type: 'scene', action: 'build_tower' })); // scene is 'tower': rebuild
+  assert.equal(m.action, 'rebuild');
+  const out = a.decode(encode([43, 10, 'bad_value', "action: 'rebuild' is not reset, knock, roll or select", m.seq]));
+  assert.deepEqual(out, [], 'the refusal is handled, not shown');
+  assert.deepEqual(sent.map((x) => [x.type, x.action]), [['action', 'reset']]);
+  assert.equal(decodeClient(a.encode({ type: 'scene', action: 'build_tower' })).action, 'reset', 'and remembered');
+});
