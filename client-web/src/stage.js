@@ -16,7 +16,7 @@ export class Stage {
     this.quality = detectQuality();
     const low = this.quality === 'low';
     const r = (this.renderer = new THREE.WebGLRenderer({ antialias: !low, powerPreference: 'high-performance' }));
-    r.setPixelRatio(low ? 0.6 : Math.min(window.devicePixelRatio || 1, 2));
+    r.setPixelRatio(low ? 0.5 : Math.min(window.devicePixelRatio || 1, 2));
     r.outputColorSpace = THREE.SRGBColorSpace;
     r.toneMapping = THREE.ACESFilmicToneMapping;
     r.toneMappingExposure = 1.0;

@@ -13,16 +13,17 @@ after(async () => { await browser?.close(); await server?.close(); });
 
 async function open(vp, query, minFrames = 3) {
   const page = await browser.newPage({ viewport: VIEWPORTS[vp], deviceScaleFactor: 1 });
+  page.setDefaultTimeout(120000);
   const errors = trackErrors(page);
   await page.goto(`${server.url}/?${query}`);
-  await page.waitForFunction((n) => window.__tumble && window.__tumble.frames > n && window.__tumble.state, minFrames, { timeout: 60000, polling: 250 });
+  await page.waitForFunction((n) => window.__tumble && window.__tumble.frames > n && window.__tumble.state, minFrames, { timeout: 120000, polling: 250 });
   return { page, errors };
 }
 
 /** Wait until the page has drawn `n` more frames (a resize takes effect). */
 async function frames(page, n = 2) {
   const f0 = await page.evaluate(() => window.__tumble.frames);
-  await page.waitForFunction((f) => window.__tumble.frames >= f, f0 + n, { timeout: 60000, polling: 100 });
+  await page.waitForFunction((f) => window.__tumble.frames >= f, f0 + n, { timeout: 120000, polling: 100 });
 }
 
 const ROOMS = [['rigid', 'tower'], ['rigid', 'dice'], ['cloth', 'flag'], ['cloth', 'cape'], ['soft', 'dough']];

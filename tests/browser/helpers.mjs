@@ -59,7 +59,7 @@ export function trackErrors(page) {
 
 export async function shot(page, name) {
   await mkdir(SHOTS, { recursive: true });
-  await page.screenshot({ path: join(SHOTS, `${name}.png`) });
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), timeout: 120000 });
 }
 
 /**

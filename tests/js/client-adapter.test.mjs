@@ -122,3 +122,33 @@ test('intents become protocol messages with increasing seq', () => {
   assert.deepEqual([m6.action, m6.scene], ['select', 'dice']);
   assert.equal(a.encode({ type: 'param', name: 'friction', value: NaN }), null, 'a value the protocol refuses is not sent');
 });
+
+test('a delta that does not fit the baseline asks for a keyframe and waits for it', () => {
+  const a = createAdapter({ roomId: 'tower', kind: 'rigid', scene: 'tower', name: 'T' });
+  const sent = [];
+  a.setSender((b) => sent.push(decodeClient(b)));
+  a.decode(bytes('seq_tower_00_welcome'));
+  const names = seq('tower');
+  const skipped = a.decode(bytes(names[2])); // baseline is 00, this delta is against 01
+  assert.deepEqual(skipped.map((m) => m.type), ['resync']);
+  assert.deepEqual(sent.map((m) => m.type), ['resync']);
+  const key = names.find((n) => n.includes('_key'));
+  const later = names.slice(3, names.indexOf(key));
+  for (const n of later) assert.deepEqual(a.decode(bytes(n)), [], `${n} ignored while waiting for the keyframe`);
+  const after = a.decode(bytes(key));
+  assert.equal(after[after.length - 1].type, 'snapshot');
+});
+
+test('an action the server knows by another name is retried once under that name', async () => {
+  const { encode } = await import('@msgpack/msgpack');
+  const a = createAdapter({ roomId: 'dice', kind: 'rigid', scene: 'dice', name: 'T' });
+  const sent = [];
+  a.setSender((b) => sent.push(decodeClient(b)));
+  a.decode(bytes('seq_tower_00_welcome'));
+  const m = decodeClient(a.encode({ type: 'scene', action: 'build_tower' })); // scene is 'tower': rebuild
+  assert.equal(m.action, 'rebuild');
+  const out = a.decode(encode([43, 10, 'bad_value', "action: 'rebuild' is not reset, knock, roll or select", m.seq]));
+  assert.deepEqual(out, [], 'the refusal is handled, not shown');
+  assert.deepEqual(sent.map((x) => [x.type, x.action]), [['action', 'reset']]);
+  assert.equal(decodeClient(a.encode({ type: 'scene', action: 'build_tower' })).action, 'reset', 'and remembered');
+});

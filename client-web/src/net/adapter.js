@@ -13,6 +13,10 @@ const SHAPES = ['box', 'sphere', 'capsule'];
 const MATERIAL_LOOK = { 1: 'plank', 2: 'die', 3: 'felt', 4: 'glass', 5: 'metal' };
 const FATAL = new Set([ERR.bad_version, ERR.bad_room, ERR.room_full, ERR.too_many_rooms]);
 const PRESS_IMPULSE = 2.0; // N*s, a double-tap dent
+// Action names PROTOCOL.md gives, and what a server may call them instead. If the server
+// refuses one as bad_value, the adapter retries once with the alternative and keeps
+// using it (seen: 'roll' for throw_dice, no 'rebuild' but 'reset' for the tower).
+const ACTION_ALIASES = { throw_dice: 'roll', rebuild: 'reset' };
 
 const hex = (c) => '#' + (c >>> 0).toString(16).padStart(6, '0');
 
@@ -87,6 +91,8 @@ function nameParts(capsules, ends) {
 
 export function createAdapter({ roomId, kind, scene, name }) {
   let st, seq, desc, tickRate, clientId, awaitingKey, peers, prev, sender, myName = name;
+  const actionAlias = new Map();   // learned: protocol action -> the name this server takes
+  const pendingActions = new Map(); // seq -> {action, scene} of recent actions
   function reset() {
     st = new SnapshotState();
     seq = 0; desc = null; tickRate = 120; clientId = 0; awaitingKey = false; peers = new Map(); prev = null;
@@ -187,7 +193,16 @@ export function createAdapter({ roomId, kind, scene, name }) {
       case 'peer_left': { const n = peers.get(m.id); peers.delete(m.id); return [{ type: 'players', players: players(), left: { id: m.id, name: n } }]; }
       case 'reset': return [{ type: 'reset', action: m.action, by: { id: m.by, name: m.by === clientId ? 'You' : m.by_name || 'The server' } }];
       case 'pong': return [{ type: 'pong', sent: m.client_time / 1000, server: m.server_time / 1000 }];
-      case 'error': return [{ type: 'error', code: m.code, name: m.name, message: m.message, seq: m.seq, fatal: FATAL.has(m.code) }];
+      case 'error': {
+        const act = m.seq != null && pendingActions.get(m.seq);
+        const alt = act && ACTION_ALIASES[act.action];
+        if (m.code === ERR.bad_value && alt && !actionAlias.has(act.action)) {
+          actionAlias.set(act.action, alt);
+          sender?.(encodeClient({ type: 'action', seq: ++seq, action: alt, scene: act.scene }));
+          return [];
+        }
+        return [{ type: 'error', code: m.code, name: m.name, message: m.message, seq: m.seq, fatal: FATAL.has(m.code) }];
+      }
       default: return [];
     }
   }
@@ -236,7 +251,12 @@ export function createAdapter({ roomId, kind, scene, name }) {
       case 'contacts': return { type: 'contacts_view', seq: next(), on: !!i.on };
       case 'scene': {
         const cur = desc?.room?.scene;
-        const act = (action, sc = null) => ({ type: 'action', seq: next(), action, scene: sc });
+        const act = (action, sc = null) => {
+          const n = next();
+          pendingActions.set(n, { action, scene: sc });
+          if (pendingActions.size > 32) pendingActions.delete(pendingActions.keys().next().value);
+          return { type: 'action', seq: n, action: actionAlias.get(action) ?? action, scene: sc };
+        };
         switch (i.action) {
           case 'throw_dice': return cur === 'dice' ? act('throw_dice') : act('select', 'dice');
           case 'build_tower': return cur === 'tower' ? act('rebuild') : act('select', 'tower');

@@ -227,8 +227,15 @@ export function createClothView(stage, desc) {
     for (const p of desc.poles || []) { add(p.a); add(p.b); }
     if (box.isEmpty()) return;
     framed = true;
-    const walk = caps.length ? 1.4 : 0.6;
-    stage.frameBox([box.min.x - walk, 0, box.min.z - 0.6], [box.max.x + walk, box.max.y + 0.3, box.max.z + 0.6], [0.22, 0.3], 0.3, 40);
+    if (caps.length > 1) {
+      // A walking figure: frame the circle it walks (its distance from the centre),
+      // so it stays in view all the way round.
+      const c = box.getCenter(new THREE.Vector3());
+      const R = Math.max(2, Math.hypot(c.x, c.z)) + 0.8;
+      stage.frameBox([-R, 0, -R], [R, box.max.y + 0.3, R], [0.32, 0.45], 0.3, 40);
+    } else {
+      stage.frameBox([box.min.x - 0.6, 0, box.min.z - 0.6], [box.max.x + 0.6, box.max.y + 0.3, box.max.z + 0.6], [0.22, 0.3], 0.3, 40);
+    }
   }
 
   return {
@@ -262,8 +269,8 @@ export function createClothView(stage, desc) {
         if (!cv || cv.length < o + 6) { c.mesh.visible = false; continue; }
         _a.set(cv[o], cv[o + 1], cv[o + 2]); _b.set(cv[o + 3], cv[o + 4], cv[o + 5]);
         const len = _a.distanceTo(_b);
-        if (c.part !== c.info.part) {
-          c.part = c.info.part; c.mesh.material = matFor(c.part, c.info.color);
+        if (c.part !== c.info.part) { c.part = c.info.part; c.mesh.material = matFor(c.part, c.info.color); }
+        {
           if (c.part === 'pole' && !c.knob) { // a pole: gold knob on top, a stone foot
             c.knob = new THREE.Mesh(keep(new THREE.SphereGeometry(c.info.radius * 2, 16, 12)), goldMat);
             c.foot = new THREE.Mesh(keep(new THREE.CylinderGeometry(c.info.radius * 4, c.info.radius * 5, 0.2, 16)), keep(new THREE.MeshStandardMaterial({ map: stone, roughness: 0.9 })));
