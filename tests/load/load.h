@@ -162,8 +162,10 @@ typedef struct tl_client {
     int phase, step;
     double grab_point[3], grab_dir[3];
     double next_ping_at;
-    char last_action[TB_PROTO_NAME_MAX + 1];
-    uint32_t last_action_seq;
+    /* the last few actions sent, to recognise a refusal that comes back late */
+    char action_name[4][TB_PROTO_NAME_MAX + 1];
+    uint32_t action_seq[4];
+    int action_next;
 
     /* one outstanding input-to-effect probe */
     uint32_t probe_seq;

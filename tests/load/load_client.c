@@ -111,8 +111,9 @@ static void tl__action(tl_client *c, const char *action)
     tb_proto_client_msg m = {.type = TB_MSG_ACTION};
     snprintf(m.u.action.action, sizeof m.u.action.action, "%s", action);
     tl__send(c, &m);
-    snprintf(c->last_action, sizeof c->last_action, "%s", action);
-    c->last_action_seq = c->seq;
+    int slot = c->action_next++ % 4;
+    snprintf(c->action_name[slot], sizeof c->action_name[slot], "%s", action);
+    c->action_seq[slot] = c->seq;
 }
 
 /* A server that refuses PROTOCOL.md's `rebuild` / `throw_dice` by name (bad_value)
@@ -121,19 +122,23 @@ static void tl__action(tl_client *c, const char *action)
 static bool tl__action_fallback(tl_client *c, uint32_t seq)
 {
     tl_run *run = c->run;
-    if (seq != c->last_action_seq)
+    const char *name = NULL;
+    for (int i = 0; i < 4; i++)
+        if (c->action_seq[i] == seq && seq != 0)
+            name = c->action_name[i];
+    if (!name)
         return false;
-    bool *flag = strcmp(c->last_action, "rebuild") == 0      ? &run->rebuild_as_reset
-                 : strcmp(c->last_action, "throw_dice") == 0 ? &run->throw_dice_as_roll
-                                                             : NULL;
+    bool *flag = strcmp(name, "rebuild") == 0 ? &run->rebuild_as_reset
+                 : strcmp(name, "throw_dice") == 0 ? &run->throw_dice_as_roll
+                                                   : NULL;
     if (!flag)
         return false;
     if (!*flag && !run->opt.quiet)
-        fprintf(stderr, "tumble-load: the server refuses action '%s' (PROTOCOL.md 4); using '%s'\n", c->last_action,
+        fprintf(stderr, "tumble-load: the server refuses action '%s' (PROTOCOL.md 4); using '%s'\n", name,
                 flag == &run->rebuild_as_reset ? "reset" : "roll");
     *flag = true;
     bool probe = c->probe_kind != TL_PROBE_NONE && c->probe_seq == seq;
-    tl__action(c, c->last_action);
+    tl__action(c, name);
     if (probe) {
         c->probe_kind = TL_PROBE_NONE;
         tl__probe_start(c, TL_PROBE_DICE);
@@ -736,8 +741,16 @@ int tl_client_connect(tl_client *c)
 void tl_client_close(tl_client *c)
 {
     c->closing = true;
-    if (c->wsi)
-        lws_callback_on_writable(c->wsi);
+    if (!c->wsi)
+        return;
+    if (c->state == TL_OPEN || c->state == TL_JOINED)
+        lws_callback_on_writable(c->wsi); /* a normal close (1000) from the writable callback */
+    else {
+        /* Still in the handshake: have lws kill it. lws may free such a wsi without
+         * a CLOSED callback, so forget the pointer now; it must not be used again. */
+        lws_set_timeout(c->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+        c->wsi = NULL;
+    }
 }
 
 void tl_client_free(tl_client *c)

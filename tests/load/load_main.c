@@ -673,7 +673,8 @@ static void tl__tick_cb(uv_timer_t *t)
     case P_CLOSE: {
         bool open = false;
         TL_FOR_CLIENTS(run, c) open |= c->wsi != NULL;
-        if ((!open && !run->scrape_busy) || now - run->phase_at > 3.0)
+        /* lws_context_destroy() with sockets still open is left as the last resort */
+        if ((!open && !run->scrape_busy) || now - run->phase_at > 5.0)
             tl__finish(run);
         break;
     }
