@@ -93,6 +93,8 @@ typedef struct tb_session {
     struct { uint64_t serial; uint32_t seq; } seqs[TB__SEQ_FIFO];
     int seq_head, seq_count;
     uint32_t acked_seq;
+    uint32_t grab_pointers[64]; /* pointers held (--max-grabs-per-client) */
+    int grab_count;
 
     unsigned char *rx;
     size_t rx_len, rx_cap;
@@ -285,6 +287,11 @@ static void tb__join(tb_session *s, const tb_client_msg *m)
                        "(tower, dice, pile, flag, cape, dough)");
             return;
         }
+        if (!tb_rate_take(&server->create_rates, s->addr, server->cfg->room_create_rate, tb_clock_now_ns())) {
+            TB_COUNT(server->metrics, room_creations_refused_total);
+            tb__send_error(s, TB_ERR_RATE_LIMITED, "room creation limit for this address; join an existing room", -1);
+            return;
+        }
         int rc = tb_registry_get_or_create(server->registry, m->room, sc->name, false, &room, NULL);
         if (rc < 0) {
             tb__refuse(s, rc == TB_EMAXROOMS ? TB_REFUSE_MAX_ROOMS : TB_REFUSE_BAD_SCENE, tb_wire_code(rc),
@@ -424,6 +431,23 @@ static void tb__on_message(tb_session *s, const unsigned char *data, size_t len)
     if (m.input.type == TB_INPUT_THROW && !tb__take_token(&s->throw_tokens, &s->throw_ns, now, server->cfg->throw_rate)) {
         tb__rate_error(s, "throw rate limit", m.input.seq, now);
         return;
+    }
+    if (m.input.type == TB_INPUT_GRAB_START || m.input.type == TB_INPUT_GRAB_END) {
+        /* One client may hold a few pointers (multi-touch), not every grab of the room. */
+        int at = -1;
+        for (int i = 0; i < s->grab_count; i++)
+            if (s->grab_pointers[i] == m.input.pointer)
+                at = i;
+        if (m.input.type == TB_INPUT_GRAB_END && at >= 0) {
+            s->grab_pointers[at] = s->grab_pointers[--s->grab_count];
+        } else if (m.input.type == TB_INPUT_GRAB_START && at < 0) {
+            int cap = server->cfg->max_grabs_per_client;
+            if (s->grab_count >= cap || s->grab_count >= (int)(sizeof s->grab_pointers / sizeof s->grab_pointers[0])) {
+                tb__rate_error(s, "grab limit: release a pointer first", m.input.seq, now);
+                return;
+            }
+            s->grab_pointers[s->grab_count++] = m.input.pointer;
+        }
     }
     m.input.client = s->id;
     m.input.recv_ns = now;
@@ -895,6 +919,7 @@ static void tb__handle_closed(uv_handle_t *handle)
     if (--server->handles_open == 0) {
         free(server->addrs);
         server->addrs = NULL;
+        tb_rate_table_free(&server->create_rates);
         if (server->close_cb)
             server->close_cb(server);
     }

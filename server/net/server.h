@@ -21,6 +21,7 @@
 #include <uv.h>
 
 #include "net/config.h"
+#include "net/limits.h"
 #include "sim/metrics.h"
 #include "sim/registry.h"
 #include "sim/sched.h"
@@ -59,6 +60,7 @@ struct tb_server {
     uint32_t next_client_id;
     tb_addr_count *addrs;
     int addr_count, addr_cap;
+    tb_rate_table create_rates; /* room creations per address (--room-create-rate) */
 
     bool started, stopping, workers_stopped;
     int64_t started_ns;
