@@ -169,6 +169,27 @@ static void tb__push_ctl(tb_session *s, tb_msg *msg)
     tb__want_write(s);
 }
 
+/* An error message (envelope [43, ...]) rather than a contacts view? */
+static bool tb__is_error(const tb_msg *msg)
+{
+    const unsigned char *d = tb_msg_data((tb_msg *)msg);
+    return msg->len >= 2 && (d[0] & 0xf0) == 0x90 && d[1] == TB_MSG_ERROR;
+}
+
+/* May the client be sent one more error reply now? */
+static bool tb__error_token(tb_session *s)
+{
+    int64_t now = tb_clock_now_ns();
+    s->error_tokens += (double)(now - s->error_ns) * TB__ERROR_RATE / 1e9;
+    s->error_ns = now;
+    if (s->error_tokens > TB__ERROR_BURST)
+        s->error_tokens = TB__ERROR_BURST;
+    if (s->error_tokens < 1.0)
+        return false;
+    s->error_tokens -= 1.0;
+    return true;
+}
+
 /* An error to the client, counted by its protocol code; fatal codes close.
  * Replies are themselves rate limited (bursts of TB__ERROR_BURST, then
  * TB__ERROR_RATE a second): a client spraying garbage is counted in full
@@ -178,15 +199,8 @@ static void tb__send_error(tb_session *s, int code, const char *message, int64_t
     if (code > 0 && code < TB_REJECT_COUNT)
         TB_COUNT(s->server->metrics, inputs_rejected_total[code]);
     int close_code = tb_proto_close_code(code);
-    int64_t now = tb_clock_now_ns();
-    s->error_tokens += (double)(now - s->error_ns) * TB__ERROR_RATE / 1e9;
-    s->error_ns = now;
-    if (s->error_tokens > TB__ERROR_BURST)
-        s->error_tokens = TB__ERROR_BURST;
-    if (close_code || s->error_tokens >= 1.0) {
-        s->error_tokens -= 1.0;
+    if (tb__error_token(s) || close_code)
         tb__push_ctl(s, tb_wire_error(code, message, seq));
-    }
     if (close_code)
         tb__begin_close(s, close_code, tb_proto_code_name(code));
 }
@@ -524,8 +538,11 @@ static void tb__deliver(tb_server *server, tb_out *out)
             }
         break;
     case TB_OUT_CLIENT: {
+        /* The world's refusals (no such body, ...) share the error reply
+         * budget: a flood of bad inputs must not overflow ctl and get a
+         * client closed before the rate limiter has told it anything. */
         tb_session *s = tb__room_session(room, out->client);
-        if (s)
+        if (s && (!tb__is_error(out->msg) || tb__error_token(s)))
             tb__push_ctl(s, tb_msg_ref(out->msg));
         break;
     }
