@@ -7,6 +7,7 @@
 #                   integration tests against a real server, fuzz corpus replay
 #   make bench      the benchmark programs (JSON lines on stdout)
 #   make fuzz       run every libFuzzer target for FUZZ_SECONDS each
+#   make test-valgrind  the server under valgrind memcheck for a short scripted session
 #   make clean
 #
 # Sources are found by folder, so adding a file needs no edit here:
@@ -57,7 +58,7 @@ PROGRAMS := $(if $(wildcard server/main.c),$(BUILD)/tumble-server) \
 WEB_DIST := $(if $(wildcard client-web/build.mjs),client-web/dist/index.html)
 
 .SECONDARY:
-.PHONY: all deps deps-build run test test-c test-js test-integration bench fuzz clean
+.PHONY: all deps deps-build run test test-c test-js test-integration test-valgrind bench fuzz clean
 .DEFAULT_GOAL := all
 
 all: $(PROGRAMS) $(UNIT_REL) $(UNIT_ASAN) $(WEB_DIST) node_modules/.package-lock.json
@@ -141,6 +142,12 @@ run: deps-build
 test: deps
 	$(MAKE) all $(FUZZ_BIN)
 	tests/run-all.sh
+
+# The server under valgrind memcheck (tests/valgrind/scenario.mjs): join,
+# inputs in every world kind, leave, SIGTERM with a state save; any memory
+# error or definite/indirect leak fails it. Report: build/valgrind.log.
+test-valgrind: $(BUILD)/tumble-server node_modules/.package-lock.json
+	node tests/valgrind/scenario.mjs
 
 bench: deps-build
 	$(MAKE) $(BUILD)/tumble-bench
