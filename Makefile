@@ -58,7 +58,7 @@ PROGRAMS := $(if $(wildcard server/main.c),$(BUILD)/tumble-server) \
 WEB_DIST := $(if $(wildcard client-web/build.mjs),client-web/dist/index.html)
 
 .SECONDARY:
-.PHONY: all deps deps-build run test test-c test-js test-integration test-valgrind bench fuzz clean
+.PHONY: all deps deps-build run test test-c test-js test-integration test-docker test-valgrind bench fuzz clean
 .DEFAULT_GOAL := all
 
 all: $(PROGRAMS) $(UNIT_REL) $(UNIT_ASAN) $(WEB_DIST) node_modules/.package-lock.json
@@ -142,6 +142,12 @@ run: deps-build
 test: deps
 	$(MAKE) all $(FUZZ_BIN)
 	tests/run-all.sh
+
+# The image test builds the server and client inside the image; on the host it needs
+# node_modules only for its WebSocket client (docker/ws-smoke.mjs).
+test-docker: deps
+	$(MAKE) node_modules/.package-lock.json
+	docker/test-image.sh
 
 # The server under valgrind memcheck (tests/valgrind/scenario.mjs): join,
 # inputs in every world kind, leave, SIGTERM with a state save; any memory

@@ -241,6 +241,43 @@ static void tb__addr_release(tb_server *server, const char *addr)
 
 /* ---- rooms -------------------------------------------------------------- */
 
+/* A LEAVE must reach the worker (it ends the client's grabs and drops it
+ * from the peers): if the room's ring is full it waits here and is retried
+ * on every wake and housekeeping tick. */
+typedef struct tb_pending_leave {
+    tb_room *room;
+    tb_input in;
+} tb_pending_leave;
+
+static void tb__retry_leaves(tb_server *server)
+{
+    for (int i = 0; i < server->leave_count;) {
+        tb_pending_leave *p = &server->leaves[i];
+        if (tb_room_push_input(p->room, &p->in) == 0) {
+            tb_room_unref(p->room);
+            *p = server->leaves[--server->leave_count];
+        } else {
+            i++;
+        }
+    }
+}
+
+static void tb__push_leave(tb_server *server, tb_room *room, const tb_input *in)
+{
+    if (server->leave_count == 0 && tb_room_push_input(room, in) == 0)
+        return;
+    if (server->leave_count == server->leave_cap) {
+        int cap = server->leave_cap ? server->leave_cap * 2 : 16;
+        tb_pending_leave *l = realloc(server->leaves, (size_t)cap * sizeof *l);
+        if (!l)
+            return; /* out of memory: the grabs stay until the room resets */
+        server->leaves = l;
+        server->leave_cap = cap;
+    }
+    server->leaves[server->leave_count++] = (tb_pending_leave){tb_room_ref(room), *in};
+    tb__retry_leaves(server);
+}
+
 static void tb__leave_room(tb_session *s)
 {
     tb_room *room = s->room;
@@ -260,7 +297,7 @@ static void tb__leave_room(tb_session *s)
     in.target = -1;
     in.recv_ns = tb_clock_now_ns();
     in.serial = ++room->next_serial;
-    tb_room_push_input(room, &in); /* best effort: the world ends the grabs */
+    tb__push_leave(s->server, room, &in);
     atomic_fetch_sub(&room->clients, 1);
     atomic_fetch_sub(&s->server->metrics->clients, 1);
     s->room = NULL;
@@ -568,6 +605,8 @@ static void tb__on_wake(uv_async_t *handle)
     }
     if (n == 20000) /* leave the loop some air; come back for the rest */
         uv_async_send(&server->wake);
+    if (server->leave_count)
+        tb__retry_leaves(server);
 }
 
 void tb_server_wake(void *data)
@@ -842,6 +881,8 @@ static void tb__housekeeping(uv_timer_t *timer)
     tb_server *server = timer->data;
     int64_t now = tb_clock_now_ns();
     int64_t limit = (int64_t)server->cfg->slow_reader_timeout * TB_NS_PER_SEC;
+    if (server->leave_count)
+        tb__retry_leaves(server);
     for (tb_session *s = server->sessions; s; s = s->next) {
         if (tb__reader_progressed(s))
             s->last_progress_ns = now;
@@ -936,6 +977,11 @@ static void tb__handle_closed(uv_handle_t *handle)
     if (--server->handles_open == 0) {
         free(server->addrs);
         server->addrs = NULL;
+        for (int i = 0; i < server->leave_count; i++)
+            tb_room_unref(server->leaves[i].room);
+        free(server->leaves);
+        server->leaves = NULL;
+        server->leave_count = 0;
         tb_rate_table_free(&server->create_rates);
         if (server->close_cb)
             server->close_cb(server);

@@ -60,6 +60,8 @@ struct tb_server {
     uint32_t next_client_id;
     tb_addr_count *addrs;
     int addr_count, addr_cap;
+    struct tb_pending_leave *leaves; /* LEAVEs a full room ring refused: retried */
+    int leave_count, leave_cap;
     tb_rate_table create_rates; /* room creations per address (--room-create-rate) */
 
     bool started, stopping, workers_stopped;

@@ -6,7 +6,7 @@
 #include <string.h>
 
 const double tb_hist_bounds_us[TB_HIST_BUCKETS] = {
-    25, 50, 100, 250, 500, 1000, 2000, 4000, 8000, 16000, 32000, 50000, 100000, 250000,
+    25, 50, 100, 250, 500, 1000, 2000, 4000, 6000, 8000, 12000, 16000, 32000, 50000, 100000, 250000,
 };
 
 _Static_assert(TB_ERR__COUNT <= TB_REJECT_COUNT, "reject counters cover every protocol error code");

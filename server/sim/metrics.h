@@ -18,7 +18,7 @@
 
 #include "tb_proto.h"
 
-#define TB_HIST_BUCKETS 14
+#define TB_HIST_BUCKETS 16
 typedef struct tb_hist {
     atomic_uint_fast64_t bucket[TB_HIST_BUCKETS + 1]; /* last one: +Inf */
     atomic_uint_fast64_t count;

@@ -139,8 +139,13 @@ static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *in)
             snprintf(p->name, sizeof p->name, "%s", in->by_name);
             p->contacts = false;
         }
-        tb__emit(w, TB_OUT_WELCOME, in->client, room,
-                 tb_wire_welcome(room, in->client, w->sched->instance, TB_MSG_WELCOME));
+        tb_msg *welcome = tb_wire_welcome(room, in->client, w->sched->instance, TB_MSG_WELCOME);
+        if (!welcome) { /* no encoder (out of memory at adoption): say so rather than leave it waiting */
+            tb__emit(w, TB_OUT_CLIENT, in->client, room,
+                     tb_wire_error(TB_ERR_INTERNAL, "room cannot encode its state", -1));
+            return;
+        }
+        tb__emit(w, TB_OUT_WELCOME, in->client, room, welcome);
         tb__emit(w, TB_OUT_BROADCAST, in->client, room, tb_wire_peer_joined(in->client, in->by_name));
         return;
     }

@@ -249,7 +249,8 @@ int tb_wire_code(int tb_error)
     case TB_ENOBODY: return TB_ERR_UNKNOWN_BODY;
     case TB_ECAP: return TB_ERR_PROJECTILE_CAP;
     case TB_ENOTSUP:
-    case TB_EBUSY: return TB_ERR_NOT_ALLOWED;
+    case TB_EBUSY:
+    case TB_ELIMIT: return TB_ERR_NOT_ALLOWED;
     case TB_EBADID:
     case TB_EBADSCENE: return TB_ERR_BAD_ROOM;
     case TB_EMAXROOMS: return TB_ERR_TOO_MANY_ROOMS;

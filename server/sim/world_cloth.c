@@ -103,7 +103,7 @@ static int tb__err(tb_cloth_result r)
     case TB_CLOTH_ERR_UNKNOWN_GRAB:
     case TB_CLOTH_ERR_NOTHING_THERE: return TB_ENOBODY;
     case TB_CLOTH_ERR_GRAB_EXISTS: return TB_EBUSY;
-    case TB_CLOTH_ERR_TOO_MANY_GRABS: return TB_ECAP;
+    case TB_CLOTH_ERR_TOO_MANY_GRABS: return TB_ELIMIT;
     case TB_CLOTH_ERR_NO_MEMORY: return TB_ENOMEM;
     default: return TB_ERANGE;
     }

@@ -226,7 +226,7 @@ static int rigid_apply_input(void *world, const tb_input *in)
         if (tb__find_grab(r, in->client, in->pointer))
             return TB_EBUSY;
         if (r->grab_count == TB__MAX_GRABS)
-            return TB_ECAP;
+            return TB_ELIMIT;
         tb_vec3 at = tb__v(in->pos);
         int body = in->target >= 0 ? in->target : tb__nearest_body(r, at, 0.6f);
         tb_vec3 pos;

@@ -61,7 +61,7 @@ static int tb__err(tb_soft_result r)
     case TB_SOFT_ERR_NOTHING_THERE: return TB_ENOBODY;
     case TB_SOFT_ERR_GRAB_EXISTS:
     case TB_SOFT_ERR_BUSY: return TB_EBUSY;
-    case TB_SOFT_ERR_TOO_MANY_GRABS: return TB_ECAP;
+    case TB_SOFT_ERR_TOO_MANY_GRABS: return TB_ELIMIT;
     case TB_SOFT_ERR_NO_MEMORY: return TB_ENOMEM;
     default: return TB_ERANGE;
     }

@@ -1,0 +1,99 @@
+// load.test.mjs: a short load run against a real server, as a correctness
+// check under concurrency (not a performance test: the figures that matter for
+// capacity are in BENCHMARKS.md, measured with --ramp on a quiet machine).
+//
+// It starts build/tumble-server on an ephemeral loopback port (harness.mjs),
+// runs build/tumble-load with 20 rooms x 3 clients over every scene kind for
+// 10 s, and checks that every client joined and got snapshots at (nearly) the
+// set rate, that no client saw an error (a server `error`, an undecodable
+// frame, a delta that did not fit its baseline, a dropped connection), and
+// that the server kept stepping its rooms without overruns.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
+import { ROOT, startServer, stopAll } from './harness.mjs';
+
+const LOAD_BIN = process.env.TUMBLE_LOAD_BIN || path.join(ROOT, 'build/tumble-load');
+
+after(stopAll);
+
+// Runs tumble-load; resolves { code, stdout, stderr }. Killed if it overruns.
+function runLoad(args, timeoutMs) {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(LOAD_BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    proc.stdout.on('data', (d) => { stdout += d; });
+    proc.stderr.on('data', (d) => { stderr += d; });
+    const timer = setTimeout(() => {
+      proc.kill('SIGKILL');
+      reject(new Error(`tumble-load did not finish within ${timeoutMs} ms:\n${stderr}`));
+    }, timeoutMs);
+    proc.on('error', (e) => { clearTimeout(timer); reject(e); });
+    proc.on('exit', (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }); });
+  });
+}
+
+test('20 rooms x 3 clients of every kind hold the snapshot rate with no errors', { timeout: 90_000 }, async (t) => {
+  // The server's network thread drops a client's queued snapshots when it has
+  // not run for 67 ms (4 slots at 60/s), and a worker that gets no CPU for more
+  // than 0.25 s counts overruns: on a machine whose run queue is several times
+  // its core count that happens whatever the server does. There the rates are
+  // held to looser bounds and the test says so; errors are never excused.
+  const load = os.loadavg()[0] / os.cpus().length;
+  const strict = load <= 2;
+  const minRatio = strict ? 0.95 : 0.80;
+  const maxOverrunShare = strict ? 0.01 : 0.10;
+  if (!strict) {
+    t.diagnostic(`machine load ${load.toFixed(1)} per core: snapshot_rate_ratio held to ${minRatio}, ` +
+      `steps/s to ${minRatio} of the tick rate, overruns to ${maxOverrunShare * 100} % of the steps`);
+  }
+  const rooms = 20;
+  const perRoom = 3;
+  // 60 connections from one address and 20 more rooms than the defaults allow
+  const srv = await startServer({
+    args: ['--max-conns-per-address', '1000', '--max-rooms', '1000', '--workers', '2'],
+  });
+  const { code, stdout, stderr } = await runLoad([
+    '--url', `ws://127.0.0.1:${srv.port}`,
+    '--rooms', String(rooms), '--clients-per-room', String(perRoom),
+    '--mix', 'tower,dice,flag,cape,dough',
+    '--duration', '10', '--warmup', '1',
+    '--server-pid', String(srv.proc.pid),
+    '--json', '--quiet',
+  ], 60_000);
+  let r;
+  try {
+    r = JSON.parse(stdout);
+  } catch (e) {
+    throw new Error(`tumble-load printed no JSON (exit ${code}):\n${stdout}\n${stderr}`);
+  }
+  const why = `\n${JSON.stringify(r)}\n${stderr}\nserver stderr:\n${srv.stderr.slice(-2000)}`;
+  t.diagnostic(`ratio ${r.snapshot_rate_ratio}, jitter p99 ${r.jitter_ms.p99} ms, tick lateness p99 ${r.tick_lateness_p99_ms} ms, ` +
+    `latency p99 ${r.latency_p99_ms} ms, ${r.kbit_per_s_per_client} kbit/s per client, overruns ${r.overruns}, ` +
+    `inputs refused ${r.inputs_refused}, ` +
+    `server cpu ${r.server_cpu_cores}`);
+
+  assert.equal(r.rooms, rooms, why);
+  assert.equal(r.clients, rooms * perRoom, why);
+  assert.equal(r.clients_joined, rooms * perRoom, `every client joined${why}`);
+  assert.equal(r.clients_measured, rooms * perRoom, why);
+  assert.equal(r.clients_without_snapshots, 0, `every client got snapshots${why}`);
+  assert.equal(r.errors, 0, `no errors${why}`);
+  assert.ok(r.snapshot_rate_ratio >= minRatio, `snapshot_rate_ratio ${r.snapshot_rate_ratio} >= ${minRatio}${why}`);
+  assert.ok(r.snapshots_per_s.min >= (minRatio - 0.15) * r.snap_rate, `slowest client ${r.snapshots_per_s.min}/s${why}`);
+  // every kind of room streamed (each decoder path ran: rigid bodies, cloth and soft meshes)
+  for (const scene of ['tower', 'dice', 'flag', 'cape', 'dough']) {
+    assert.ok(r.by_scene[scene] && r.by_scene[scene].snapshot_rate_ratio >= minRatio - 0.05, `${scene} rooms streamed${why}`);
+  }
+  // inputs were applied: the knock-downs and throws were seen in the snapshots
+  assert.ok(r.ack_latency_ms.count > 0, `inputs acknowledged through last_seq${why}`);
+  assert.ok(r.latency_ms.count > 0, `knock-downs/throws seen moving bodies${why}`);
+  // the server's own view (its /metrics) when it is reachable
+  assert.notEqual(r.steps_per_room_per_s, null, `/metrics was read${why}`);
+  assert.ok(r.steps_per_room_per_s >= minRatio * r.tick_rate, `steps/s per room ${r.steps_per_room_per_s}${why}`);
+  assert.ok(r.overruns <= maxOverrunShare * r.tick_rate * r.window_s * (r.server_rooms ?? rooms), `overruns ${r.overruns}${why}`);
+  assert.equal(code, 0, `exit status${why}`);
+});
