@@ -28,7 +28,7 @@ PKGS     := libuv libwebsockets msgpack
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
-WARN     := -std=c11 -Wall -Wextra -Werror -Wno-unused-parameter
+WARN     := -std=c11 -Wall -Wextra -Werror -Wno-unused-parameter -Wformat=2
 INC      := -Iserver -Iproto/c -Itests
 CFLAGS_REL  := $(WARN) -O2 -g -DNDEBUG $(INC) $(PKG_CFLAGS)
 CFLAGS_ASAN := $(WARN) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined \
