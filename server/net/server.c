@@ -97,6 +97,8 @@ typedef struct tb_session {
     struct { uint64_t serial; uint32_t seq; } seqs[TB__SEQ_FIFO];
     int seq_head, seq_count;
     uint32_t acked_seq;
+    uint32_t grab_pointers[64]; /* pointers held (--max-grabs-per-client) */
+    int grab_count;
 
     unsigned char *rx;
     size_t rx_len, rx_cap;
@@ -174,6 +176,27 @@ static void tb__push_ctl(tb_session *s, tb_msg *msg)
     tb__want_write(s);
 }
 
+/* An error message (envelope [43, ...]) rather than a contacts view? */
+static bool tb__is_error(const tb_msg *msg)
+{
+    const unsigned char *d = tb_msg_data((tb_msg *)msg);
+    return msg->len >= 2 && (d[0] & 0xf0) == 0x90 && d[1] == TB_MSG_ERROR;
+}
+
+/* May the client be sent one more error reply now? */
+static bool tb__error_token(tb_session *s)
+{
+    int64_t now = tb_clock_now_ns();
+    s->error_tokens += (double)(now - s->error_ns) * TB__ERROR_RATE / 1e9;
+    s->error_ns = now;
+    if (s->error_tokens > TB__ERROR_BURST)
+        s->error_tokens = TB__ERROR_BURST;
+    if (s->error_tokens < 1.0)
+        return false;
+    s->error_tokens -= 1.0;
+    return true;
+}
+
 /* An error to the client, counted by its protocol code; fatal codes close.
  * Replies are themselves rate limited (bursts of TB__ERROR_BURST, then
  * TB__ERROR_RATE a second): a client spraying garbage is counted in full
@@ -183,15 +206,8 @@ static void tb__send_error(tb_session *s, int code, const char *message, int64_t
     if (code > 0 && code < TB_REJECT_COUNT)
         TB_COUNT(s->server->metrics, inputs_rejected_total[code]);
     int close_code = tb_proto_close_code(code);
-    int64_t now = tb_clock_now_ns();
-    s->error_tokens += (double)(now - s->error_ns) * TB__ERROR_RATE / 1e9;
-    s->error_ns = now;
-    if (s->error_tokens > TB__ERROR_BURST)
-        s->error_tokens = TB__ERROR_BURST;
-    if (close_code || s->error_tokens >= 1.0) {
-        s->error_tokens -= 1.0;
+    if (tb__error_token(s) || close_code)
         tb__push_ctl(s, tb_wire_error(code, message, seq));
-    }
     if (close_code)
         tb__begin_close(s, close_code, tb_proto_code_name(code));
 }
@@ -327,6 +343,11 @@ static void tb__join(tb_session *s, const tb_client_msg *m)
             tb__refuse(s, TB_REFUSE_BAD_SCENE, TB_ERR_BAD_ROOM,
                        "room does not exist; say which scene to create it with "
                        "(tower, dice, pile, flag, cape, dough)");
+            return;
+        }
+        if (!tb_rate_take(&server->create_rates, s->addr, server->cfg->room_create_rate, tb_clock_now_ns())) {
+            TB_COUNT(server->metrics, room_creations_refused_total);
+            tb__send_error(s, TB_ERR_RATE_LIMITED, "room creation limit for this address; join an existing room", -1);
             return;
         }
         int rc = tb_registry_get_or_create(server->registry, m->room, sc->name, false, &room, NULL);
@@ -469,6 +490,23 @@ static void tb__on_message(tb_session *s, const unsigned char *data, size_t len)
         tb__rate_error(s, "throw rate limit", m.input.seq, now);
         return;
     }
+    if (m.input.type == TB_INPUT_GRAB_START || m.input.type == TB_INPUT_GRAB_END) {
+        /* One client may hold a few pointers (multi-touch), not every grab of the room. */
+        int at = -1;
+        for (int i = 0; i < s->grab_count; i++)
+            if (s->grab_pointers[i] == m.input.pointer)
+                at = i;
+        if (m.input.type == TB_INPUT_GRAB_END && at >= 0) {
+            s->grab_pointers[at] = s->grab_pointers[--s->grab_count];
+        } else if (m.input.type == TB_INPUT_GRAB_START && at < 0) {
+            int cap = server->cfg->max_grabs_per_client;
+            if (s->grab_count >= cap || s->grab_count >= (int)(sizeof s->grab_pointers / sizeof s->grab_pointers[0])) {
+                tb__rate_error(s, "grab limit: release a pointer first", m.input.seq, now);
+                return;
+            }
+            s->grab_pointers[s->grab_count++] = m.input.pointer;
+        }
+    }
     m.input.client = s->id;
     m.input.recv_ns = now;
     m.input.serial = s->room->next_serial + 1;
@@ -544,8 +582,11 @@ static void tb__deliver(tb_server *server, tb_out *out)
             }
         break;
     case TB_OUT_CLIENT: {
+        /* The world's refusals (no such body, ...) share the error reply
+         * budget: a flood of bad inputs must not overflow ctl and get a
+         * client closed before the rate limiter has told it anything. */
         tb_session *s = tb__room_session(room, out->client);
-        if (s)
+        if (s && (!tb__is_error(out->msg) || tb__error_token(s)))
             tb__push_ctl(s, tb_msg_ref(out->msg));
         break;
     }
@@ -981,6 +1022,7 @@ static void tb__handle_closed(uv_handle_t *handle)
         free(server->leaves);
         server->leaves = NULL;
         server->leave_count = 0;
+        tb_rate_table_free(&server->create_rates);
         if (server->close_cb)
             server->close_cb(server);
     }

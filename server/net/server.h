@@ -21,6 +21,7 @@
 #include <uv.h>
 
 #include "net/config.h"
+#include "net/limits.h"
 #include "sim/metrics.h"
 #include "sim/registry.h"
 #include "sim/sched.h"
@@ -63,6 +64,7 @@ struct tb_server {
     int addr_count, addr_cap;
     struct tb_pending_leave *leaves; /* LEAVEs a full room ring refused: retried */
     int leave_count, leave_cap;
+    tb_rate_table create_rates; /* room creations per address (--room-create-rate) */
 
     bool started, stopping, workers_stopped;
     int64_t started_ns;

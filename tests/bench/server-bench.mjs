@@ -42,7 +42,7 @@ function histQuantile(m, name, q) {
 }
 
 const srv = await startServer({ args: ['--workers', '2', '--max-rooms', '200', '--room-idle-timeout', '1',
-  '--max-clients-per-room', '200', '--max-conns-per-address', '500'] });
+  '--max-clients-per-room', '200', '--max-conns-per-address', '500', '--room-create-rate', '100000'] });
 const pid = srv.proc.pid;
 const out = (o) => console.log(JSON.stringify({ machine_nproc: (await_nproc()), ...o }));
 function await_nproc() { return fs.readFileSync('/proc/cpuinfo', 'utf8').split('\n').filter((l) => l.startsWith('processor')).length; }

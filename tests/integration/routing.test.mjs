@@ -60,7 +60,7 @@ async function startServer(instance, clientDir) {
   const p = spawnTracked(SERVER_BIN, ['--port', '0', '--bind', '127.0.0.1', '--instance', instance,
     '--client-dir', clientDir, '--log-level', 'warn', '--workers', '1',
     // Behind the router every player has the router's address; the router limits per address.
-    '--max-conns-per-address', '1000']);
+    '--max-conns-per-address', '1000', '--room-create-rate', '100000']);
   const port = await new Promise((resolve, reject) => {
     const t = setTimeout(() => reject(new Error(`${instance} did not print its port:\n${p.out}`)), 15000);
     p.stdout.on('data', () => {
