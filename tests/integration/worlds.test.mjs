@@ -129,7 +129,7 @@ function topFace(q) {
 test('in dice, the result event agrees with the top faces of the streamed poses', async () => {
   const c = await connect(srv.port);
   await join(c, 'dice-test', 'dice');
-  c.send({ type: 'action', action: 'roll', scene: null });
+  c.send({ type: 'action', action: 'throw_dice', scene: null });
   const dice = await c.type('dice', 12000);
   assert.equal(dice.faces.length, 3);
   assert.equal(dice.sum, dice.faces.reduce((a, b) => a + b, 0));
