@@ -136,9 +136,9 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
         hook.contacts = contacts.length;
         break;
       case 'reset': {
-        const what = { knock: 'knocked the tower down', rebuild: 'rebuilt the tower', throw_dice: 'threw the dice', select: 'changed the scene', reset: 'reset the room' }[m.action] || m.action;
+        const what = { knock: 'knocked the tower down', rebuild: 'rebuilt the tower', throw_dice: 'threw the dice', roll: 'threw the dice', select: 'changed the scene', reset: 'reset the room' }[m.action] || m.action;
         hud?.toast(`${m.by?.name || 'Someone'} ${what}`);
-        if (m.action === 'throw_dice' || m.action === 'select') { dice = null; hud?.setDice(null); hook.dice = null; }
+        if (m.action === 'throw_dice' || m.action === 'roll' || m.action === 'select' || m.action === 'reset') { dice = null; hud?.setDice(null); hook.dice = null; }
         break;
       }
       case 'resync':
