@@ -7,6 +7,7 @@
 #                   integration tests against a real server, fuzz corpus replay
 #   make bench      the benchmark programs (JSON lines on stdout)
 #   make fuzz       run every libFuzzer target for FUZZ_SECONDS each
+#   make test-valgrind  the server under valgrind memcheck for a short scripted session
 #   make clean
 #
 # Sources are found by folder, so adding a file needs no edit here:
@@ -27,7 +28,7 @@ PKGS     := libuv libwebsockets msgpack
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
-WARN     := -std=c11 -Wall -Wextra -Werror -Wno-unused-parameter
+WARN     := -std=c11 -Wall -Wextra -Werror -Wno-unused-parameter -Wformat=2
 INC      := -Iserver -Iproto/c -Itests
 CFLAGS_REL  := $(WARN) -O2 -g -DNDEBUG $(INC) $(PKG_CFLAGS)
 CFLAGS_ASAN := $(WARN) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined \
@@ -57,7 +58,7 @@ PROGRAMS := $(if $(wildcard server/main.c),$(BUILD)/tumble-server) \
 WEB_DIST := $(if $(wildcard client-web/build.mjs),client-web/dist/index.html)
 
 .SECONDARY:
-.PHONY: all deps deps-build run test test-c test-js test-integration bench fuzz clean
+.PHONY: all deps deps-build run test test-c test-js test-integration test-docker test-valgrind bench fuzz clean
 .DEFAULT_GOAL := all
 
 all: $(PROGRAMS) $(UNIT_REL) $(UNIT_ASAN) $(WEB_DIST) node_modules/.package-lock.json
@@ -141,6 +142,18 @@ run: deps-build
 test: deps
 	$(MAKE) all $(FUZZ_BIN)
 	tests/run-all.sh
+
+# The image test builds the server and client inside the image; on the host it needs
+# node_modules only for its WebSocket client (docker/ws-smoke.mjs).
+test-docker: deps
+	$(MAKE) node_modules/.package-lock.json
+	docker/test-image.sh
+
+# The server under valgrind memcheck (tests/valgrind/scenario.mjs): join,
+# inputs in every world kind, leave, SIGTERM with a state save; any memory
+# error or definite/indirect leak fails it. Report: build/valgrind.log.
+test-valgrind: $(BUILD)/tumble-server node_modules/.package-lock.json
+	node tests/valgrind/scenario.mjs
 
 bench: deps-build
 	$(MAKE) $(BUILD)/tumble-bench

@@ -7,7 +7,10 @@ what=${1:-test}
 
 pkgs="gcc make pkg-config libc6-dev libuv1-dev libwebsockets-dev libwebsockets-evlib-uv libmsgpack-dev"
 if [ "$what" = test ]; then
-  pkgs="$pkgs libcmocka-dev clang valgrind procps curl"
+  # nginx + njs: the room router in tests/integration/routing.test.mjs (docker/nginx)
+  pkgs="$pkgs libcmocka-dev clang valgrind procps curl nginx libnginx-mod-http-js"
+  # Debian's Chromium for the browser tests (playwright-core drives it; it never downloads one)
+  pkgs="$pkgs chromium"
 fi
 
 missing=""

@@ -23,6 +23,8 @@
 #include "net/server.h"
 #include "sim/clock.h"
 #include "sim/error.h"
+#include "sim/persist.h"
+#include "sim/record.h"
 #include "sim/registry.h"
 #include "sim/sched.h"
 
@@ -68,6 +70,40 @@ static void tb__on_signal(uv_signal_t *handle, int signum)
     tb_server_stop(&app->server, tb__server_closed);
 }
 
+static void tb__persist_report(const char *path, const char *what)
+{
+    tb_log_warn("state %s: %s (skipped)", path, what);
+}
+
+static void tb__fault(const tb_room *room, int faults)
+{
+    tb_log_warn("room %s: %d bod%s non-finite or out of the room: removed or reset", room->id, faults,
+                faults == 1 ? "y" : "ies");
+}
+
+static void tb__record_fail(const tb_room *room, const char *why)
+{
+    tb_log_warn("room %s: not recorded: %s", room->id, why);
+}
+
+/* --replay FILE: re-simulate a record headless (sim/record.h); exit 0 when
+ * every hash matched, 1 when one did not, 2 when the file is not a record. */
+static int tb__replay(const char *path)
+{
+    tb_replay_result r;
+    int rc = tb_replay_file(path, &r);
+    if (rc < 0) {
+        fprintf(stderr, "tumble-server: replay %s: %s\n", path, r.error);
+        return 2;
+    }
+    printf("replay %s: room %s (%s), %llu ticks, %llu inputs, %llu/%llu hashes match%s\n", path, r.room, r.scene,
+           (unsigned long long)r.ticks, (unsigned long long)r.inputs, (unsigned long long)r.matched,
+           (unsigned long long)r.hashes, rc == 0 ? "" : " -- MISMATCH");
+    if (rc != 0)
+        printf("first mismatch at tick %llu\n", (unsigned long long)r.first_bad_tick);
+    return rc == 0 ? 0 : 1;
+}
+
 static void tb__walk_close(uv_handle_t *handle, void *arg)
 {
     (void)arg;
@@ -90,6 +126,8 @@ int main(int argc, char **argv)
     }
     const tb_config *cfg = &app.cfg;
     tb_log_set_level(cfg->log_level);
+    if (cfg->replay_file[0])
+        return tb__replay(cfg->replay_file);
     signal(SIGPIPE, SIG_IGN);
 
     uv_loop_init(&app.loop);
@@ -104,12 +142,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "tumble-server: scheduler: %s\n", tb_strerror(rc));
         return 1;
     }
+    snprintf(app.sched.record_dir, sizeof app.sched.record_dir, "%s", cfg->record_dir);
+    app.sched.fault_cb = tb__fault;
+    app.sched.record_fail_cb = tb__record_fail;
     tb_registry_init(&app.registry, &app.sched, &app.metrics, cfg->max_rooms,
                      (int64_t)cfg->room_idle_timeout * TB_NS_PER_SEC, (uint64_t)time(NULL));
     tb_server_attach(&app.server, &app.sched, &app.registry);
     if (tb_sched_start(&app.sched) < 0) {
         fprintf(stderr, "tumble-server: cannot start worker threads\n");
         return 1;
+    }
+    if (cfg->state_dir[0]) { /* before the defaults, so saved default rooms come back as they were */
+        int n = tb_persist_restore(&app.registry, cfg->state_dir, tb__persist_report);
+        if (n > 0)
+            tb_log_info("restored %d room(s) from %s", n, cfg->state_dir);
     }
     rc = tb_registry_open_defaults(&app.registry);
     if (rc < 0 && rc != TB_EMAXROOMS)
@@ -138,6 +184,14 @@ int main(int argc, char **argv)
         uv_walk(&app.loop, tb__walk_close, NULL);
         uv_run(&app.loop, UV_RUN_DEFAULT);
         uv_loop_close(&app.loop);
+    }
+    /* The workers have stopped (tb_server_stop joined them), so this thread
+     * may read every world: save them before they are freed. */
+    if (cfg->state_dir[0] && exit_code == 0) {
+        int64_t t0 = tb_clock_now_ns();
+        int n = tb_persist_save_all(&app.registry, cfg->state_dir, tb__persist_report);
+        tb_log_info("saved %d room(s) to %s in %.1f ms", n, cfg->state_dir,
+                    (double)(tb_clock_now_ns() - t0) / 1e6);
     }
     tb_registry_close(&app.registry);
     tb_sched_close(&app.sched);

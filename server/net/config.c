@@ -53,6 +53,14 @@ static const tb__opt tb__opts[] = {
      100000, "WebSocket connections from one IP address"},
     {"slow-reader-timeout", "TUMBLE_SLOW_READER_TIMEOUT", TB__INT, OFF(slow_reader_timeout), 0, 1, 3600,
      "seconds a client may leave data unread before it is disconnected"},
+    {"room-create-rate", "TUMBLE_ROOM_CREATE_RATE", TB__INT, OFF(room_create_rate), 0, 1, 100000,
+     "rooms one IP address may create per minute (bursts of as many)"},
+    {"max-grabs-per-client", "TUMBLE_MAX_GRABS_PER_CLIENT", TB__INT, OFF(max_grabs_per_client), 0, 1, 64,
+     "grabs (pointers) one connection may hold at once"},
+    {"record", "TUMBLE_RECORD", TB__STR, OFF(record_dir), SZ(record_dir), 0, 0,
+     "folder for per-room input logs with state hashes (empty: off)"},
+    {"replay", "TUMBLE_REPLAY", TB__STR, OFF(replay_file), SZ(replay_file), 0, 0,
+     "re-simulate a record headless, report whether every hash matches, exit 0/1"},
 };
 #define TB__NOPTS (sizeof tb__opts / sizeof tb__opts[0])
 
@@ -83,6 +91,8 @@ static void tb__defaults(tb_config *cfg)
     cfg->throw_rate = 5;
     cfg->max_conns_per_address = 32;
     cfg->slow_reader_timeout = 10;
+    cfg->room_create_rate = 10;
+    cfg->max_grabs_per_client = 4;
 }
 
 static int tb__set(tb_config *cfg, const tb__opt *o, const char *value, const char *source, char *err,

@@ -34,6 +34,11 @@ typedef struct tb_config {
     int throw_rate;          /* throws per second per client (burst: 2x) */
     int max_conns_per_address;
     int slow_reader_timeout; /* seconds without reading before disconnect */
+    int room_create_rate;    /* rooms one address may create per minute (burst: same) */
+    int max_grabs_per_client; /* pointers one connection may hold at once */
+    /* reliability */
+    char record_dir[TB_CONFIG_PATH_MAX]; /* --record: input logs with state hashes */
+    char replay_file[TB_CONFIG_PATH_MAX]; /* --replay: re-simulate a record and exit */
 } tb_config;
 
 /* getenv-like lookup, so tests can feed their own environment. */

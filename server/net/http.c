@@ -173,12 +173,25 @@ static int tb__healthz(tb_server *server, struct lws *wsi, tb_http_session *h)
 static int tb__metrics(tb_server *server, struct lws *wsi, tb_http_session *h)
 {
     size_t need = tb_metrics_write(server->metrics, NULL, 0);
-    char *buf = malloc(need + 1024);
-    if (!buf)
+    tb__sb b = {0};
+    b.buf = malloc(need + 1);
+    if (!b.buf)
         return tb__respond_text(wsi, h, 500, "out of memory\n");
-    size_t n = tb_metrics_write(server->metrics, buf, need + 1024);
-    int rc = tb__respond(wsi, h, 200, "text/plain; version=0.0.4; charset=utf-8", buf, n);
-    free(buf);
+    b.cap = need + 1;
+    b.len = tb_metrics_write(server->metrics, b.buf, b.cap);
+    /* per worker: how rooms are spread and how much each one steps */
+    tb__sb_printf(&b, "# HELP tumble_worker_rooms Rooms owned by each worker thread.\n"
+                      "# TYPE tumble_worker_rooms gauge\n");
+    for (int w = 0; w < server->sched->worker_count; w++)
+        tb__sb_printf(&b, "tumble_worker_rooms{worker=\"%d\"} %d\n", w, tb_sched_worker_load(server->sched, w));
+    tb__sb_printf(&b, "# HELP tumble_worker_steps_total World steps taken by each worker thread.\n"
+                      "# TYPE tumble_worker_steps_total counter\n");
+    for (int w = 0; w < server->sched->worker_count; w++)
+        tb__sb_printf(&b, "tumble_worker_steps_total{worker=\"%d\"} %llu\n", w,
+                      (unsigned long long)tb_sched_worker_steps(server->sched, w));
+    int rc = b.failed ? tb__respond_text(wsi, h, 500, "out of memory\n")
+                      : tb__respond(wsi, h, 200, "text/plain; version=0.0.4; charset=utf-8", b.buf, b.len);
+    free(b.buf);
     return rc;
 }
 

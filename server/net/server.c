@@ -55,6 +55,10 @@ _Static_assert(TB_MSG_HEADROOM >= LWS_PRE, "tb_msg headroom must hold LWS_PRE");
 #define TB__SNAP_SLOTS 4
 #define TB__SEQ_FIFO 64
 #define TB__ERROR_BURST 32.0
+/* Messages taken from one socket per loop turn before its reading pauses
+ * until the next turn: a flooding client cannot hold the network thread
+ * while the other clients' snapshots wait. */
+#define TB__RX_PER_TURN 32
 #define TB__ERROR_RATE 16.0
 #define TB__RX_CHUNK 4096
 /* Kernel send buffer per WebSocket: with lws's own one-message partial
@@ -93,10 +97,15 @@ typedef struct tb_session {
     struct { uint64_t serial; uint32_t seq; } seqs[TB__SEQ_FIFO];
     int seq_head, seq_count;
     uint32_t acked_seq;
+    uint32_t grab_pointers[64]; /* pointers held (--max-grabs-per-client) */
+    int grab_count;
 
     unsigned char *rx;
     size_t rx_len, rx_cap;
     bool rx_text;
+    bool rx_paused;
+    int rx_turn_count;
+    uint64_t rx_turn;     /* uv_now() of the turn rx_turn_count counts */
 
     double tokens, throw_tokens;
     int64_t tokens_ns, throw_ns;
@@ -167,6 +176,27 @@ static void tb__push_ctl(tb_session *s, tb_msg *msg)
     tb__want_write(s);
 }
 
+/* An error message (envelope [43, ...]) rather than a contacts view? */
+static bool tb__is_error(const tb_msg *msg)
+{
+    const unsigned char *d = tb_msg_data((tb_msg *)msg);
+    return msg->len >= 2 && (d[0] & 0xf0) == 0x90 && d[1] == TB_MSG_ERROR;
+}
+
+/* May the client be sent one more error reply now? */
+static bool tb__error_token(tb_session *s)
+{
+    int64_t now = tb_clock_now_ns();
+    s->error_tokens += (double)(now - s->error_ns) * TB__ERROR_RATE / 1e9;
+    s->error_ns = now;
+    if (s->error_tokens > TB__ERROR_BURST)
+        s->error_tokens = TB__ERROR_BURST;
+    if (s->error_tokens < 1.0)
+        return false;
+    s->error_tokens -= 1.0;
+    return true;
+}
+
 /* An error to the client, counted by its protocol code; fatal codes close.
  * Replies are themselves rate limited (bursts of TB__ERROR_BURST, then
  * TB__ERROR_RATE a second): a client spraying garbage is counted in full
@@ -176,15 +206,8 @@ static void tb__send_error(tb_session *s, int code, const char *message, int64_t
     if (code > 0 && code < TB_REJECT_COUNT)
         TB_COUNT(s->server->metrics, inputs_rejected_total[code]);
     int close_code = tb_proto_close_code(code);
-    int64_t now = tb_clock_now_ns();
-    s->error_tokens += (double)(now - s->error_ns) * TB__ERROR_RATE / 1e9;
-    s->error_ns = now;
-    if (s->error_tokens > TB__ERROR_BURST)
-        s->error_tokens = TB__ERROR_BURST;
-    if (close_code || s->error_tokens >= 1.0) {
-        s->error_tokens -= 1.0;
+    if (tb__error_token(s) || close_code)
         tb__push_ctl(s, tb_wire_error(code, message, seq));
-    }
     if (close_code)
         tb__begin_close(s, close_code, tb_proto_code_name(code));
 }
@@ -225,6 +248,43 @@ static void tb__addr_release(tb_server *server, const char *addr)
 
 /* ---- rooms -------------------------------------------------------------- */
 
+/* A LEAVE must reach the worker (it ends the client's grabs and drops it
+ * from the peers): if the room's ring is full it waits here and is retried
+ * on every wake and housekeeping tick. */
+typedef struct tb_pending_leave {
+    tb_room *room;
+    tb_input in;
+} tb_pending_leave;
+
+static void tb__retry_leaves(tb_server *server)
+{
+    for (int i = 0; i < server->leave_count;) {
+        tb_pending_leave *p = &server->leaves[i];
+        if (tb_room_push_input(p->room, &p->in) == 0) {
+            tb_room_unref(p->room);
+            *p = server->leaves[--server->leave_count];
+        } else {
+            i++;
+        }
+    }
+}
+
+static void tb__push_leave(tb_server *server, tb_room *room, const tb_input *in)
+{
+    if (server->leave_count == 0 && tb_room_push_input(room, in) == 0)
+        return;
+    if (server->leave_count == server->leave_cap) {
+        int cap = server->leave_cap ? server->leave_cap * 2 : 16;
+        tb_pending_leave *l = realloc(server->leaves, (size_t)cap * sizeof *l);
+        if (!l)
+            return; /* out of memory: the grabs stay until the room resets */
+        server->leaves = l;
+        server->leave_cap = cap;
+    }
+    server->leaves[server->leave_count++] = (tb_pending_leave){tb_room_ref(room), *in};
+    tb__retry_leaves(server);
+}
+
 static void tb__leave_room(tb_session *s)
 {
     tb_room *room = s->room;
@@ -244,7 +304,7 @@ static void tb__leave_room(tb_session *s)
     in.target = -1;
     in.recv_ns = tb_clock_now_ns();
     in.serial = ++room->next_serial;
-    tb_room_push_input(room, &in); /* best effort: the world ends the grabs */
+    tb__push_leave(s->server, room, &in);
     atomic_fetch_sub(&room->clients, 1);
     atomic_fetch_sub(&s->server->metrics->clients, 1);
     s->room = NULL;
@@ -283,6 +343,11 @@ static void tb__join(tb_session *s, const tb_client_msg *m)
             tb__refuse(s, TB_REFUSE_BAD_SCENE, TB_ERR_BAD_ROOM,
                        "room does not exist; say which scene to create it with "
                        "(tower, dice, pile, flag, cape, dough)");
+            return;
+        }
+        if (!tb_rate_take(&server->create_rates, s->addr, server->cfg->room_create_rate, tb_clock_now_ns())) {
+            TB_COUNT(server->metrics, room_creations_refused_total);
+            tb__send_error(s, TB_ERR_RATE_LIMITED, "room creation limit for this address; join an existing room", -1);
             return;
         }
         int rc = tb_registry_get_or_create(server->registry, m->room, sc->name, false, &room, NULL);
@@ -425,6 +490,23 @@ static void tb__on_message(tb_session *s, const unsigned char *data, size_t len)
         tb__rate_error(s, "throw rate limit", m.input.seq, now);
         return;
     }
+    if (m.input.type == TB_INPUT_GRAB_START || m.input.type == TB_INPUT_GRAB_END) {
+        /* One client may hold a few pointers (multi-touch), not every grab of the room. */
+        int at = -1;
+        for (int i = 0; i < s->grab_count; i++)
+            if (s->grab_pointers[i] == m.input.pointer)
+                at = i;
+        if (m.input.type == TB_INPUT_GRAB_END && at >= 0) {
+            s->grab_pointers[at] = s->grab_pointers[--s->grab_count];
+        } else if (m.input.type == TB_INPUT_GRAB_START && at < 0) {
+            int cap = server->cfg->max_grabs_per_client;
+            if (s->grab_count >= cap || s->grab_count >= (int)(sizeof s->grab_pointers / sizeof s->grab_pointers[0])) {
+                tb__rate_error(s, "grab limit: release a pointer first", m.input.seq, now);
+                return;
+            }
+            s->grab_pointers[s->grab_count++] = m.input.pointer;
+        }
+    }
     m.input.client = s->id;
     m.input.recv_ns = now;
     m.input.serial = s->room->next_serial + 1;
@@ -500,8 +582,11 @@ static void tb__deliver(tb_server *server, tb_out *out)
             }
         break;
     case TB_OUT_CLIENT: {
+        /* The world's refusals (no such body, ...) share the error reply
+         * budget: a flood of bad inputs must not overflow ctl and get a
+         * client closed before the rate limiter has told it anything. */
         tb_session *s = tb__room_session(room, out->client);
-        if (s)
+        if (s && (!tb__is_error(out->msg) || tb__error_token(s)))
             tb__push_ctl(s, tb_msg_ref(out->msg));
         break;
     }
@@ -527,6 +612,8 @@ static void tb__on_wake(uv_async_t *handle)
     }
     if (n == 20000) /* leave the loop some air; come back for the rest */
         uv_async_send(&server->wake);
+    if (server->leave_count)
+        tb__retry_leaves(server);
 }
 
 void tb_server_wake(void *data)
@@ -589,6 +676,36 @@ static int tb__write_one(tb_session *s)
     }
     tb_msg_unref(msg);
     return rc;
+}
+
+static void tb__rx_resume(uv_timer_t *timer)
+{
+    tb_server *server = timer->data;
+    server->rx_resume_armed = false;
+    for (tb_session *s = server->sessions; s; s = s->next)
+        if (s->rx_paused && !s->closing) {
+            s->rx_paused = false;
+            s->rx_turn_count = 0;
+            lws_rx_flow_control(s->wsi, 1);
+        }
+}
+
+static void tb__rx_fairness(tb_session *s)
+{
+    tb_server *server = s->server;
+    uint64_t turn = uv_now(server->loop);
+    if (turn != s->rx_turn) {
+        s->rx_turn = turn;
+        s->rx_turn_count = 0;
+    }
+    if (++s->rx_turn_count < TB__RX_PER_TURN || s->rx_paused || server->stopping)
+        return;
+    s->rx_paused = true;
+    lws_rx_flow_control(s->wsi, 0);
+    if (!server->rx_resume_armed) {
+        server->rx_resume_armed = true;
+        uv_timer_start(&server->rx_resume, tb__rx_resume, 1, 0);
+    }
 }
 
 static bool tb__origin_allowed(tb_server *server, struct lws *wsi)
@@ -706,6 +823,7 @@ static int tb__ws_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
         else
             tb__on_message(s, s->rx, s->rx_len);
         s->rx_len = 0;
+        tb__rx_fairness(s);
         if (s->rx_cap > 4 * TB__RX_CHUNK) { /* do not keep a big buffer for one big message */
             free(s->rx);
             s->rx = NULL;
@@ -801,6 +919,8 @@ static void tb__housekeeping(uv_timer_t *timer)
     tb_server *server = timer->data;
     int64_t now = tb_clock_now_ns();
     int64_t limit = (int64_t)server->cfg->slow_reader_timeout * TB_NS_PER_SEC;
+    if (server->leave_count)
+        tb__retry_leaves(server);
     for (tb_session *s = server->sessions; s; s = s->next) {
         if (tb__reader_progressed(s))
             s->last_progress_ns = now;
@@ -838,7 +958,9 @@ int tb_server_init(tb_server *server, uv_loop_t *loop, const tb_config *cfg, tb_
     server->housekeeping.data = server;
     uv_timer_init(loop, &server->stop_timer);
     server->stop_timer.data = server;
-    server->handles_open = 3;
+    uv_timer_init(loop, &server->rx_resume);
+    server->rx_resume.data = server;
+    server->handles_open = 4;
     return 0;
 }
 
@@ -895,6 +1017,12 @@ static void tb__handle_closed(uv_handle_t *handle)
     if (--server->handles_open == 0) {
         free(server->addrs);
         server->addrs = NULL;
+        for (int i = 0; i < server->leave_count; i++)
+            tb_room_unref(server->leaves[i].room);
+        free(server->leaves);
+        server->leaves = NULL;
+        server->leave_count = 0;
+        tb_rate_table_free(&server->create_rates);
         if (server->close_cb)
             server->close_cb(server);
     }
@@ -919,6 +1047,7 @@ static void tb__finish_stop(tb_server *server)
     uv_close((uv_handle_t *)&server->wake, tb__handle_closed);
     uv_close((uv_handle_t *)&server->housekeeping, tb__handle_closed);
     uv_close((uv_handle_t *)&server->stop_timer, tb__handle_closed);
+    uv_close((uv_handle_t *)&server->rx_resume, tb__handle_closed);
 }
 
 static void tb__stop_tick(uv_timer_t *timer)

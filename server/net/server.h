@@ -21,6 +21,7 @@
 #include <uv.h>
 
 #include "net/config.h"
+#include "net/limits.h"
 #include "sim/metrics.h"
 #include "sim/registry.h"
 #include "sim/sched.h"
@@ -50,6 +51,8 @@ struct tb_server {
     uv_async_t wake;          /* workers -> network thread */
     uv_timer_t housekeeping;  /* slow readers, idle rooms (2 Hz) */
     uv_timer_t stop_timer;    /* graceful-stop progress */
+    uv_timer_t rx_resume;     /* re-opens sockets paused for fairness */
+    bool rx_resume_armed;
     int handles_open;
 
     char root_real[PATH_MAX]; /* realpath of --client-dir, "" when missing */
@@ -59,6 +62,9 @@ struct tb_server {
     uint32_t next_client_id;
     tb_addr_count *addrs;
     int addr_count, addr_cap;
+    struct tb_pending_leave *leaves; /* LEAVEs a full room ring refused: retried */
+    int leave_count, leave_cap;
+    tb_rate_table create_rates; /* room creations per address (--room-create-rate) */
 
     bool started, stopping, workers_stopped;
     int64_t started_ns;

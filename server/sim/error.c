@@ -21,6 +21,7 @@ const char *tb_strerror(int code)
     case TB_ECAP: return "limit reached";
     case TB_ENOBODY: return "no such body, or nothing there";
     case TB_EBUSY: return "already under way";
+    case TB_ELIMIT: return "too many at once";
     default: return "unknown error";
     }
 }

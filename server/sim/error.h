@@ -25,6 +25,7 @@ enum {
     TB_ECAP = -14,        /* per-room cap reached (projectiles, grabs) */
     TB_ENOBODY = -15,     /* no such body, or nothing to grab there */
     TB_EBUSY = -16,       /* already under way (a press, a grab with that pointer) */
+    TB_ELIMIT = -17,      /* too many at once (grabs) */
 };
 
 const char *tb_strerror(int code);

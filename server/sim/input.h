@@ -37,7 +37,6 @@ typedef struct tb_input {
     int32_t target;   /* body or vertex index; -1: none */
     float pos[3];
     float vec[3];
-    float value;
     double value_d;   /* PARAM: the value as sent */
     char name[TB_INPUT_NAME_MAX]; /* parameter or scene, NUL terminated */
     int64_t recv_ns;  /* arrival, monotonic (input-to-snapshot latency) */

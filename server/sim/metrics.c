@@ -6,7 +6,7 @@
 #include <string.h>
 
 const double tb_hist_bounds_us[TB_HIST_BUCKETS] = {
-    25, 50, 100, 250, 500, 1000, 2000, 4000, 8000, 16000, 32000, 50000, 100000, 250000,
+    25, 50, 100, 250, 500, 1000, 2000, 4000, 6000, 8000, 12000, 16000, 32000, 50000, 100000, 250000,
 };
 
 _Static_assert(TB_ERR__COUNT <= TB_REJECT_COUNT, "reject counters cover every protocol error code");
@@ -139,5 +139,17 @@ size_t tb_metrics_write(const tb_metrics *cm, char *buf, size_t cap)
                 LOAD(m->http_refused_paths_total));
     tb__counter(&o, "tumble_events_dropped_total", "Room events dropped because a queue was full.",
                 LOAD(m->events_dropped_total));
+    tb__counter(&o, "tumble_rooms_saved_total", "Rooms written to the state folder on shutdown.",
+                LOAD(m->rooms_saved_total));
+    tb__counter(&o, "tumble_rooms_restored_total", "Rooms restored from the state folder at start.",
+                LOAD(m->rooms_restored_total));
+    tb__counter(&o, "tumble_state_files_rejected_total", "State files refused at start (corrupt, truncated).",
+                LOAD(m->state_files_rejected_total));
+    tb__counter(&o, "tumble_physics_faults_total",
+                "Bodies removed or worlds reset because their state went non-finite or left the room.",
+                LOAD(m->physics_faults_total));
+    tb__counter(&o, "tumble_room_creations_refused_total",
+                "Room creations refused by the per-connection limit (--max-room-creations).",
+                LOAD(m->room_creations_refused_total));
     return o.len;
 }

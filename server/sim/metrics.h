@@ -18,7 +18,7 @@
 
 #include "tb_proto.h"
 
-#define TB_HIST_BUCKETS 14
+#define TB_HIST_BUCKETS 16
 typedef struct tb_hist {
     atomic_uint_fast64_t bucket[TB_HIST_BUCKETS + 1]; /* last one: +Inf */
     atomic_uint_fast64_t count;
@@ -69,6 +69,12 @@ typedef struct tb_metrics {
     atomic_uint_fast64_t http_requests_total;
     atomic_uint_fast64_t http_refused_paths_total;
     atomic_uint_fast64_t events_dropped_total;
+    /* reliability (sim/persist.c, sim/record.c, the world check) */
+    atomic_uint_fast64_t rooms_saved_total;
+    atomic_uint_fast64_t rooms_restored_total;
+    atomic_uint_fast64_t state_files_rejected_total;
+    atomic_uint_fast64_t physics_faults_total;     /* bodies removed / worlds reset by the check */
+    atomic_uint_fast64_t room_creations_refused_total; /* per-client room creation limit */
     atomic_int rooms;
     atomic_int clients;
     tb_hist step_time;     /* one world step, us */

@@ -98,6 +98,42 @@ done:
     return rc;
 }
 
+int tb_registry_insert(tb_registry *reg, tb_room *room)
+{
+    pthread_mutex_lock(&reg->lock);
+    int rc = 0;
+    if (tb__index(reg, room->id) >= 0)
+        rc = TB_EBUSY;
+    else if (reg->count >= reg->max_rooms)
+        rc = TB_EMAXROOMS;
+    else if (reg->count == reg->cap) {
+        int cap = reg->cap ? reg->cap * 2 : 16;
+        tb_room **rooms = realloc(reg->rooms, (size_t)cap * sizeof *rooms);
+        if (!rooms)
+            rc = TB_ENOMEM;
+        else {
+            reg->rooms = rooms;
+            reg->cap = cap;
+        }
+    }
+    if (rc == 0) {
+        tb_world_info info = {0, 0};
+        room->ops->info(room->world, &info);
+        atomic_store(&room->bodies, info.bodies);
+        atomic_store(&room->awake, info.awake);
+        rc = tb_sched_adopt(reg->sched, room);
+    }
+    if (rc < 0) {
+        pthread_mutex_unlock(&reg->lock);
+        tb_room_unref(room);
+        return rc;
+    }
+    reg->rooms[reg->count++] = room;
+    atomic_fetch_add(&reg->metrics->rooms, 1);
+    pthread_mutex_unlock(&reg->lock);
+    return 0;
+}
+
 int tb_registry_open_defaults(tb_registry *reg)
 {
     for (size_t i = 0; i < sizeof tb__default_rooms / sizeof tb__default_rooms[0]; i++) {

@@ -49,6 +49,10 @@ int tb_registry_open_defaults(tb_registry *reg);
  * TB_EMAXROOMS, TB_ENOMEM. */
 int tb_registry_get_or_create(tb_registry *reg, const char *id, const char *scene, bool keep,
                               tb_room **out, bool *created);
+/* Add a room built elsewhere (a restored one: world loaded, tick set) and
+ * hand it to a worker. Takes the caller's reference. TB_EBUSY when the id
+ * is taken, TB_EMAXROOMS, TB_ENOMEM. */
+int tb_registry_insert(tb_registry *reg, tb_room *room);
 /* Referenced room or NULL. */
 tb_room *tb_registry_find(tb_registry *reg, const char *id);
 /* Retire rooms idle (no clients) since before now - timeout; network

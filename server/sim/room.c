@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sim/error.h"
+#include "sim/record.h"
 
 bool tb_room_id_valid(const char *id)
 {
@@ -66,6 +67,7 @@ void tb_room_unref(tb_room *room)
     if (room->encoder)
         tb_snap_encoder_destroy(room->encoder);
     free(room->describe_scratch);
+    tb_record_close(room->record);
     tb_ring_close(&room->inputs);
     free(room);
 }

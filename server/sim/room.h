@@ -61,6 +61,7 @@ typedef struct tb_room {
     uint64_t applied_serial;   /* last input (by arrival number) applied */
     int64_t unsent_input_ns;   /* arrival of the oldest input no snapshot has shown yet */
     atomic_bool key_wanted;    /* a client skipped: add a keyframe next snapshot */
+    struct tb_record *record;  /* --record: this room's input log (sim/record.h), or NULL */
 
     /* statistics, written by the worker, read by /api/rooms */
     atomic_uint_fast64_t step_ns_sum;

@@ -16,6 +16,7 @@
 
 #include "sim/clock.h"
 #include "sim/error.h"
+#include "sim/record.h"
 #include "sim/wire.h"
 
 #define TB__MAX_SLEEP_NS (4 * TB_NS_PER_MS)
@@ -124,6 +125,8 @@ static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *in)
 {
     tb_metrics *m = w->sched->metrics;
     int rc = 0;
+    if (room->record)
+        tb_record_input(room->record, room->tick, in);
     room->applied_serial = in->serial;
     if (in->type != TB_INPUT_JOIN && in->type != TB_INPUT_LEAVE && in->recv_ns &&
         (!room->unsent_input_ns || in->recv_ns < room->unsent_input_ns))
@@ -136,8 +139,13 @@ static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *in)
             snprintf(p->name, sizeof p->name, "%s", in->by_name);
             p->contacts = false;
         }
-        tb__emit(w, TB_OUT_WELCOME, in->client, room,
-                 tb_wire_welcome(room, in->client, w->sched->instance, TB_MSG_WELCOME));
+        tb_msg *welcome = tb_wire_welcome(room, in->client, w->sched->instance, TB_MSG_WELCOME);
+        if (!welcome) { /* no encoder (out of memory at adoption): say so rather than leave it waiting */
+            tb__emit(w, TB_OUT_CLIENT, in->client, room,
+                     tb_wire_error(TB_ERR_INTERNAL, "room cannot encode its state", -1));
+            return;
+        }
+        tb__emit(w, TB_OUT_WELCOME, in->client, room, welcome);
         tb__emit(w, TB_OUT_BROADCAST, in->client, room, tb_wire_peer_joined(in->client, in->by_name));
         return;
     }
@@ -261,6 +269,13 @@ static void tb__step_room(tb_worker *w, tb_room *room, int64_t now)
         atomic_fetch_add_explicit(&room->step_count, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&w->steps, 1, memory_order_relaxed);
         TB_COUNT(m, steps_total);
+        /* a body gone non-finite or out of the room is fixed before anyone sees it */
+        int faults = room->ops->check ? room->ops->check(room->world) : 0;
+        if (faults > 0) {
+            TB_COUNT_N(m, physics_faults_total, (uint_fast64_t)faults);
+            if (w->sched->fault_cb)
+                w->sched->fault_cb(room, faults);
+        }
 
         if (room->ops->poll_dice) {
             uint32_t faces[TB_PROTO_MAX_DICE];
@@ -268,6 +283,8 @@ static void tb__step_room(tb_worker *w, tb_room *room, int64_t now)
             if (n > 0)
                 tb__emit(w, TB_OUT_BROADCAST, 0, room, tb_wire_dice((uint32_t)room->tick, faces, (uint32_t)n));
         }
+        if (room->record && room->tick % TB_RECORD_HASH_EVERY == 0)
+            tb_record_hash(room->record, room->tick, room->ops->hash(room->world));
 
         /* Every Nth tick, also inside a catch-up burst: a client that keeps
          * up then misses nothing; the network side drops what it cannot send. */
@@ -300,6 +317,12 @@ static void tb__take_adoptions(tb_worker *w, int64_t now)
         tb_pace_init(&room->pace, now, TB_STEP_NS, TB_MAX_BEHIND_NS);
         if (!room->encoder && tb__start_encoder(room) < 0) /* no snapshots; joins get no welcome */
             atomic_fetch_add(&w->sched->metrics->events_dropped_total, 1);
+        if (w->sched->record_dir[0] && !room->record && room->ops->hash) {
+            char why[160];
+            room->record = tb_record_open(w->sched->record_dir, room, why, sizeof why);
+            if (!room->record && w->sched->record_fail_cb)
+                w->sched->record_fail_cb(room, why);
+        }
         w->rooms[w->room_count++] = room;
     }
     w->adopt_count = 0;

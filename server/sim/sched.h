@@ -80,6 +80,10 @@ typedef struct tb_sched {
     tb_sched_wake_cb wake_cb;
     void *wake_data;
     atomic_bool stop;
+    /* reliability hooks, set by main after init (both optional) */
+    char record_dir[1024];  /* --record: each room's input log goes here */
+    void (*fault_cb)(const tb_room *room, int faults); /* a world check fixed something */
+    void (*record_fail_cb)(const tb_room *room, const char *why);
 } tb_sched;
 
 /* snapshot_rate_hz must divide 120. TB_EINVAL, TB_ENOMEM. */

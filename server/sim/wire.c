@@ -3,8 +3,9 @@
  * Client messages map onto tb_input as follows:
  *   throw  -> THROW (flags: 0 ball, 1 die)      poke -> POKE (target: body or -1)
  *   grab_* -> GRAB_START/MOVE/END               param -> PARAM
- *   action "reset" -> RESET, "knock" -> RESET with flags 1 (tower knock-down),
- *          "roll" -> RESET (dice: a new throw), "select" -> SCENE (name = scene)
+ *   action "reset", "rebuild" (tower), "throw_dice" (dice; alias "roll") -> RESET,
+ *          "knock" -> RESET with flags 1 (tower knock-down),
+ *          "select" -> SCENE (name = scene)
  *   contacts_view -> CONTACTS (flags: on)
  * Coordinates are checked by the decoder against the protocol's limits.
  */
@@ -96,7 +97,8 @@ int tb_wire_decode(const void *data, size_t len, tb_client_msg *out, tb_proto_er
     case TB_MSG_ACTION: {
         const char *a = m.u.action.action;
         snprintf(in->name, sizeof in->name, "%s", a);
-        if (strcmp(a, "reset") == 0 || strcmp(a, "roll") == 0) {
+        if (strcmp(a, "reset") == 0 || strcmp(a, "rebuild") == 0 || strcmp(a, "throw_dice") == 0 ||
+            strcmp(a, "roll") == 0) {
             in->type = TB_INPUT_RESET;
         } else if (strcmp(a, "knock") == 0) {
             in->type = TB_INPUT_RESET;
@@ -106,7 +108,8 @@ int tb_wire_decode(const void *data, size_t len, tb_client_msg *out, tb_proto_er
             snprintf(in->name, sizeof in->name, "%s", m.u.action.scene);
         } else {
             err->code = TB_ERR_BAD_VALUE;
-            snprintf(err->msg, sizeof err->msg, "action: '%s' is not reset, knock, roll or select (with scene)", a);
+            snprintf(err->msg, sizeof err->msg,
+                     "action: '%s' is not reset, knock, rebuild, throw_dice or select (with scene)", a);
             return TB_ERR_BAD_VALUE;
         }
         return TB_OK;
@@ -249,7 +252,8 @@ int tb_wire_code(int tb_error)
     case TB_ENOBODY: return TB_ERR_UNKNOWN_BODY;
     case TB_ECAP: return TB_ERR_PROJECTILE_CAP;
     case TB_ENOTSUP:
-    case TB_EBUSY: return TB_ERR_NOT_ALLOWED;
+    case TB_EBUSY:
+    case TB_ELIMIT: return TB_ERR_NOT_ALLOWED;
     case TB_EBADID:
     case TB_EBADSCENE: return TB_ERR_BAD_ROOM;
     case TB_EMAXROOMS: return TB_ERR_TOO_MANY_ROOMS;

@@ -53,7 +53,25 @@ typedef struct tb_world_ops {
     int (*poll_dice)(void *world, uint32_t *faces, int cap);
     /* Contacts of the last step for the debug view; NULL if the kind has none. */
     int (*contacts)(const void *world, tb_proto_contact *out, int cap);
+
+    /* Persistence and replay (sim/persist.c, sim/record.c). save: the whole
+     * state (physics image plus the adapter's own: scene, rng, projectiles,
+     * parameters) into a malloc'ed buffer the caller frees; grabs are not
+     * kept (their clients are gone after a restart). load: a world of that
+     * scene with the saved state; the image is untrusted (TB_EINVAL when it
+     * is not a valid save). hash: FNV-1a over the simulated state, equal
+     * for bit-identical worlds. check: after a step, bodies or points that
+     * went non-finite or left the room are reset or removed; returns how
+     * many (0 normally). May be NULL. */
+    int (*save)(const void *world, unsigned char **buf, size_t *len);
+    int (*load)(const char *scene, uint64_t seed, const unsigned char *buf, size_t len, void **world);
+    uint64_t (*hash)(const void *world);
+    int (*check)(void *world);
 } tb_world_ops;
+
+/* FNV-1a 64 over bytes, continuing from h (start with TB_FNV_OFFSET). */
+#define TB_FNV_OFFSET 0xcbf29ce484222325ull
+uint64_t tb_fnv1a(uint64_t h, const void *data, size_t len);
 
 /* The scenes the server knows and the kind each belongs to. */
 typedef struct tb_scene {

@@ -103,7 +103,7 @@ static int tb__err(tb_cloth_result r)
     case TB_CLOTH_ERR_UNKNOWN_GRAB:
     case TB_CLOTH_ERR_NOTHING_THERE: return TB_ENOBODY;
     case TB_CLOTH_ERR_GRAB_EXISTS: return TB_EBUSY;
-    case TB_CLOTH_ERR_TOO_MANY_GRABS: return TB_ECAP;
+    case TB_CLOTH_ERR_TOO_MANY_GRABS: return TB_ELIMIT;
     case TB_CLOTH_ERR_NO_MEMORY: return TB_ENOMEM;
     default: return TB_ERANGE;
     }
@@ -301,6 +301,118 @@ static int cloth_param_get(const void *world, const char *name, double *value)
     return 0;
 }
 
+/* ---- persistence, replay hash, fault check ---------------------------------
+ * A save is a small header (scene, the parameter mirrors, bounds, who held
+ * which grab) and the physics image (physics/cloth.c). On load the grabs of
+ * the saved clients are ended: those clients are gone after a restart. */
+#define TB__SAVE_MAGIC 0x31434254u /* "TBC1" */
+
+typedef struct {
+    uint32_t magic, header_size;
+    int32_t scene, walking, grab_count, pad;
+    double wind, wind_direction;
+    double bounds_min[3], bounds_max[3];
+    uint32_t grab_client[TB_CLOTH_MAX_GRABS], grab_pointer[TB_CLOTH_MAX_GRABS];
+    uint64_t world_len;
+} tb__cloth_save;
+
+static int cloth_save(const void *world, unsigned char **buf, size_t *len)
+{
+    const tb__cloth *c = world;
+    size_t wlen = tb_cloth_world_save_size(c->world);
+    unsigned char *out = calloc(1, sizeof(tb__cloth_save) + wlen);
+    if (!out)
+        return TB_ENOMEM;
+    tb__cloth_save h;
+    memset(&h, 0, sizeof h);
+    h.magic = TB__SAVE_MAGIC;
+    h.header_size = sizeof h;
+    h.scene = (int32_t)c->scene;
+    h.walking = c->walking;
+    h.grab_count = c->grab_count;
+    h.wind = c->wind;
+    h.wind_direction = c->wind_direction;
+    for (int a = 0; a < 3; a++) {
+        h.bounds_min[a] = c->bounds_min[a];
+        h.bounds_max[a] = c->bounds_max[a];
+    }
+    for (int i = 0; i < c->grab_count; i++) {
+        h.grab_client[i] = c->grab_client[i];
+        h.grab_pointer[i] = c->grab_pointer[i];
+    }
+    h.world_len = wlen;
+    memcpy(out, &h, sizeof h);
+    size_t written = 0;
+    if (tb_cloth_world_save(c->world, out + sizeof h, wlen, &written) != TB_CLOTH_OK || written != wlen) {
+        free(out);
+        return TB_EINVAL;
+    }
+    *buf = out;
+    *len = sizeof h + wlen;
+    return 0;
+}
+
+static int cloth_load(const char *scene, uint64_t seed, const unsigned char *buf, size_t len, void **out)
+{
+    tb__cloth_save h;
+    if (len < sizeof h)
+        return TB_EINVAL;
+    memcpy(&h, buf, sizeof h);
+    if (h.magic != TB__SAVE_MAGIC || h.header_size != sizeof h || h.world_len != len - sizeof h ||
+        h.grab_count < 0 || h.grab_count > TB_CLOTH_MAX_GRABS || !isfinite(h.wind) || !isfinite(h.wind_direction))
+        return TB_EINVAL;
+    for (int a = 0; a < 3; a++)
+        if (!(h.bounds_min[a] >= -1e4 && h.bounds_max[a] <= 1e4 && h.bounds_min[a] < h.bounds_max[a]))
+            return TB_EINVAL;
+    void *made = NULL;
+    int rc = cloth_create(scene, seed, &made);
+    if (rc < 0)
+        return rc;
+    tb__cloth *c = made;
+    if ((int32_t)c->scene != h.scene || tb_cloth_world_load(c->world, buf + sizeof h, len - sizeof h) != TB_CLOTH_OK) {
+        cloth_destroy(c);
+        return TB_EINVAL;
+    }
+    for (int i = 0; i < h.grab_count; i++)
+        tb_cloth_world_grab_end(c->world, h.grab_client[i], h.grab_pointer[i]);
+    c->grab_count = 0;
+    c->wind = h.wind;
+    c->wind_direction = h.wind_direction;
+    c->walking = h.walking != 0;
+    for (int a = 0; a < 3; a++) {
+        c->bounds_min[a] = h.bounds_min[a];
+        c->bounds_max[a] = h.bounds_max[a];
+    }
+    *out = c;
+    return 0;
+}
+
+static uint64_t cloth_hash(const void *world) { return tb_cloth_world_hash(((const tb__cloth *)world)->world); }
+
+/* A point that went non-finite or far outside the room (an extreme grab or
+ * poke that the solver could not absorb) resets the cloth to its scene's
+ * start with the same parameters, ending every grab: better a flag that
+ * starts over than a room that streams NaN. Returns 1 when it reset. */
+static int cloth_check(void *world)
+{
+    tb__cloth *c = world;
+    for (int p = 0; p < tb_cloth_world_piece_count(c->world); p++) {
+        tb_cloth_view v;
+        if (tb_cloth_world_get_cloth(c->world, p, &v) != TB_CLOTH_OK)
+            continue;
+        for (int i = 0; i < 3 * v.point_count; i++) {
+            float x = v.positions[i];
+            int a = i % 3;
+            if (!isfinite(x) || x < c->bounds_min[a] - 20.0 || x > c->bounds_max[a] + 20.0) {
+                tb_cloth_world_reset(c->world);
+                c->grab_count = 0;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
 const tb_world_ops tb_world_cloth_ops = {
     .kind = "cloth",
     .create = cloth_create,
@@ -313,4 +425,8 @@ const tb_world_ops tb_world_cloth_ops = {
     .max_bodies = cloth_max_bodies,
     .param_set = cloth_param_set,
     .param_get = cloth_param_get,
+    .save = cloth_save,
+    .load = cloth_load,
+    .hash = cloth_hash,
+    .check = cloth_check,
 };

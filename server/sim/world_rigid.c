@@ -226,7 +226,7 @@ static int rigid_apply_input(void *world, const tb_input *in)
         if (tb__find_grab(r, in->client, in->pointer))
             return TB_EBUSY;
         if (r->grab_count == TB__MAX_GRABS)
-            return TB_ECAP;
+            return TB_ELIMIT;
         tb_vec3 at = tb__v(in->pos);
         int body = in->target >= 0 ? in->target : tb__nearest_body(r, at, 0.6f);
         tb_vec3 pos;
@@ -466,6 +466,150 @@ static int rigid_contacts(const void *world, tb_proto_contact *out, int cap)
     return n;
 }
 
+/* ---- persistence, replay hash, fault check ---------------------------------
+ *
+ * A save is the adapter's own state (scene, seed, rng, dice, projectiles,
+ * colour counter) in a fixed header, then the physics world's image
+ * (physics/rigid_save.c: bodies with sleep state, the warm-start cache,
+ * parameters). Grabs are not saved. Load builds the scene's adapter, then
+ * swaps in the loaded physics world after checking the header against it. */
+#define TB__SAVE_MAGIC 0x31524254u /* "TBR1" */
+
+typedef struct {
+    uint32_t magic, header_size;
+    int32_t scene, capacity;
+    uint64_t seed, rng_state;
+    int32_t dice[TB_DICE_COUNT];
+    int32_t dice_pending, projectile_count, next_color, pad;
+    int32_t projectiles[TB__PROJECTILE_CAP];
+    uint64_t world_len;
+} tb__rigid_save;
+
+static int rigid_save(const void *world, unsigned char **buf, size_t *len)
+{
+    const tb__rigid *r = world;
+    size_t wlen = tb_rigid_world_save_size(r->world);
+    unsigned char *out = calloc(1, sizeof(tb__rigid_save) + wlen);
+    if (!out)
+        return TB_ENOMEM;
+    tb__rigid_save h;
+    memset(&h, 0, sizeof h);
+    h.magic = TB__SAVE_MAGIC;
+    h.header_size = sizeof h;
+    h.scene = r->scene;
+    h.capacity = r->capacity;
+    h.seed = r->seed;
+    h.rng_state = r->rng.state;
+    for (int i = 0; i < TB_DICE_COUNT; i++)
+        h.dice[i] = r->dice[i];
+    h.dice_pending = r->dice_pending;
+    h.projectile_count = r->projectile_count;
+    h.next_color = r->next_color;
+    for (int i = 0; i < r->projectile_count; i++)
+        h.projectiles[i] = r->projectiles[i];
+    h.world_len = wlen;
+    memcpy(out, &h, sizeof h);
+    size_t written = 0;
+    if (tb_rigid_world_save(r->world, out + sizeof h, wlen, &written) != TB_RIGID_OK || written != wlen) {
+        free(out);
+        return TB_EINVAL;
+    }
+    *buf = out;
+    *len = sizeof h + wlen;
+    return 0;
+}
+
+static int rigid_load(const char *scene, uint64_t seed, const unsigned char *buf, size_t len, void **out)
+{
+    tb__rigid_save h;
+    if (len < sizeof h)
+        return TB_EINVAL;
+    memcpy(&h, buf, sizeof h);
+    if (h.magic != TB__SAVE_MAGIC || h.header_size != sizeof h || h.world_len != len - sizeof h ||
+        h.scene != tb__scene_id(scene) || h.projectile_count < 0 || h.projectile_count > TB__PROJECTILE_CAP)
+        return TB_EINVAL;
+    void *made = NULL;
+    int rc = rigid_create(scene, h.seed, &made);
+    if (rc < 0)
+        return rc;
+    tb__rigid *r = made;
+    int err = 0;
+    tb_rigid_world *loaded = tb_rigid_world_load(buf + sizeof h, len - sizeof h, &err);
+    if (!loaded || tb_rigid_world_body_capacity(loaded) != r->capacity) {
+        tb_rigid_world_destroy(loaded);
+        rigid_destroy(r);
+        return err == TB_RIGID_ERR_NO_MEMORY ? TB_ENOMEM : TB_EINVAL;
+    }
+    for (int i = 0; i < h.projectile_count; i++)
+        if (!tb_rigid_world_body_valid(loaded, h.projectiles[i])) {
+            tb_rigid_world_destroy(loaded);
+            rigid_destroy(r);
+            return TB_EINVAL;
+        }
+    tb_rigid_world_destroy(r->world);
+    r->world = loaded;
+    r->seed = h.seed;
+    (void)seed;
+    r->rng.state = h.rng_state;
+    for (int i = 0; i < TB_DICE_COUNT; i++)
+        r->dice[i] = h.dice[i];
+    r->dice_pending = h.dice_pending != 0;
+    r->projectile_count = h.projectile_count;
+    for (int i = 0; i < h.projectile_count; i++)
+        r->projectiles[i] = h.projectiles[i];
+    r->next_color = (uint8_t)h.next_color;
+    r->grab_count = 0;
+    *out = r;
+    return 0;
+}
+
+static uint64_t rigid_hash(const void *world)
+{
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    if (rigid_save(world, &buf, &len) < 0)
+        return 0;
+    uint64_t h = tb_fnv1a(TB_FNV_OFFSET, buf, len);
+    free(buf);
+    return h;
+}
+
+/* A body whose state is not finite or that has left the room (fell through
+ * the floor, tunnelled through a wall, flew far above it) is removed, with
+ * its grabs and its projectile slot: one bad body must not poison the
+ * solver for the rest. The margins are generous: a ball thrown high comes
+ * back down and is left alone. */
+static int rigid_check(void *world)
+{
+    tb__rigid *r = world;
+    int removed = 0;
+    const float mx = TB_TRAY_HALF_X + 2.0f, mz = TB_TRAY_HALF_Z + 2.0f;
+    for (int id = tb_rigid_world_next_body(r->world, -1); id >= 0;) {
+        int next = tb_rigid_world_next_body(r->world, id);
+        tb_rigid_body_info info;
+        if (tb_rigid_body_get_info(r->world, id, &info) == 0) {
+            tb_vec3 p = info.position, v = info.linear_velocity, w = info.angular_velocity;
+            bool finite = tb_v3_finite(p) && tb_v3_finite(v) && tb_v3_finite(w) && tb_q_finite(info.rotation);
+            bool inside = finite && fabsf(p.x) <= mx && fabsf(p.z) <= mz && p.y >= -2.0f && p.y <= 500.0f &&
+                          tb_v3_len(v) <= 1000.0f;
+            if (!inside) {
+                tb__drop_grabs_of_body(r, id);
+                for (int i = 0; i < r->projectile_count; i++)
+                    if (r->projectiles[i] == id) {
+                        memmove(r->projectiles + i, r->projectiles + i + 1,
+                                (size_t)(r->projectile_count - i - 1) * sizeof r->projectiles[0]);
+                        r->projectile_count--;
+                        break;
+                    }
+                tb_rigid_world_remove_body(r->world, id);
+                removed++;
+            }
+        }
+        id = next;
+    }
+    return removed;
+}
+
 const tb_world_ops tb_world_rigid_ops = {
     .kind = "rigid",
     .create = rigid_create,
@@ -480,4 +624,8 @@ const tb_world_ops tb_world_rigid_ops = {
     .param_get = rigid_param_get,
     .poll_dice = rigid_poll_dice,
     .contacts = rigid_contacts,
+    .save = rigid_save,
+    .load = rigid_load,
+    .hash = rigid_hash,
+    .check = rigid_check,
 };

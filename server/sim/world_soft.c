@@ -61,7 +61,7 @@ static int tb__err(tb_soft_result r)
     case TB_SOFT_ERR_NOTHING_THERE: return TB_ENOBODY;
     case TB_SOFT_ERR_GRAB_EXISTS:
     case TB_SOFT_ERR_BUSY: return TB_EBUSY;
-    case TB_SOFT_ERR_TOO_MANY_GRABS: return TB_ECAP;
+    case TB_SOFT_ERR_TOO_MANY_GRABS: return TB_ELIMIT;
     case TB_SOFT_ERR_NO_MEMORY: return TB_ENOMEM;
     default: return TB_ERANGE;
     }
@@ -208,6 +208,100 @@ static int soft_param_get(const void *world, const char *name, double *value)
     return 0;
 }
 
+/* ---- persistence, replay hash, fault check ---------------------------------
+ * A save is a small header (the parameter mirror, who held which grab) and
+ * the physics image (physics/soft.c). On load the saved grabs are ended
+ * (their clients are gone), which commits the shape they pulled. */
+#define TB__SAVE_MAGIC 0x31534254u /* "TBS1" */
+
+typedef struct {
+    uint32_t magic, header_size;
+    float stiffness;
+    int32_t plasticity, volume, substeps, grab_count, pad;
+    uint32_t grab_client[TB_SOFT_MAX_GRABS], grab_pointer[TB_SOFT_MAX_GRABS];
+    uint64_t world_len;
+} tb__soft_save;
+
+static int soft_save(const void *world, unsigned char **buf, size_t *len)
+{
+    const tb__soft *s = world;
+    size_t wlen = tb_soft_world_save_size(s->world);
+    unsigned char *out = calloc(1, sizeof(tb__soft_save) + wlen);
+    if (!out)
+        return TB_ENOMEM;
+    tb__soft_save h;
+    memset(&h, 0, sizeof h);
+    h.magic = TB__SAVE_MAGIC;
+    h.header_size = sizeof h;
+    h.stiffness = s->def.stiffness;
+    h.plasticity = s->def.plasticity;
+    h.volume = s->def.volume_preservation;
+    h.substeps = s->def.substeps;
+    h.grab_count = s->grab_count;
+    for (int i = 0; i < s->grab_count; i++) {
+        h.grab_client[i] = s->grab_client[i];
+        h.grab_pointer[i] = s->grab_pointer[i];
+    }
+    h.world_len = wlen;
+    memcpy(out, &h, sizeof h);
+    size_t written = 0;
+    if (tb_soft_world_save(s->world, out + sizeof h, wlen, &written) != TB_SOFT_OK || written != wlen) {
+        free(out);
+        return TB_EINVAL;
+    }
+    *buf = out;
+    *len = sizeof h + wlen;
+    return 0;
+}
+
+static int soft_load(const char *scene, uint64_t seed, const unsigned char *buf, size_t len, void **out)
+{
+    tb__soft_save h;
+    if (len < sizeof h)
+        return TB_EINVAL;
+    memcpy(&h, buf, sizeof h);
+    if (h.magic != TB__SAVE_MAGIC || h.header_size != sizeof h || h.world_len != len - sizeof h ||
+        h.grab_count < 0 || h.grab_count > TB_SOFT_MAX_GRABS || !(h.stiffness >= 0.0f && h.stiffness <= 1.0f) ||
+        h.substeps < 1 || h.substeps > TB_SOFT_SUBSTEPS_MAX)
+        return TB_EINVAL;
+    void *made = NULL;
+    int rc = soft_create(scene, seed, &made);
+    if (rc < 0)
+        return rc;
+    tb__soft *s = made;
+    if (tb_soft_world_load(s->world, buf + sizeof h, len - sizeof h) != TB_SOFT_OK) {
+        soft_destroy(s);
+        return TB_EINVAL;
+    }
+    for (int i = 0; i < h.grab_count; i++)
+        tb_soft_world_grab_end(s->world, h.grab_client[i], h.grab_pointer[i]);
+    s->grab_count = 0;
+    s->def.stiffness = h.stiffness;
+    s->def.plasticity = h.plasticity != 0;
+    s->def.volume_preservation = h.volume != 0;
+    s->def.substeps = h.substeps;
+    *out = s;
+    return 0;
+}
+
+static uint64_t soft_hash(const void *world) { return tb_soft_world_hash(((const tb__soft *)world)->world); }
+
+/* Non-finite or far-flung vertices (an extreme grab the solver could not
+ * absorb) reset the dough to the round ball with the same parameters. */
+static int soft_check(void *world)
+{
+    tb__soft *s = world;
+    const float *p = tb_soft_world_positions(s->world);
+    const float limit = 3.0f * TB_SOFT_MAX_RADIUS + 10.0f;
+    for (int i = 0; i < 3 * tb_soft_world_vertex_count(s->world); i++)
+        if (!isfinite(p[i]) || fabsf(p[i]) > limit) {
+            tb_soft_world_reset(s->world);
+            s->grab_count = 0;
+            return 1;
+        }
+    return 0;
+}
+
 const tb_world_ops tb_world_soft_ops = {
     .kind = "soft",
     .create = soft_create,
@@ -220,4 +314,8 @@ const tb_world_ops tb_world_soft_ops = {
     .max_bodies = soft_max_bodies,
     .param_set = soft_param_set,
     .param_get = soft_param_get,
+    .save = soft_save,
+    .load = soft_load,
+    .hash = soft_hash,
+    .check = soft_check,
 };

@@ -26,6 +26,7 @@ export const SERVER_BIN = process.env.TUMBLE_SERVER_BIN || path.join(ROOT, 'buil
 
 const running = new Set();
 const tempDirs = new Set();
+const finished = []; // servers that ended: their stderr is checked for sanitizer reports
 
 function killAllNow() {
   for (const srv of running) {
@@ -68,7 +69,7 @@ export async function startServer({ args = [], env = {}, clientDir, index = true
   running.add(srv);
   srv.exited = new Promise((resolve) => {
     proc.on('exit', (code, signal) => {
-      srv.exitCode = code; srv.exitSignal = signal; running.delete(srv); resolve({ code, signal });
+      srv.exitCode = code; srv.exitSignal = signal; running.delete(srv); finished.push(srv); resolve({ code, signal });
     });
   });
   proc.stderr.on('data', (d) => { srv.stderr += d; });
@@ -94,6 +95,9 @@ export async function startServer({ args = [], env = {}, clientDir, index = true
   return srv;
 }
 
+// Stops every server still running, then fails if any server of this file
+// printed a sanitizer report (run the suite against build/asan/tumble-server
+// with TUMBLE_SERVER_BIN to make that meaningful).
 export async function stopAll() {
   const all = [...running];
   await Promise.all(all.map(async (srv) => {
@@ -103,6 +107,9 @@ export async function stopAll() {
     clearTimeout(t);
   }));
   killAllNow();
+  const reports = finished.filter((srv) => /ERROR: (Address|Leak|Thread)Sanitizer|runtime error:/.test(srv.stderr));
+  finished.length = 0;
+  if (reports.length) throw new Error(`sanitizer report from tumble-server:\n${reports[0].stderr.slice(0, 4000)}`);
 }
 
 // A raw HTTP/1.1 GET that sends the path byte for byte (fetch would
@@ -239,9 +246,15 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 // busy flooding the server delays its own message handlers, not the server).
 export function snapshotStats(client) {
   const snaps = client.inbox.filter((m) => (m.type === 'snap_delta' || m.type === 'snap_key') && m.state);
-  if (snaps.length < 2) return { received: snaps.length, seconds: 0, rate: 0 };
+  const load = os.loadavg()[0].toFixed(1);
+  if (snaps.length < 2) return { received: snaps.length, seconds: 0, rate: 0, load };
   const seconds = (snaps[snaps.length - 1].state.tick - snaps[0].state.tick) / 120;
-  return { received: snaps.length, seconds, rate: (snaps.length - 1) / seconds };
+  let maxGap = 0;
+  for (let i = 1; i < snaps.length; i++) maxGap = Math.max(maxGap, snaps[i].state.tick - snaps[i - 1].state.tick);
+  const rate = (snaps.length - 1) / seconds;
+  // for assertion messages: enough to tell a starved machine from a bug
+  const note = `${rate.toFixed(1)} snapshots/s over ${seconds.toFixed(2)} s, largest tick gap ${maxGap}, keyframes ${snaps.filter((m) => m.type === 'snap_key').length}, load average ${load} on ${os.cpus().length} cores`;
+  return { received: snaps.length, seconds, rate, load, maxGap, note };
 }
 
 // Steps per second of a room measured by the server's own counter.

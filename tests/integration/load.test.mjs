@@ -58,7 +58,7 @@ test('20 rooms x 3 clients of every kind hold the snapshot rate with no errors',
   const perRoom = 3;
   // 60 connections from one address and 20 more rooms than the defaults allow
   const srv = await startServer({
-    args: ['--max-conns-per-address', '1000', '--max-rooms', '1000', '--workers', '2'],
+    args: ['--max-conns-per-address', '1000', '--max-rooms', '1000', '--room-create-rate', '100000', '--workers', '2'],
   });
   const { code, stdout, stderr } = await runLoad([
     '--url', `ws://127.0.0.1:${srv.port}`,

@@ -24,5 +24,9 @@ test('--workers 2 spreads rooms over both workers, each room at 120 steps/s', as
     const rate = (r1.steps - r0.steps) / secs;
     assert.ok(rate > 114 && rate < 126, `${r1.id} stepped ${rate.toFixed(1)}/s`);
   }
+  const m = await (await fetch(`${srv.url}/metrics`)).text();
+  assert.match(m, /^tumble_worker_rooms\{worker="0"\} [34]$/m);
+  assert.match(m, /^tumble_worker_rooms\{worker="1"\} [34]$/m);
+  assert.match(m, /^tumble_worker_steps_total\{worker="1"\} [1-9]/m);
   c.close();
 });

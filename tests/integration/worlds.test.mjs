@@ -103,9 +103,9 @@ test('a burst of 100 throws hits the rate limit and the projectile cap, and the 
   }
   await t.error('rate_limited');
   await t.error('projectile_cap');
-  await sleep(2000);
+  await sleep(4000);
   const stats = snapshotStats(watcher);
-  assert.ok(stats.rate >= 57, `watcher got ${stats.rate.toFixed(1)} snapshots/s over ${stats.seconds.toFixed(2)} s`);
+  assert.ok(stats.rate >= 57, `watcher: ${stats.note}`);
   const steps = stepRate(steps0, await roomSteps(srv.url, 'throws'));
   assert.ok(steps >= 114, `room stepped ${steps.toFixed(1)}/s`);
   const s = watcher.state;
@@ -129,7 +129,7 @@ function topFace(q) {
 test('in dice, the result event agrees with the top faces of the streamed poses', async () => {
   const c = await connect(srv.port);
   await join(c, 'dice-test', 'dice');
-  c.send({ type: 'action', action: 'roll', scene: null });
+  c.send({ type: 'action', action: 'throw_dice', scene: null });
   const dice = await c.type('dice', 12000);
   assert.equal(dice.faces.length, 3);
   assert.equal(dice.sum, dice.faces.reduce((a, b) => a + b, 0));

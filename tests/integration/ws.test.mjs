@@ -19,37 +19,47 @@ test('upgrade negotiates tumble.v1', async () => {
   c.close();
 });
 
-test('a joiner gets welcome with static description and state, then 60 snapshots/s with ticks +2', async () => {
-  const c = await connect(srv.port);
-  const welcome = await join(c, 'tower');
-  assert.equal(welcome.room, 'tower');
-  assert.equal(welcome.kind, 'rigid');
-  assert.equal(welcome.scene, 'tower');
-  assert.equal(welcome.tick_rate, 120);
-  assert.equal(welcome.snap_rate, 60);
-  assert.ok(welcome.static.planes.length >= 1, 'static description');
-  assert.ok(welcome.params.some((p) => p.name === 'friction'));
-  assert.ok(c.state.bodyCount >= 24, `state has ${c.state.bodyCount} bodies`);
-  await c.snapshot();
-  c.dropSnapshots();
-  c.snapshots = 0;
-  const t0 = performance.now();
-  await sleep(2000);
-  const rate = c.snapshots / ((performance.now() - t0) / 1000);
-  assert.ok(rate >= 57 && rate <= 63, `snapshot rate ${rate.toFixed(1)}/s`);
-  // Ticks advance by 2. A server thread starved for > 25 ms by other load on
-  // the machine makes the newest-wins slot skip one: allowed rarely, never
-  // backwards, never odd.
-  const snaps = c.inbox.filter(isSnap);
-  let twos = 0;
-  for (let i = 1; i < snaps.length; i++) {
-    const d = snaps[i].state.tick - snaps[i - 1].state.tick;
-    assert.ok(d > 0 && d % 2 === 0, `tick step ${d}`);
-    if (d === 2) twos++;
+test('three clients in tower get welcome with static description and state, then 60 snapshots/s with ticks +2', async () => {
+  const clients = [];
+  for (const name of ['A', 'B', 'C']) {
+    const c = await connect(srv.port, { name });
+    const welcome = await join(c, 'tower');
+    assert.equal(welcome.room, 'tower');
+    assert.equal(welcome.kind, 'rigid');
+    assert.equal(welcome.scene, 'tower');
+    assert.equal(welcome.tick_rate, 120);
+    assert.equal(welcome.snap_rate, 60);
+    assert.ok(welcome.static.planes.length >= 1, 'static description');
+    assert.ok(welcome.params.some((p) => p.name === 'friction'));
+    assert.ok(c.state.bodyCount >= 24, `full state: ${c.state.bodyCount} bodies`);
+    clients.push(c);
   }
-  assert.ok(twos >= 0.95 * (snaps.length - 1), `${twos} of ${snaps.length - 1} steps were +2`);
-  assert.deepEqual(c.snapErrors, []);
-  c.close();
+  await Promise.all(clients.map((c) => c.snapshot()));
+  clients.forEach((c) => c.dropSnapshots());
+  const steps0 = await roomSteps(srv.url, 'tower');
+  await sleep(3000);
+  // The room keeps 120 steps per second of wall clock (the server's own
+  // counter) and each client gets its snapshots at 60 per second of room
+  // time; both are immune to this test process being descheduled.
+  const steps = stepRate(steps0, await roomSteps(srv.url, 'tower'));
+  assert.ok(steps >= 114 && steps <= 126, `room stepped ${steps.toFixed(1)}/s`);
+  for (const c of clients) {
+    const stats = snapshotStats(c);
+    assert.ok(stats.rate >= 57 && stats.rate <= 63, `${c.name}: ${stats.note}`);
+    // Ticks advance by 2. A server thread starved for > 67 ms by other load
+    // on the machine makes the newest-wins slots skip: allowed rarely,
+    // never backwards, never odd.
+    const snaps = c.inbox.filter(isSnap);
+    let twos = 0;
+    for (let i = 1; i < snaps.length; i++) {
+      const d = snaps[i].state.tick - snaps[i - 1].state.tick;
+      assert.ok(d > 0 && d % 2 === 0, `tick step ${d}`);
+      if (d === 2) twos++;
+    }
+    assert.ok(twos >= 0.95 * (snaps.length - 1), `${twos} of ${snaps.length - 1} steps were +2`);
+    assert.deepEqual(c.snapErrors, []);
+  }
+  clients.forEach((c) => c.close());
 });
 
 test('joining a missing room creates it with the scene asked for; bad ids and scenes are refused', async () => {
@@ -93,7 +103,10 @@ test('a parameter change reaches everyone with its author; bad values change not
   assert.equal((await a.error()).name, 'unknown_param');
   await sleep(150);
   assert.equal(b.inbox.filter((m) => m.type === 'param_changed').length, 0, 'no broadcast for rejected values');
-  a.close(); b.close();
+  const c = await connect(srv.port, { name: 'Cy' });
+  const wc = await join(c, 'params');
+  assert.ok(Math.abs(wc.params.find((p) => p.name === 'friction').value - 1.1) < 1e-6, 'friction unchanged by the bad values');
+  a.close(); b.close(); c.close();
 });
 
 test('garbage, wrong version, unknown type, text and oversized frames get errors; a good client keeps >= 57 snapshots/s', async () => {
@@ -137,9 +150,9 @@ test('garbage, wrong version, unknown type, text and oversized frames get errors
   frag.ws.send(payload.subarray(5), { fin: true });
   await frag.type('welcome');
 
-  await sleep(Math.max(0, 2000 - (performance.now() - t0)));
+  await sleep(Math.max(0, 4000 - (performance.now() - t0)));
   const stats = snapshotStats(good);
-  assert.ok(stats.rate >= 57, `good client got ${stats.rate.toFixed(1)} snapshots/s over ${stats.seconds.toFixed(2)} s`);
+  assert.ok(stats.rate >= 57, `good client: ${stats.note}`);
   const steps = stepRate(steps0, await roomSteps(srv.url, 'abuse'));
   assert.ok(steps >= 114, `room stepped ${steps.toFixed(1)}/s`);
   assert.equal(good.closed, null);
@@ -172,9 +185,9 @@ test('an input flood hits the rate limit with errors and the room keeps its rate
   for (let i = 0; i < 2000; i++) f.send({ type: 'poke', body: 3, point: [1.7, 0.5, 0], impulse: [0, 0.01, 0] });
   const e = await f.error('rate_limited');
   assert.match(e.message, /rate/);
-  await sleep(1500);
+  await sleep(4000);
   const stats = snapshotStats(good);
-  assert.ok(stats.rate >= 57, `good client got ${stats.rate.toFixed(1)} snapshots/s over ${stats.seconds.toFixed(2)} s`);
+  assert.ok(stats.rate >= 57, `good client: ${stats.note}`);
   const steps = stepRate(steps0, await roomSteps(srv.url, 'flood'));
   assert.ok(steps >= 114, `room stepped ${steps.toFixed(1)}/s`);
   const m = await metrics(srv.url);

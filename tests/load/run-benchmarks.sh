@@ -27,7 +27,7 @@ trap 'stop_server; rm -rf "$CLIENT_DIR"' EXIT
 start_server() {
   local log="$OUT/server-$1.log"
   build/tumble-server --port 0 --bind 127.0.0.1 --client-dir "$CLIENT_DIR" --log-level warn \
-    --max-conns-per-address 20000 --max-rooms 20000 --max-clients-per-room 64 >"$log" 2>&1 &
+    --max-conns-per-address 20000 --max-rooms 20000 --room-create-rate 100000 --max-clients-per-room 64 >"$log" 2>&1 &
   SERVER_PID=$!
   PORT=""
   for _ in $(seq 1 100); do

@@ -1,0 +1,101 @@
+// The room connection: one WebSocket with the `tumble.v1` subprotocol, reconnected
+// with exponential backoff (0.5 s, 1 s, 2 s ... up to 10 s, with a little jitter)
+// until the page leaves or the server says something that retrying cannot fix
+// (a protocol version mismatch, a refused room id). Status changes are reported so
+// the HUD can say what is going on.
+//
+// It knows nothing of message contents: an adapter turns bytes into the client's
+// internal messages and intents into bytes (net/adapter.js).
+
+export const SUBPROTOCOL = 'tumble.v1';
+
+export class Connection {
+  /**
+   * @param {string} url  ws:// or wss:// URL
+   * @param {{onOpen(): Uint8Array[], decode(bytes: Uint8Array): object[], encode(intent: object): Uint8Array|null}} adapter
+   * @param {{onMessage(msg: object, bytes: number): void, onStatus(st: object): void}} handlers
+   */
+  constructor(url, adapter, handlers) {
+    this.url = url;
+    this.adapter = adapter;
+    this.h = handlers;
+    this.ws = null;
+    this.attempt = 0;
+    this.closed = false;
+    this.timer = null;
+    this.bytesIn = 0;
+    this.state = 'idle';
+  }
+
+  connect() {
+    if (this.closed) return;
+    this._status('connecting', { attempt: this.attempt });
+    let ws;
+    try { ws = new WebSocket(this.url, SUBPROTOCOL); } catch (e) { this._retry(String(e.message || e)); return; }
+    ws.binaryType = 'arraybuffer';
+    this.ws = ws;
+    ws.onopen = () => {
+      if (ws.protocol && ws.protocol !== SUBPROTOCOL) { this.fail(`server speaks ${ws.protocol}, not ${SUBPROTOCOL}`); return; }
+      this._status('open');
+      for (const b of this.adapter.onOpen()) ws.send(b);
+    };
+    ws.onmessage = (ev) => {
+      if (typeof ev.data === 'string') return;
+      const bytes = new Uint8Array(ev.data);
+      // The backoff resets only once the server talks to us: a server that accepts
+      // and drops at once must not be hammered every half second.
+      this.attempt = 0;
+      this.bytesIn += bytes.byteLength;
+      let msgs;
+      try { msgs = this.adapter.decode(bytes); } catch (e) { this.h.onMessage({ type: 'error', message: `bad message: ${e.message}` }, bytes.byteLength); return; }
+      for (const m of msgs) {
+        if (m.type === 'error' && m.fatal) { this.fail(m.message); return; }
+        this.h.onMessage(m, bytes.byteLength);
+      }
+    };
+    ws.onclose = (ev) => {
+      if (this.ws !== ws) return;
+      this.ws = null;
+      if (this.closed || this.state === 'failed') return;
+      this._retry(ev.code === 1001 ? 'server going away' : ev.reason || `closed (${ev.code})`);
+    };
+    ws.onerror = () => { /* onclose follows and schedules the retry */ };
+  }
+
+  _retry(reason) {
+    if (this.closed) return;
+    const base = Math.min(10, 0.5 * 2 ** this.attempt);
+    const wait = base * (0.85 + Math.random() * 0.3);
+    this.attempt++;
+    this._status('reconnecting', { reason, retryAt: performance.now() + wait * 1000, attempt: this.attempt });
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.connect(), wait * 1000);
+  }
+
+  /** Stop for good with a reason the user can read (no retries). */
+  fail(reason) {
+    this._status('failed', { reason });
+    clearTimeout(this.timer);
+    try { this.ws?.close(1000); } catch { /* already closing */ }
+    this.ws = null;
+  }
+
+  send(intent) {
+    if (!this.ws || this.ws.readyState !== 1) return false;
+    const b = this.adapter.encode(intent);
+    if (b) this.ws.send(b);
+    return !!b;
+  }
+
+  close() {
+    this.closed = true;
+    clearTimeout(this.timer);
+    try { this.ws?.close(1000); } catch { /* ignore */ }
+    this._status('closed');
+  }
+
+  _status(state, extra = {}) {
+    this.state = state;
+    this.h.onStatus({ state, ...extra });
+  }
+}

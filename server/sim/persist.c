@@ -1,0 +1,322 @@
+/* persist.c: room state files (see persist.h).
+ *
+ * File layout (native endian: a state folder belongs to one build on one
+ * machine; the magic and sizes refuse anything else):
+ *
+ *   tb__file_header   magic "TUMBLEST", version, header size, id, scene,
+ *                     keep, seed, tick, world length, FNV-1a 64 checksum
+ *                     of the header (checksum field zero) and the world
+ *   world bytes       the world kind's save image (sim/world.h)
+ */
+#define _GNU_SOURCE
+#include "sim/persist.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sim/error.h"
+
+#define TB__MAGIC "TUMBLEST"
+#define TB__VERSION 1u
+#define TB__MAX_FILE (64u << 20)
+
+typedef struct {
+    char magic[8];
+    uint32_t version, header_size;
+    char id[40];
+    char scene[24];
+    uint32_t keep, pad;
+    uint64_t seed, tick, world_len, checksum;
+} tb__file_header;
+
+uint64_t tb_fnv1a(uint64_t h, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static uint64_t tb__checksum(const tb__file_header *h, const unsigned char *world, size_t len)
+{
+    tb__file_header c = *h;
+    c.checksum = 0;
+    return tb_fnv1a(tb_fnv1a(TB_FNV_OFFSET, &c, sizeof c), world, len);
+}
+
+int tb_persist_encode(const tb_room *room, unsigned char **buf, size_t *len)
+{
+    *buf = NULL;
+    *len = 0;
+    if (!room->world || !room->ops->save)
+        return TB_ENOTSUP;
+    unsigned char *world = NULL;
+    size_t wlen = 0;
+    int rc = room->ops->save(room->world, &world, &wlen);
+    if (rc < 0)
+        return rc;
+    unsigned char *out = malloc(sizeof(tb__file_header) + wlen);
+    if (!out) {
+        free(world);
+        return TB_ENOMEM;
+    }
+    tb__file_header h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, TB__MAGIC, 8);
+    h.version = TB__VERSION;
+    h.header_size = sizeof h;
+    snprintf(h.id, sizeof h.id, "%s", room->id);
+    snprintf(h.scene, sizeof h.scene, "%s", room->scene);
+    h.keep = room->keep;
+    h.seed = room->seed;
+    h.tick = room->tick;
+    h.world_len = wlen;
+    h.checksum = tb__checksum(&h, world, wlen);
+    memcpy(out, &h, sizeof h);
+    memcpy(out + sizeof h, world, wlen);
+    free(world);
+    *buf = out;
+    *len = sizeof h + wlen;
+    return 0;
+}
+
+int tb_persist_decode(const unsigned char *buf, size_t len, tb_room **out, char *why, size_t cap)
+{
+    *out = NULL;
+    tb__file_header h;
+    if (len < sizeof h) {
+        snprintf(why, cap, "truncated: %zu bytes, header alone is %zu", len, sizeof h);
+        return TB_EINVAL;
+    }
+    memcpy(&h, buf, sizeof h);
+    if (memcmp(h.magic, TB__MAGIC, 8) != 0 || h.version != TB__VERSION || h.header_size != sizeof h) {
+        snprintf(why, cap, "not a tumble state file of this version");
+        return TB_EINVAL;
+    }
+    if (h.world_len != len - sizeof h) {
+        snprintf(why, cap, "truncated or padded: world is %zu bytes, header says %llu", len - sizeof h,
+                 (unsigned long long)h.world_len);
+        return TB_EINVAL;
+    }
+    if (tb__checksum(&h, buf + sizeof h, len - sizeof h) != h.checksum) {
+        snprintf(why, cap, "checksum mismatch (corrupt)");
+        return TB_EINVAL;
+    }
+    if (memchr(h.id, 0, sizeof h.id) == NULL || memchr(h.scene, 0, sizeof h.scene) == NULL ||
+        !tb_room_id_valid(h.id)) {
+        snprintf(why, cap, "bad room id");
+        return TB_EINVAL;
+    }
+    tb_room *room = NULL;
+    int rc = tb_room_new(h.id, h.scene, h.seed, h.keep != 0, &room);
+    if (rc < 0) {
+        snprintf(why, cap, "room: %s", tb_strerror(rc));
+        return TB_EINVAL;
+    }
+    if (!room->ops->load) {
+        tb_room_unref(room);
+        snprintf(why, cap, "world kind %s cannot be restored", room->ops->kind);
+        return TB_EINVAL;
+    }
+    rc = room->ops->load(room->scene, h.seed, buf + sizeof h, len - sizeof h, &room->world);
+    if (rc < 0) {
+        room->world = NULL;
+        tb_room_unref(room);
+        snprintf(why, cap, "world state refused: %s", tb_strerror(rc));
+        return rc == TB_ENOMEM ? TB_ENOMEM : TB_EINVAL;
+    }
+    room->tick = h.tick;
+    *out = room;
+    return 0;
+}
+
+int tb_persist_write_file(const char *dir, const char *name, const unsigned char *buf, size_t len)
+{
+    char tmp[4096], path[4096];
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path ||
+        snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, name) >= (int)sizeof tmp)
+        return TB_EINVAL;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return TB_ENOENT;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = write(fd, buf + done, len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            close(fd);
+            unlink(tmp);
+            return TB_EINVAL;
+        }
+        done += (size_t)n;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) {
+        unlink(tmp);
+        return TB_EINVAL;
+    }
+    if (rename(tmp, path) != 0) {
+        unlink(tmp);
+        return TB_EINVAL;
+    }
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+    return 0;
+}
+
+static bool tb__state_name(const char *name, char *id, size_t cap)
+{
+    size_t n = strlen(name);
+    const char *pre = "room-", *suf = ".state";
+    if (n <= strlen(pre) + strlen(suf) || strncmp(name, pre, strlen(pre)) != 0 ||
+        strcmp(name + n - strlen(suf), suf) != 0)
+        return false;
+    size_t idlen = n - strlen(pre) - strlen(suf);
+    if (idlen >= cap)
+        return false;
+    memcpy(id, name + strlen(pre), idlen);
+    id[idlen] = 0;
+    return true;
+}
+
+int tb_persist_save_all(tb_registry *reg, const char *dir, tb_persist_report_fn report)
+{
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        if (report)
+            report(dir, "cannot create the state folder");
+        return TB_ENOENT;
+    }
+    int saved = 0;
+    pthread_mutex_lock(&reg->lock);
+    int count = reg->count;
+    char(*ids)[TB_ROOM_ID_MAX + 1] = calloc((size_t)(count ? count : 1), sizeof *ids);
+    for (int i = 0; i < count; i++) {
+        tb_room *room = reg->rooms[i];
+        unsigned char *buf = NULL;
+        size_t len = 0;
+        char name[64];
+        snprintf(name, sizeof name, "room-%s.state", room->id);
+        int rc = tb_persist_encode(room, &buf, &len);
+        if (rc == 0)
+            rc = tb_persist_write_file(dir, name, buf, len);
+        free(buf);
+        if (rc < 0) {
+            if (report)
+                report(name, tb_strerror(rc));
+            continue;
+        }
+        if (ids)
+            snprintf(ids[saved], sizeof ids[saved], "%s", room->id);
+        saved++;
+        TB_COUNT(reg->metrics, rooms_saved_total);
+    }
+    pthread_mutex_unlock(&reg->lock);
+    /* Files of rooms that are gone (retired while idle) would come back. */
+    DIR *d = opendir(dir);
+    for (struct dirent *e; ids && d && (e = readdir(d));) {
+        char id[TB_ROOM_ID_MAX + 1];
+        if (!tb__state_name(e->d_name, id, sizeof id))
+            continue;
+        bool live = false;
+        for (int i = 0; i < saved && !live; i++)
+            live = strcmp(ids[i], id) == 0;
+        if (!live)
+            unlinkat(dirfd(d), e->d_name, 0);
+    }
+    if (d)
+        closedir(d);
+    free(ids);
+    return saved;
+}
+
+static int tb__read_file(int dfd, const char *name, unsigned char **buf, size_t *len, char *why, size_t cap)
+{
+    int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        snprintf(why, cap, "cannot open: %s", strerror(errno));
+        return TB_ENOENT;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (off_t)TB__MAX_FILE) {
+        close(fd);
+        snprintf(why, cap, "not a regular file of at most %u bytes", TB__MAX_FILE);
+        return TB_EINVAL;
+    }
+    size_t size = (size_t)st.st_size;
+    unsigned char *b = malloc(size ? size : 1);
+    size_t done = 0;
+    while (b && done < size) {
+        ssize_t n = read(fd, b + done, size - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        done += (size_t)n;
+    }
+    close(fd);
+    if (!b) {
+        snprintf(why, cap, "out of memory");
+        return TB_ENOMEM;
+    }
+    *buf = b;
+    *len = done;
+    return 0;
+}
+
+int tb_persist_restore(tb_registry *reg, const char *dir, tb_persist_report_fn report)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int restored = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        char id[TB_ROOM_ID_MAX + 1], why[160] = "", path[4096];
+        if (!tb__state_name(e->d_name, id, sizeof id))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unsigned char *buf = NULL;
+        size_t len = 0;
+        tb_room *room = NULL;
+        int rc = tb__read_file(dirfd(d), e->d_name, &buf, &len, why, sizeof why);
+        if (rc == 0)
+            rc = tb_persist_decode(buf, len, &room, why, sizeof why);
+        free(buf);
+        if (rc == 0 && strcmp(room->id, id) != 0) {
+            snprintf(why, sizeof why, "file name does not match room id %s", room->id);
+            tb_room_unref(room);
+            room = NULL;
+            rc = TB_EINVAL;
+        }
+        if (rc == 0) {
+            rc = tb_registry_insert(reg, room);
+            if (rc < 0)
+                snprintf(why, sizeof why, "not restored: %s", tb_strerror(rc));
+        }
+        if (rc < 0) {
+            TB_COUNT(reg->metrics, state_files_rejected_total);
+            if (report)
+                report(path, why);
+            if (rc == TB_EINVAL) { /* keep it for a look, never retry it */
+                char bad[4200];
+                snprintf(bad, sizeof bad, "%s.bad", path);
+                rename(path, bad);
+            }
+            continue;
+        }
+        TB_COUNT(reg->metrics, rooms_restored_total);
+        restored++;
+    }
+    closedir(d);
+    return restored;
+}

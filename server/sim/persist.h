@@ -1,0 +1,46 @@
+/* persist.h: rooms to files and back, so a restart loses nothing.
+ *
+ * On SIGTERM, once the workers have stopped (nothing steps any more, so the
+ * network thread may read every world), main saves each open room to
+ * <state-dir>/room-<id>.state: kind and scene, seed, keep flag, room tick
+ * and the world's full state (sim/world.h save: physics image with sleep
+ * state and contact cache, plus the adapter's own). Each file is written to
+ * a temporary name, fsync'ed and renamed, so a crash mid-save leaves the
+ * old file or the new one, never half of one. State files of rooms that no
+ * longer exist are removed.
+ *
+ * On start, before the default rooms are opened, every room-*.state file is
+ * read back: header and checksum checked, the world loaded (the world's own
+ * load checks the image again), and the room handed to a worker at the saved
+ * tick. A file that fails any check is reported through the callback,
+ * renamed to *.bad (kept for a look, never retried) and skipped.
+ */
+#ifndef TB_PERSIST_H
+#define TB_PERSIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim/registry.h"
+#include "sim/room.h"
+
+typedef void (*tb_persist_report_fn)(const char *path, const char *what);
+
+/* The file image of one room (malloc'ed into *buf). Worker thread of the
+ * room, or any thread once the workers have stopped. */
+int tb_persist_encode(const tb_room *room, unsigned char **buf, size_t *len);
+/* A room (one reference, world built, tick set, not yet adopted) from a
+ * file image. TB_EINVAL with a reason in why (cap bytes) when the image is
+ * not a valid save. */
+int tb_persist_decode(const unsigned char *buf, size_t len, tb_room **out, char *why, size_t cap);
+
+/* Write buf to dir/name atomically (temp file, fsync, rename, fsync dir). */
+int tb_persist_write_file(const char *dir, const char *name, const unsigned char *buf, size_t len);
+
+/* Save every room of the registry; returns rooms saved or a TB_E* code. */
+int tb_persist_save_all(tb_registry *reg, const char *dir, tb_persist_report_fn report);
+/* Restore every state file of dir into the registry; returns rooms restored.
+ * Missing dir: 0. */
+int tb_persist_restore(tb_registry *reg, const char *dir, tb_persist_report_fn report);
+
+#endif
