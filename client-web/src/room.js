@@ -80,6 +80,7 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
       const top = hud.el.querySelector('.bar.top').getBoundingClientRect().bottom;
       const bottom = H - hud.el.querySelector('.bar.bottom').getBoundingClientRect().top;
       stage.setInsets(top, bottom);
+      document.documentElement.style.setProperty('--hud-bottom', `${bottom}px`);
     };
     insetObserver?.disconnect();
     insetObserver = new ResizeObserver(measure);
