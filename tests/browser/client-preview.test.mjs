@@ -67,13 +67,16 @@ test('rigid gestures become intents: tap a body pokes, tap the felt drops, flick
   const body = await page.evaluate(() => window.__tumble.screenOf(25)); // the heavy ball, alone by the wall
   await page.mouse.click(body.x, body.y);
   await page.mouse.click(640, 700 - 160);
-  // The flick as in-page pointer events 15 ms apart (input sent through the test
-  // driver to a page drawing at ~1 fps in software GL arrives too far apart to be a flick).
-  await page.evaluate(async () => {
+  // The flick as in-page pointer events 15 ms apart, all in one task with a busy
+  // wait between them: input sent through the test driver, or timers, reach a page
+  // drawing at ~1 fps in software GL (worse on a loaded machine) too far apart to be
+  // a flick, and the gesture code reads the events' own time stamps.
+  await page.evaluate(() => {
     const el = document.querySelector('.stage-canvas');
     const ev = (type, x, y) => el.dispatchEvent(new PointerEvent(type, { pointerId: 1, pointerType: 'mouse', button: 0, clientX: x, clientY: y, bubbles: true }));
+    const spin = (ms) => { const end = performance.now() + ms; while (performance.now() < end) { /* wait */ } };
     ev('pointerdown', 300, 600);
-    for (let i = 1; i <= 6; i++) { await new Promise((r) => setTimeout(r, 15)); ev('pointermove', 300 + i * 40, 600 - i * 25); }
+    for (let i = 1; i <= 6; i++) { spin(15); ev('pointermove', 300 + i * 40, 600 - i * 25); }
     ev('pointerup', 540, 450);
   });
   const sent = await page.evaluate(() => window.__tumble.sent.filter((i) => i.type !== 'ping'));
