@@ -19,8 +19,7 @@ typedef struct {
     tb_cloth_scene scene;
     double wind, wind_direction;
     bool walking;
-    uint32_t grab_client[TB_CLOTH_MAX_GRABS], grab_pointer[TB_CLOTH_MAX_GRABS];
-    int grab_count; /* who holds what, to end a leaving client's grabs */
+    tb_world_grabs grabs; /* who holds what, to end a leaving client's grabs */
     double bounds_min[3], bounds_max[3];
     tb_proto_body bodies[TB_CLOTH_MAX_CAPSULES];
 } tb__cloth;
@@ -32,6 +31,7 @@ static const tb_world_param tb__params[] = {
     {"walking", 0, 1, 1, 1},
 };
 #define TB__NPARAMS (int)(sizeof tb__params / sizeof tb__params[0])
+_Static_assert(TB_CLOTH_MAX_GRABS <= TB_WORLD_MAX_GRABS, "the grab table holds every grab the world accepts");
 
 static const uint32_t tb__capsule_colors[] = {0x8D8D8D, 0x4A6FA5, 0xE0B48A, 0x4A6FA5, 0x4A6FA5, 0x37474F, 0x37474F};
 
@@ -116,20 +116,13 @@ static int cloth_apply_input(void *world, const tb_input *in)
     switch (in->type) {
     case TB_INPUT_GRAB_START: {
         tb_cloth_result r = tb_cloth_world_grab_start(c->world, in->client, in->pointer, p);
-        if (r == TB_CLOTH_OK && c->grab_count < TB_CLOTH_MAX_GRABS) {
-            c->grab_client[c->grab_count] = in->client;
-            c->grab_pointer[c->grab_count++] = in->pointer;
-        }
+        if (r == TB_CLOTH_OK)
+            tb_world_grabs_add(&c->grabs, in->client, in->pointer);
         return tb__err(r);
     }
     case TB_INPUT_GRAB_MOVE: return tb__err(tb_cloth_world_grab_move(c->world, in->client, in->pointer, p));
     case TB_INPUT_GRAB_END:
-        for (int i = 0; i < c->grab_count; i++)
-            if (c->grab_client[i] == in->client && c->grab_pointer[i] == in->pointer) {
-                c->grab_client[i] = c->grab_client[--c->grab_count];
-                c->grab_pointer[i] = c->grab_pointer[c->grab_count];
-                break;
-            }
+        tb_world_grabs_forget(&c->grabs, in->client, in->pointer);
         return tb__err(tb_cloth_world_grab_end(c->world, in->client, in->pointer));
     case TB_INPUT_POKE: {
         /* The poke's impulse is read as a velocity change (m/s) for the cloth
@@ -140,22 +133,17 @@ static int cloth_apply_input(void *world, const tb_input *in)
             dv = tb_v3_scale(dv, 20.0f / len);
         return tb__err(tb_cloth_world_poke(c->world, p, dv, 0.4f));
     }
-    case TB_INPUT_LEAVE:
-        for (int i = 0; i < c->grab_count;) {
-            if (c->grab_client[i] == in->client) {
-                tb_cloth_world_grab_end(c->world, c->grab_client[i], c->grab_pointer[i]);
-                c->grab_client[i] = c->grab_client[--c->grab_count];
-                c->grab_pointer[i] = c->grab_pointer[c->grab_count];
-            } else {
-                i++;
-            }
-        }
+    case TB_INPUT_LEAVE: {
+        uint32_t pointer;
+        while (tb_world_grabs_take(&c->grabs, in->client, &pointer))
+            tb_cloth_world_grab_end(c->world, in->client, pointer);
         return 0;
+    }
     case TB_INPUT_RESET:
         if (in->flags)
             return TB_ENOTSUP;
         tb_cloth_world_reset(c->world);
-        c->grab_count = 0;
+        c->grabs.count = 0;
         return 0;
     case TB_INPUT_CONTACTS:
         return 0;
@@ -256,13 +244,7 @@ static void cloth_fill_snapshot(void *world, tb_snap_input *in)
 
 static uint32_t cloth_max_bodies(const void *world) { return TB_CLOTH_MAX_CAPSULES; }
 
-static int tb__param_index(const char *name)
-{
-    for (int i = 0; i < TB__NPARAMS; i++)
-        if (strcmp(tb__params[i].name, name) == 0)
-            return i;
-    return -1;
-}
+static int tb__param_index(const char *name) { return tb_world_param_find(tb__params, TB__NPARAMS, name); }
 
 static int cloth_param_set(void *world, const char *name, double value)
 {
@@ -315,51 +297,40 @@ typedef struct {
     uint32_t grab_client[TB_CLOTH_MAX_GRABS], grab_pointer[TB_CLOTH_MAX_GRABS];
     uint64_t world_len;
 } tb__cloth_save;
+TB_WORLD_SAVE_HEADER_OK(tb__cloth_save);
 
 static int cloth_save(const void *world, unsigned char **buf, size_t *len)
 {
     const tb__cloth *c = world;
-    size_t wlen = tb_cloth_world_save_size(c->world);
-    unsigned char *out = calloc(1, sizeof(tb__cloth_save) + wlen);
-    if (!out)
-        return TB_ENOMEM;
     tb__cloth_save h;
     memset(&h, 0, sizeof h);
-    h.magic = TB__SAVE_MAGIC;
-    h.header_size = sizeof h;
     h.scene = (int32_t)c->scene;
     h.walking = c->walking;
-    h.grab_count = c->grab_count;
+    h.grab_count = c->grabs.count;
     h.wind = c->wind;
     h.wind_direction = c->wind_direction;
     for (int a = 0; a < 3; a++) {
         h.bounds_min[a] = c->bounds_min[a];
         h.bounds_max[a] = c->bounds_max[a];
     }
-    for (int i = 0; i < c->grab_count; i++) {
-        h.grab_client[i] = c->grab_client[i];
-        h.grab_pointer[i] = c->grab_pointer[i];
+    for (int i = 0; i < c->grabs.count; i++) {
+        h.grab_client[i] = c->grabs.client[i];
+        h.grab_pointer[i] = c->grabs.pointer[i];
     }
-    h.world_len = wlen;
-    memcpy(out, &h, sizeof h);
-    size_t written = 0;
-    if (tb_cloth_world_save(c->world, out + sizeof h, wlen, &written) != TB_CLOTH_OK || written != wlen) {
-        free(out);
-        return TB_EINVAL;
-    }
-    *buf = out;
-    *len = sizeof h + wlen;
-    return 0;
+    size_t wlen = tb_cloth_world_save_size(c->world), written = 0;
+    unsigned char *out = tb_world_save_begin(&h, sizeof h, TB__SAVE_MAGIC, wlen);
+    if (!out)
+        return TB_ENOMEM;
+    bool ok = tb_cloth_world_save(c->world, out + sizeof h, wlen, &written) == TB_CLOTH_OK && written == wlen;
+    return tb_world_save_end(out, ok, sizeof h + wlen, buf, len);
 }
 
 static int cloth_load(const char *scene, uint64_t seed, const unsigned char *buf, size_t len, void **out)
 {
     tb__cloth_save h;
-    if (len < sizeof h)
-        return TB_EINVAL;
-    memcpy(&h, buf, sizeof h);
-    if (h.magic != TB__SAVE_MAGIC || h.header_size != sizeof h || h.world_len != len - sizeof h ||
-        h.grab_count < 0 || h.grab_count > TB_CLOTH_MAX_GRABS || !isfinite(h.wind) || !isfinite(h.wind_direction))
+    const unsigned char *image = tb_world_load_begin(buf, len, TB__SAVE_MAGIC, &h, sizeof h);
+    if (!image || h.grab_count < 0 || h.grab_count > TB_CLOTH_MAX_GRABS || !isfinite(h.wind) ||
+        !isfinite(h.wind_direction))
         return TB_EINVAL;
     for (int a = 0; a < 3; a++)
         if (!(h.bounds_min[a] >= -1e4 && h.bounds_max[a] <= 1e4 && h.bounds_min[a] < h.bounds_max[a]))
@@ -369,13 +340,13 @@ static int cloth_load(const char *scene, uint64_t seed, const unsigned char *buf
     if (rc < 0)
         return rc;
     tb__cloth *c = made;
-    if ((int32_t)c->scene != h.scene || tb_cloth_world_load(c->world, buf + sizeof h, len - sizeof h) != TB_CLOTH_OK) {
+    if ((int32_t)c->scene != h.scene || tb_cloth_world_load(c->world, image, h.world_len) != TB_CLOTH_OK) {
         cloth_destroy(c);
         return TB_EINVAL;
     }
+    /* the saved grabs' clients are gone after a restart: end their grabs */
     for (int i = 0; i < h.grab_count; i++)
         tb_cloth_world_grab_end(c->world, h.grab_client[i], h.grab_pointer[i]);
-    c->grab_count = 0;
     c->wind = h.wind;
     c->wind_direction = h.wind_direction;
     c->walking = h.walking != 0;
@@ -405,7 +376,7 @@ static int cloth_check(void *world)
             int a = i % 3;
             if (!isfinite(x) || x < c->bounds_min[a] - 20.0 || x > c->bounds_max[a] + 20.0) {
                 tb_cloth_world_reset(c->world);
-                c->grab_count = 0;
+                c->grabs.count = 0;
                 return 1;
             }
         }
