@@ -21,6 +21,9 @@
 #include "sim/input.h"
 #include "tb_proto.h"
 
+/* param_set: applied, and describe() now gives another static description. */
+#define TB_WORLD_STATIC_CHANGED 1
+
 typedef struct tb_world_info {
     int bodies; /* bodies, or points for cloth/soft */
     int awake;  /* bodies not asleep (all points for cloth/soft) */
@@ -45,7 +48,10 @@ typedef struct tb_world_ops {
     void (*fill_snapshot)(void *world, tb_snap_input *in);
     /* Largest body count fill_snapshot can report (sizes the encoder). */
     uint32_t (*max_bodies)(const void *world);
-    /* Parameter by name: TB_EUNKNOWN, TB_ERANGE (out of range or not finite). */
+    /* Parameter by name: TB_EUNKNOWN, TB_ERANGE (out of range or not finite).
+     * 0 when applied, or TB_WORLD_STATIC_CHANGED when applied and the static
+     * description changed with it (the cloth grid: other meshes), so the
+     * room must rebuild its encoder and send everyone a `scene`. */
     int (*param_set)(void *world, const char *name, double value);
     int (*param_get)(const void *world, const char *name, double *value);
     /* Dice result once all dice have come to rest after a throw: returns the
