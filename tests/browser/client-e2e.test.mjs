@@ -186,6 +186,15 @@ test('the dough renders, two pointers stretch it and it keeps the shape', { skip
     for (let i = 0; i < v.length; i += 3) { lo = Math.min(lo, v[i]); hi = Math.max(hi, v[i]); }
     return hi - lo;
   });
+  // The soft world has no floor (it holds the dough's centre on the origin): the board
+  // follows the dough's lowest point, so the dough rests on it in any shape.
+  const resting = () => page.evaluate(() => {
+    const v = window.__tumble.verts(window.__tumble.desc.soft.key); let lo = Infinity;
+    for (let i = 1; i < v.length; i += 3) lo = Math.min(lo, v[i]);
+    return { lowest: lo, board: window.__tumble.view.floorY() };
+  });
+  const r0 = await resting();
+  assert.ok(Math.abs(r0.lowest - r0.board) < 0.02, `round dough on the board: lowest ${r0.lowest.toFixed(3)}, board ${r0.board.toFixed(3)}`);
   const w0 = await extent();
   const c = await page.evaluate(() => { const r = document.querySelector('.stage-canvas').getBoundingClientRect(); return { x: r.left + r.width / 2, y: r.top + r.height / 2 }; });
   // Two pointers at once (touch-like ids), pulling left and right.
@@ -202,6 +211,8 @@ test('the dough renders, two pointers stretch it and it keeps the shape', { skip
   const grabs = await page.evaluate(() => window.__tumble.sent.filter((i) => i.type === 'grab' && i.phase === 'start').map((i) => i.pointer));
   assert.deepEqual(grabs.sort(), [21, 22], 'one grab per pointer');
   assert.ok(w1 > w0 * 1.08, `dough width ${w0.toFixed(2)} -> ${w1.toFixed(2)}`);
+  const r1 = await resting();
+  assert.ok(Math.abs(r1.lowest - r1.board) < 0.02, `stretched dough on the board: lowest ${r1.lowest.toFixed(3)}, board ${r1.board.toFixed(3)}`);
   await shot(page, 'e2e-dough-stretched');
 });
 
