@@ -168,6 +168,24 @@ test('the flag renders and a drag pulls it', { skip }, async () => {
   await shot(page, 'e2e-flag');
 });
 
+test('the cloth grid slider rebuilds the flag at the new resolution', { skip }, async () => {
+  const room = uniq('grid');
+  const { page } = await openRoom(room, 'cloth', 'flag');
+  const size = (p) => p.evaluate(() => { const c = window.__tumble.desc.cloths[0]; return [c.w, c.h, window.__tumble.verts(c.key)?.length]; });
+  assert.deepEqual(await size(page), [16, 10, 3 * 160]);
+  // lil-gui's number field: type a value and press Enter (the slider sends on release only).
+  const field = page.locator('[data-param="grid"] input').first();
+  await field.fill('24');
+  await field.press('Enter');
+  await page.waitForFunction(() => window.__tumble.desc.cloths[0].w === 24 && window.__tumble.verts(window.__tumble.desc.cloths[0].key)?.length === 3 * 360,
+    null, { timeout: 60000, polling: 250 });
+  assert.deepEqual(await size(page), [24, 15, 3 * 360]);
+  const sent = await page.evaluate(() => window.__tumble.sent.filter((i) => i.type === 'param' && i.name === 'grid').map((i) => i.value));
+  assert.deepEqual(sent, [24], 'one param message, on release');
+  assert.equal(await page.evaluate(() => window.__tumble.params.grid), 24);
+  await shot(page, 'e2e-flag-grid-24');
+});
+
 test('the cape room shows the walking figure with its cape', { skip }, async () => {
   const { page } = await openRoom(uniq('cape'), 'cloth', 'cape');
   const info = await page.evaluate(() => ({ caps: window.__tumble.desc.capsules.length, cloth: window.__tumble.desc.cloths[0].key }));
