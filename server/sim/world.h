@@ -118,6 +118,8 @@ void tb_world_grabs_forget(tb_world_grabs *g, uint32_t client, uint32_t pointer)
 /* Removes one grab of client and gives its pointer; false when it holds none.
  * A leave is `while (take) end that grab in the physics world`. */
 bool tb_world_grabs_take(tb_world_grabs *g, uint32_t client, uint32_t *pointer);
+/* Copies the pairs into a save header's arrays (room for g->count); returns the count. */
+int32_t tb_world_grabs_copy(const tb_world_grabs *g, uint32_t *client, uint32_t *pointer);
 
 /* Save framing (sim/world_common.c): an adapter's save is its header struct
  * (first `uint32_t magic, header_size`, last `uint64_t world_len`) followed

@@ -378,17 +378,13 @@ static int cloth_save(const void *world, unsigned char **buf, size_t *len)
     memset(&h, 0, sizeof h);
     h.scene = (int32_t)c->scene;
     h.walking = c->walking;
-    h.grab_count = c->grabs.count;
     h.wind = c->wind;
     h.wind_direction = c->wind_direction;
     for (int a = 0; a < 3; a++) {
         h.bounds_min[a] = c->bounds_min[a];
         h.bounds_max[a] = c->bounds_max[a];
     }
-    for (int i = 0; i < c->grabs.count; i++) {
-        h.grab_client[i] = c->grabs.client[i];
-        h.grab_pointer[i] = c->grabs.pointer[i];
-    }
+    h.grab_count = tb_world_grabs_copy(&c->grabs, h.grab_client, h.grab_pointer);
     size_t wlen = tb_cloth_world_save_size(c->world), written = 0;
     unsigned char *out = tb_world_save_begin(&h, sizeof h, TB__SAVE_MAGIC, wlen);
     if (!out)

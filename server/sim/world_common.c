@@ -50,6 +50,15 @@ bool tb_world_grabs_take(tb_world_grabs *g, uint32_t client, uint32_t *pointer)
     return false;
 }
 
+int32_t tb_world_grabs_copy(const tb_world_grabs *g, uint32_t *client, uint32_t *pointer)
+{
+    for (int i = 0; i < g->count; i++) {
+        client[i] = g->client[i];
+        pointer[i] = g->pointer[i];
+    }
+    return g->count;
+}
+
 unsigned char *tb_world_save_begin(void *header, size_t header_size, uint32_t magic, size_t world_len)
 {
     uint32_t size32 = (uint32_t)header_size;

@@ -209,11 +209,7 @@ static int soft_save(const void *world, unsigned char **buf, size_t *len)
     h.plasticity = s->def.plasticity;
     h.volume = s->def.volume_preservation;
     h.substeps = s->def.substeps;
-    h.grab_count = s->grabs.count;
-    for (int i = 0; i < s->grabs.count; i++) {
-        h.grab_client[i] = s->grabs.client[i];
-        h.grab_pointer[i] = s->grabs.pointer[i];
-    }
+    h.grab_count = tb_world_grabs_copy(&s->grabs, h.grab_client, h.grab_pointer);
     size_t wlen = tb_soft_world_save_size(s->world), written = 0;
     unsigned char *out = tb_world_save_begin(&h, sizeof h, TB__SAVE_MAGIC, wlen);
     if (!out)
