@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "physics/cloth_internal.h"
+#include "physics/state_image.h"
 
 #define SAVE_MAGIC 0x4c434254u /* "TBCL" */
 #define SAVE_VERSION 1u
@@ -19,11 +20,6 @@ _Static_assert(sizeof(tb_cloth_state) ==
                    8 + 5 * 4 + sizeof(tb_cloth_figure_state) + 8 + TB_CLOTH_MAX_GRABS * sizeof(tb_cloth_grab) +
                        TB_CLOTH_MAX_PIECES * sizeof(tb_cloth_piece_state),
                "saved state has no padding, so its bytes (and hash) are fully defined");
-
-typedef struct save_header {
-    uint32_t magic, version;
-    uint64_t state_size;
-} save_header;
 
 /* The world keeps a second state for load to validate into, so a rejected
  * save leaves the world untouched. */
@@ -472,26 +468,15 @@ int tb_cloth_world_iterations(const tb_cloth_world *world) { return world->state
 size_t tb_cloth_world_save_size(const tb_cloth_world *world)
 {
     (void)world;
-    return sizeof(save_header) + sizeof(tb_cloth_state);
+    return tb_state_image_size(sizeof(tb_cloth_state));
 }
 
 tb_cloth_result tb_cloth_world_save(const tb_cloth_world *world, void *buffer, size_t capacity, size_t *written)
 {
     if (!world || !buffer) return TB_CLOTH_ERR_NULL;
-    size_t need = tb_cloth_world_save_size(world);
-    if (capacity < need) return TB_CLOTH_ERR_BUFFER_TOO_SMALL;
-    save_header hdr = {SAVE_MAGIC, SAVE_VERSION, sizeof(tb_cloth_state)};
-    memcpy(buffer, &hdr, sizeof hdr);
-    memcpy((char *)buffer + sizeof hdr, &world->state, sizeof world->state);
-    if (written) *written = need;
+    if (!tb_state_image_write(buffer, capacity, SAVE_MAGIC, SAVE_VERSION, &world->state, sizeof world->state, written))
+        return TB_CLOTH_ERR_BUFFER_TOO_SMALL;
     return TB_CLOTH_OK;
-}
-
-static bool floats_finite(const float *v, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (!isfinite(v[i])) return false;
-    return true;
 }
 
 /* A save may come from disk: check every count, index and number before use. */
@@ -501,8 +486,8 @@ static bool state_valid(const tb_cloth_state *s)
     if (s->iterations < TB_CLOTH_ITERATIONS_MIN || s->iterations > TB_CLOTH_ITERATIONS_MAX) return false;
     if (!tb_finitef(s->wind_strength) || !tb_finitef(s->wind_direction)) return false;
     if (s->wind_strength < 0.0f || s->wind_strength > TB_CLOTH_WIND_MAX || fabsf(s->wind_direction) > 1000.0f) return false;
-    if (!floats_finite(&s->figure.loop_angle, 1) || !floats_finite(&s->figure.stride_phase, 1) ||
-        !floats_finite(&s->figure.blend, 1))
+    if (!tb_floats_finite(&s->figure.loop_angle, 1) || !tb_floats_finite(&s->figure.stride_phase, 1) ||
+        !tb_floats_finite(&s->figure.blend, 1))
         return false;
     int want = s->scene == TB_CLOTH_SCENE_FLAG_AND_CAPE ? 2 : 1;
     if (s->piece_count != want) return false;
@@ -511,7 +496,7 @@ static bool state_valid(const tb_cloth_state *s)
         int kind_want = (s->scene == TB_CLOTH_SCENE_CAPE || i == 1) ? TB_CLOTH_KIND_CAPE : TB_CLOTH_KIND_FLAG;
         if (ps->kind != kind_want || !grid_ok(ps->width, ps->height)) return false;
         int n3 = 3 * ps->width * ps->height;
-        if (!floats_finite(ps->pos, n3) || !floats_finite(ps->prev, n3)) return false;
+        if (!tb_floats_finite(ps->pos, n3) || !tb_floats_finite(ps->prev, n3)) return false;
     }
     for (int g = 0; g < TB_CLOTH_MAX_GRABS; g++) {
         const tb_cloth_grab *gr = &s->grabs[g];
@@ -532,14 +517,9 @@ static bool state_valid(const tb_cloth_state *s)
 tb_cloth_result tb_cloth_world_load(tb_cloth_world *world, const void *buffer, size_t size)
 {
     if (!world || !buffer) return TB_CLOTH_ERR_NULL;
-    save_header hdr;
-    if (size != sizeof hdr + sizeof(tb_cloth_state)) return TB_CLOTH_ERR_BAD_SAVE;
-    memcpy(&hdr, buffer, sizeof hdr);
-    if (hdr.magic != SAVE_MAGIC || hdr.version != SAVE_VERSION || hdr.state_size != sizeof(tb_cloth_state))
-        return TB_CLOTH_ERR_BAD_SAVE;
     tb_cloth_state *scratch = &((tb_cloth_world_alloc *)world)->scratch;
-    memcpy(scratch, (const char *)buffer + sizeof hdr, sizeof *scratch);
-    if (!state_valid(scratch)) return TB_CLOTH_ERR_BAD_SAVE;
+    if (!tb_state_image_read(buffer, size, SAVE_MAGIC, SAVE_VERSION, scratch, sizeof *scratch) || !state_valid(scratch))
+        return TB_CLOTH_ERR_BAD_SAVE;
     world->state = *scratch;
     world->def.scene = (tb_cloth_scene)scratch->scene;
     for (int i = 0; i < scratch->piece_count; i++) {
@@ -558,11 +538,5 @@ tb_cloth_result tb_cloth_world_load(tb_cloth_world *world, const void *buffer, s
 
 uint64_t tb_cloth_world_hash(const tb_cloth_world *world)
 {
-    const unsigned char *b = (const unsigned char *)&world->state;
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < sizeof world->state; i++) {
-        h ^= b[i];
-        h *= 1099511628211ull;
-    }
-    return h;
+    return tb_state_image_hash(&world->state, sizeof world->state);
 }

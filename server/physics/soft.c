@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "physics/soft_internal.h"
+#include "physics/state_image.h"
 
 #define SAVE_MAGIC 0x46534254u /* "TBSF" */
 #define SAVE_VERSION 1u
@@ -18,11 +19,6 @@ _Static_assert(sizeof(tb_soft_grab) ==
 _Static_assert(sizeof(tb_soft_state) == 72 + sizeof(float) * (3 * 3 * TB_SOFT_V + TB_SOFT_E) +
                                             TB_SOFT_MAX_GRABS * sizeof(tb_soft_grab),
                "saved state has no padding, so its bytes (and hash) are fully defined");
-
-typedef struct save_header {
-    uint32_t magic, version;
-    uint64_t state_size;
-} save_header;
 
 const char *tb_soft_result_name(tb_soft_result r)
 {
@@ -369,26 +365,15 @@ bool tb_soft_world_pressing(const tb_soft_world *world) { return world && world-
 size_t tb_soft_world_save_size(const tb_soft_world *world)
 {
     (void)world;
-    return sizeof(save_header) + sizeof(tb_soft_state);
+    return tb_state_image_size(sizeof(tb_soft_state));
 }
 
 tb_soft_result tb_soft_world_save(const tb_soft_world *world, void *buffer, size_t capacity, size_t *written)
 {
     if (!world || !buffer) return TB_SOFT_ERR_NULL;
-    size_t need = tb_soft_world_save_size(world);
-    if (capacity < need) return TB_SOFT_ERR_BUFFER_TOO_SMALL;
-    save_header hdr = {SAVE_MAGIC, SAVE_VERSION, sizeof(tb_soft_state)};
-    memcpy(buffer, &hdr, sizeof hdr);
-    memcpy((char *)buffer + sizeof hdr, &world->state, sizeof world->state);
-    if (written) *written = need;
+    if (!tb_state_image_write(buffer, capacity, SAVE_MAGIC, SAVE_VERSION, &world->state, sizeof world->state, written))
+        return TB_SOFT_ERR_BUFFER_TOO_SMALL;
     return TB_SOFT_OK;
-}
-
-static bool all_finite(const float *v, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (!isfinite(v[i])) return false;
-    return true;
 }
 
 /* A save may come from disk: check counts, indices and numbers before use. */
@@ -402,15 +387,15 @@ static bool state_valid(const tb_soft_state *s)
     if (!tb_finitef(s->press_time) || !tb_finitef(s->press_depth) || !tb_v3_finite(s->press_point) ||
         !tb_v3_finite(s->press_normal))
         return false;
-    if (!all_finite(s->pos, 3 * TB_SOFT_V) || !all_finite(s->vel, 3 * TB_SOFT_V) ||
-        !all_finite(s->rest_pos, 3 * TB_SOFT_V) || !all_finite(s->rest_len, TB_SOFT_E))
+    if (!tb_floats_finite(s->pos, 3 * TB_SOFT_V) || !tb_floats_finite(s->vel, 3 * TB_SOFT_V) ||
+        !tb_floats_finite(s->rest_pos, 3 * TB_SOFT_V) || !tb_floats_finite(s->rest_len, TB_SOFT_E))
         return false;
     int active = 0;
     for (int g = 0; g < TB_SOFT_MAX_GRABS; g++) {
         const tb_soft_grab *gr = &s->grabs[g];
         if (gr->active == 0) continue;
         if (gr->active != 1 || gr->count < 0 || gr->count > TB_SOFT_GRAB_MAX_VERTICES) return false;
-        if (!tb_v3_finite(gr->target) || !all_finite(gr->weight, gr->count) || !all_finite(gr->offset, 3 * gr->count))
+        if (!tb_v3_finite(gr->target) || !tb_floats_finite(gr->weight, gr->count) || !tb_floats_finite(gr->offset, 3 * gr->count))
             return false;
         for (int m = 0; m < gr->count; m++)
             if (gr->vertex[m] >= TB_SOFT_V) return false;
@@ -424,24 +409,14 @@ static bool state_valid(const tb_soft_state *s)
 tb_soft_result tb_soft_world_load(tb_soft_world *world, const void *buffer, size_t size)
 {
     if (!world || !buffer) return TB_SOFT_ERR_NULL;
-    save_header hdr;
-    if (size != sizeof hdr + sizeof(tb_soft_state)) return TB_SOFT_ERR_BAD_SAVE;
-    memcpy(&hdr, buffer, sizeof hdr);
-    if (hdr.magic != SAVE_MAGIC || hdr.version != SAVE_VERSION || hdr.state_size != sizeof(tb_soft_state))
+    if (!tb_state_image_read(buffer, size, SAVE_MAGIC, SAVE_VERSION, &world->load_scratch, sizeof world->load_scratch) ||
+        !state_valid(&world->load_scratch))
         return TB_SOFT_ERR_BAD_SAVE;
-    memcpy(&world->load_scratch, (const char *)buffer + sizeof hdr, sizeof world->load_scratch);
-    if (!state_valid(&world->load_scratch)) return TB_SOFT_ERR_BAD_SAVE;
     world->state = world->load_scratch;
     return TB_SOFT_OK;
 }
 
 uint64_t tb_soft_world_hash(const tb_soft_world *world)
 {
-    const unsigned char *b = (const unsigned char *)&world->state;
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < sizeof world->state; i++) {
-        h ^= b[i];
-        h *= 1099511628211ull;
-    }
-    return h;
+    return tb_state_image_hash(&world->state, sizeof world->state);
 }

@@ -50,3 +50,11 @@ int tb_world_param_check(const tb_world_param *p, double value)
 {
     return isfinite(value) && value >= p->min && value <= p->max ? 0 : TB_ERANGE;
 }
+
+int tb_world_param_find(const tb_world_param *params, int count, const char *name)
+{
+    for (int i = 0; i < count; i++)
+        if (strcmp(params[i].name, name) == 0)
+            return i;
+    return -1;
+}

@@ -160,6 +160,11 @@ static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *in)
     }
     case TB_INPUT_PARAM: {
         rc = room->ops->param_set(room->world, in->name, in->value_d);
+        if (rc == TB_WORLD_STATIC_CHANGED) { /* new meshes: everyone needs the static description and a keyframe */
+            rc = tb__start_encoder(room);
+            if (rc == 0)
+                tb__emit(w, TB_OUT_SCENE, 0, room, tb_wire_welcome(room, 0, w->sched->instance, TB_MSG_SCENE));
+        }
         if (rc == 0) {
             double applied = in->value_d;
             room->ops->param_get(room->world, in->name, &applied);

@@ -21,6 +21,9 @@
 #include "sim/input.h"
 #include "tb_proto.h"
 
+/* param_set: applied, and describe() now gives another static description. */
+#define TB_WORLD_STATIC_CHANGED 1
+
 typedef struct tb_world_info {
     int bodies; /* bodies, or points for cloth/soft */
     int awake;  /* bodies not asleep (all points for cloth/soft) */
@@ -45,7 +48,10 @@ typedef struct tb_world_ops {
     void (*fill_snapshot)(void *world, tb_snap_input *in);
     /* Largest body count fill_snapshot can report (sizes the encoder). */
     uint32_t (*max_bodies)(const void *world);
-    /* Parameter by name: TB_EUNKNOWN, TB_ERANGE (out of range or not finite). */
+    /* Parameter by name: TB_EUNKNOWN, TB_ERANGE (out of range or not finite).
+     * 0 when applied, or TB_WORLD_STATIC_CHANGED when applied and the static
+     * description changed with it (the cloth grid: other meshes), so the
+     * room must rebuild its encoder and send everyone a `scene`. */
     int (*param_set)(void *world, const char *name, double value);
     int (*param_get)(const void *world, const char *name, double *value);
     /* Dice result once all dice have come to rest after a throw: returns the
@@ -95,5 +101,43 @@ typedef struct tb_world_param {
 void tb_world_param_describe(const tb_world_param *p, double value, tb_proto_param *out);
 /* TB_ERANGE unless finite and within [min, max]. */
 int tb_world_param_check(const tb_world_param *p, double value);
+/* Index of the parameter called name in params[0..count), or -1. */
+int tb_world_param_find(const tb_world_param *params, int count, const char *name);
+
+/* Shared by the adapters (sim/world_common.c): the (client, pointer) pairs
+ * holding a grab, so a leaving client's grabs can be ended. */
+#define TB_WORLD_MAX_GRABS 16
+typedef struct tb_world_grabs {
+    uint32_t client[TB_WORLD_MAX_GRABS], pointer[TB_WORLD_MAX_GRABS];
+    int count;
+} tb_world_grabs;
+
+/* Remember a grab the physics world accepted (ignored when full). */
+void tb_world_grabs_add(tb_world_grabs *g, uint32_t client, uint32_t pointer);
+void tb_world_grabs_forget(tb_world_grabs *g, uint32_t client, uint32_t pointer);
+/* Removes one grab of client and gives its pointer; false when it holds none.
+ * A leave is `while (take) end that grab in the physics world`. */
+bool tb_world_grabs_take(tb_world_grabs *g, uint32_t client, uint32_t *pointer);
+/* Copies the pairs into a save header's arrays (room for g->count); returns the count. */
+int32_t tb_world_grabs_copy(const tb_world_grabs *g, uint32_t *client, uint32_t *pointer);
+
+/* Save framing (sim/world_common.c): an adapter's save is its header struct
+ * (first `uint32_t magic, header_size`, last `uint64_t world_len`) followed
+ * by the physics image.
+ * begin: fills magic, header_size and world_len into header, allocates the
+ * whole save (zeroed) with the header copied in; NULL when out of memory.
+ * The caller writes the image at out + header_size, then end: hands out the
+ * buffer (0) or frees it when the image could not be written (TB_EINVAL).
+ * load_begin: copies the header out of buf and checks the frame; returns
+ * the image (len - header_size bytes) or NULL when buf is not such a save. */
+unsigned char *tb_world_save_begin(void *header, size_t header_size, uint32_t magic, size_t world_len);
+int tb_world_save_end(unsigned char *out, bool image_ok, size_t total, unsigned char **buf, size_t *len);
+const unsigned char *tb_world_load_begin(const unsigned char *buf, size_t len, uint32_t magic, void *header,
+                                         size_t header_size);
+/* Each adapter checks its header against the frame above. */
+#define TB_WORLD_SAVE_HEADER_OK(type)                                                                          \
+    _Static_assert(offsetof(type, magic) == 0 && offsetof(type, header_size) == 4 &&                         \
+                       offsetof(type, world_len) == sizeof(type) - 8,                                          \
+                   #type " starts with magic, header_size and ends with world_len")
 
 #endif

@@ -4,7 +4,9 @@
  * The cloth pieces are meshes (vertices streamed every snapshot, triangles
  * and pins sent once). The pole and the figure's limbs are capsules that
  * move: they are sent as kinematic capsule bodies (ids 0..n-1), and the
- * static description names each capsule's body.
+ * static description names each capsule's body, with its end points in
+ * that body's local frame (PROTOCOL.md §6): (0, -h, 0) and (0, h, 0), h the
+ * body's half height, so a client draws it from the body's pose alone.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -19,19 +21,24 @@ typedef struct {
     tb_cloth_scene scene;
     double wind, wind_direction;
     bool walking;
-    uint32_t grab_client[TB_CLOTH_MAX_GRABS], grab_pointer[TB_CLOTH_MAX_GRABS];
-    int grab_count; /* who holds what, to end a leaving client's grabs */
+    tb_world_grabs grabs; /* who holds what, to end a leaving client's grabs */
     double bounds_min[3], bounds_max[3];
     tb_proto_body bodies[TB_CLOTH_MAX_CAPSULES];
 } tb__cloth;
+
+#define TB__GRID_MIN 6 /* the shorter side then still has TB_CLOTH_GRID_MIN points */
+enum { TB__WIND, TB__WIND_DIRECTION, TB__ITERATIONS, TB__WALKING, TB__GRID };
 
 static const tb_world_param tb__params[] = {
     {"wind", 0.0, TB_CLOTH_WIND_MAX, 6.0, 0.5},
     {"wind_direction", -3.14159, 3.14159, 0.0, 0.05},
     {"iterations", TB_CLOTH_ITERATIONS_MIN, TB_CLOTH_ITERATIONS_MAX, 8, 1},
     {"walking", 0, 1, 1, 1},
+    /* points along the cloth's longer side; the default is the scene's own */
+    {"grid", TB__GRID_MIN, TB_CLOTH_GRID_MAX, 16, 1},
 };
 #define TB__NPARAMS (int)(sizeof tb__params / sizeof tb__params[0])
+_Static_assert(TB_CLOTH_MAX_GRABS <= TB_WORLD_MAX_GRABS, "the grab table holds every grab the world accepts");
 
 static const uint32_t tb__capsule_colors[] = {0x8D8D8D, 0x4A6FA5, 0xE0B48A, 0x4A6FA5, 0x4A6FA5, 0x37474F, 0x37474F};
 
@@ -116,20 +123,13 @@ static int cloth_apply_input(void *world, const tb_input *in)
     switch (in->type) {
     case TB_INPUT_GRAB_START: {
         tb_cloth_result r = tb_cloth_world_grab_start(c->world, in->client, in->pointer, p);
-        if (r == TB_CLOTH_OK && c->grab_count < TB_CLOTH_MAX_GRABS) {
-            c->grab_client[c->grab_count] = in->client;
-            c->grab_pointer[c->grab_count++] = in->pointer;
-        }
+        if (r == TB_CLOTH_OK)
+            tb_world_grabs_add(&c->grabs, in->client, in->pointer);
         return tb__err(r);
     }
     case TB_INPUT_GRAB_MOVE: return tb__err(tb_cloth_world_grab_move(c->world, in->client, in->pointer, p));
     case TB_INPUT_GRAB_END:
-        for (int i = 0; i < c->grab_count; i++)
-            if (c->grab_client[i] == in->client && c->grab_pointer[i] == in->pointer) {
-                c->grab_client[i] = c->grab_client[--c->grab_count];
-                c->grab_pointer[i] = c->grab_pointer[c->grab_count];
-                break;
-            }
+        tb_world_grabs_forget(&c->grabs, in->client, in->pointer);
         return tb__err(tb_cloth_world_grab_end(c->world, in->client, in->pointer));
     case TB_INPUT_POKE: {
         /* The poke's impulse is read as a velocity change (m/s) for the cloth
@@ -140,22 +140,17 @@ static int cloth_apply_input(void *world, const tb_input *in)
             dv = tb_v3_scale(dv, 20.0f / len);
         return tb__err(tb_cloth_world_poke(c->world, p, dv, 0.4f));
     }
-    case TB_INPUT_LEAVE:
-        for (int i = 0; i < c->grab_count;) {
-            if (c->grab_client[i] == in->client) {
-                tb_cloth_world_grab_end(c->world, c->grab_client[i], c->grab_pointer[i]);
-                c->grab_client[i] = c->grab_client[--c->grab_count];
-                c->grab_pointer[i] = c->grab_pointer[c->grab_count];
-            } else {
-                i++;
-            }
-        }
+    case TB_INPUT_LEAVE: {
+        uint32_t pointer;
+        while (tb_world_grabs_take(&c->grabs, in->client, &pointer))
+            tb_cloth_world_grab_end(c->world, in->client, pointer);
         return 0;
+    }
     case TB_INPUT_RESET:
         if (in->flags)
             return TB_ENOTSUP;
         tb_cloth_world_reset(c->world);
-        c->grab_count = 0;
+        c->grabs.count = 0;
         return 0;
     case TB_INPUT_CONTACTS:
         return 0;
@@ -183,14 +178,59 @@ static void cloth_info(const void *world, tb_world_info *out)
     out->awake = points;
 }
 
+/* The scene's default grid (tb_cloth_def_default), width x height. */
+static void tb__default_grid(const tb__cloth *c, int *w, int *h)
+{
+    tb_cloth_def d = tb_cloth_def_default();
+    *w = c->scene == TB_CLOTH_SCENE_FLAG ? d.flag_width : d.cape_width;
+    *h = c->scene == TB_CLOTH_SCENE_FLAG ? d.flag_height : d.cape_height;
+}
+
+/* The `grid` parameter: points along the longer side of the room's cloth
+ * (the flag is wider than tall, the cape taller than wide). */
+static int tb__grid(const tb__cloth *c)
+{
+    tb_cloth_view v;
+    if (tb_cloth_world_get_cloth(c->world, 0, &v) != TB_CLOTH_OK)
+        return 0;
+    return v.width > v.height ? v.width : v.height;
+}
+
+/* A `grid` of n points along the longer side; the shorter side keeps the
+ * scene's default proportions (16 x 10 flag, 12 x 17 cape), so only the
+ * resolution changes, never the look. */
+static void tb__grid_size(const tb__cloth *c, int n, int *w, int *h)
+{
+    int dw, dh;
+    tb__default_grid(c, &dw, &dh);
+    int longer = dw > dh ? dw : dh, shorter = dw > dh ? dh : dw;
+    int m = (int)lround((double)n * shorter / longer);
+    if (m < TB_CLOTH_GRID_MIN)
+        m = TB_CLOTH_GRID_MIN;
+    *w = dw > dh ? n : m;
+    *h = dw > dh ? m : n;
+}
+
+/* A capsule as the kinematic body that carries it: centre at the segment's
+ * middle, local +y along it, sizes snapped as the snapshot encoder needs. */
+static void tb__capsule_body(const tb_cloth_capsule *cap, int id, tb_proto_body *out)
+{
+    const float a[3] = {cap->a.x, cap->a.y, cap->a.z}, b[3] = {cap->b.x, cap->b.y, cap->b.z};
+    int part = cap->part >= 0 && cap->part <= 6 ? cap->part : 0;
+    tb_proto_body_from_segment(out, (uint16_t)id, a, b, cap->radius, tb__capsule_colors[part], 0);
+}
+
 static void cloth_describe(const void *world, tb_proto_welcome *out)
 {
     const tb__cloth *c = world;
     double values[TB__NPARAMS] = {c->wind, c->wind_direction, tb_cloth_world_iterations(c->world),
-                                  c->walking ? 1 : 0};
+                                  c->walking ? 1 : 0, tb__grid(c)};
     out->param_count = TB__NPARAMS;
     for (int i = 0; i < TB__NPARAMS; i++)
         tb_world_param_describe(&tb__params[i], values[i], &out->params[i]);
+    int dw, dh;
+    tb__default_grid(c, &dw, &dh);
+    out->params[TB__GRID].def = dw > dh ? dw : dh;
     tb_proto_static *st = &out->st;
     memset(st, 0, sizeof *st);
     for (int a = 0; a < 3; a++) {
@@ -203,13 +243,16 @@ static void cloth_describe(const void *world, tb_proto_welcome *out)
     const tb_cloth_capsule *caps = tb_cloth_world_capsules(c->world);
     st->capsule_count = (uint32_t)ncaps;
     for (int i = 0; i < ncaps; i++) {
+        tb_proto_body body;
+        tb__capsule_body(&caps[i], i, &body);
         tb_proto_capsule *pc = &st->capsules[i];
+        memset(pc, 0, sizeof *pc);
         pc->has_body = true;
         pc->body = (uint32_t)i;
-        pc->a[0] = caps[i].a.x, pc->a[1] = caps[i].a.y, pc->a[2] = caps[i].a.z;
-        pc->b[0] = caps[i].b.x, pc->b[1] = caps[i].b.y, pc->b[2] = caps[i].b.z;
-        pc->radius = caps[i].radius;
-        pc->color = tb__capsule_colors[caps[i].part >= 0 && caps[i].part <= 6 ? caps[i].part : 0];
+        pc->a[1] = -body.shape.size[1];
+        pc->b[1] = body.shape.size[1];
+        pc->radius = body.shape.size[0];
+        pc->color = body.shape.color;
     }
     int pieces = tb_cloth_world_piece_count(c->world);
     st->mesh_count = 0;
@@ -236,11 +279,8 @@ static void cloth_fill_snapshot(void *world, tb_snap_input *in)
     memset(in, 0, sizeof *in);
     int ncaps = tb_cloth_world_capsule_count(c->world);
     const tb_cloth_capsule *caps = tb_cloth_world_capsules(c->world);
-    for (int i = 0; i < ncaps && i < TB_CLOTH_MAX_CAPSULES; i++) {
-        const float a[3] = {caps[i].a.x, caps[i].a.y, caps[i].a.z}, b[3] = {caps[i].b.x, caps[i].b.y, caps[i].b.z};
-        int part = caps[i].part >= 0 && caps[i].part <= 6 ? caps[i].part : 0;
-        tb_proto_body_from_segment(&c->bodies[i], (uint16_t)i, a, b, caps[i].radius, tb__capsule_colors[part], 0);
-    }
+    for (int i = 0; i < ncaps && i < TB_CLOTH_MAX_CAPSULES; i++)
+        tb__capsule_body(&caps[i], i, &c->bodies[i]);
     in->bodies = c->bodies;
     in->body_count = (uint32_t)ncaps;
     int points = 0;
@@ -256,13 +296,7 @@ static void cloth_fill_snapshot(void *world, tb_snap_input *in)
 
 static uint32_t cloth_max_bodies(const void *world) { return TB_CLOTH_MAX_CAPSULES; }
 
-static int tb__param_index(const char *name)
-{
-    for (int i = 0; i < TB__NPARAMS; i++)
-        if (strcmp(tb__params[i].name, name) == 0)
-            return i;
-    return -1;
-}
+static int tb__param_index(const char *name) { return tb_world_param_find(tb__params, TB__NPARAMS, name); }
 
 static int cloth_param_set(void *world, const char *name, double value)
 {
@@ -274,19 +308,33 @@ static int cloth_param_set(void *world, const char *name, double value)
         return TB_ERANGE;
     tb_cloth_result r = TB_CLOTH_OK;
     switch (i) {
-    case 0:
+    case TB__WIND:
         r = tb_cloth_world_set_wind(c->world, (float)value, (float)c->wind_direction);
         if (r == TB_CLOTH_OK) c->wind = value;
         break;
-    case 1:
+    case TB__WIND_DIRECTION:
         r = tb_cloth_world_set_wind(c->world, (float)c->wind, (float)value);
         if (r == TB_CLOTH_OK) c->wind_direction = value;
         break;
-    case 2: r = tb_cloth_world_set_iterations(c->world, (int)lround(value)); break;
-    default:
+    case TB__ITERATIONS: r = tb_cloth_world_set_iterations(c->world, (int)lround(value)); break;
+    case TB__WALKING:
         r = tb_cloth_world_set_walking(c->world, value >= 0.5);
         if (r == TB_CLOTH_OK) c->walking = value >= 0.5;
         break;
+    default: { /* TB__GRID: the cloth is rebuilt flat at the new resolution */
+        int n = (int)lround(value), w, h;
+        if (n == tb__grid(c))
+            return 0;
+        tb__grid_size(c, n, &w, &h);
+        tb_cloth_view v;
+        if (tb_cloth_world_get_cloth(c->world, 0, &v) != TB_CLOTH_OK)
+            return TB_EINVAL;
+        r = tb_cloth_world_set_grid(c->world, v.kind, w, h);
+        if (r != TB_CLOTH_OK)
+            return tb__err(r);
+        c->grabs.count = 0; /* the rebuild ended every grab on it */
+        return TB_WORLD_STATIC_CHANGED;
+    }
     }
     return tb__err(r);
 }
@@ -297,7 +345,13 @@ static int cloth_param_get(const void *world, const char *name, double *value)
     int i = tb__param_index(name);
     if (i < 0)
         return TB_EUNKNOWN;
-    *value = i == 0 ? c->wind : i == 1 ? c->wind_direction : i == 2 ? tb_cloth_world_iterations(c->world) : c->walking;
+    switch (i) {
+    case TB__WIND: *value = c->wind; break;
+    case TB__WIND_DIRECTION: *value = c->wind_direction; break;
+    case TB__ITERATIONS: *value = tb_cloth_world_iterations(c->world); break;
+    case TB__WALKING: *value = c->walking; break;
+    default: *value = tb__grid(c); break;
+    }
     return 0;
 }
 
@@ -315,51 +369,36 @@ typedef struct {
     uint32_t grab_client[TB_CLOTH_MAX_GRABS], grab_pointer[TB_CLOTH_MAX_GRABS];
     uint64_t world_len;
 } tb__cloth_save;
+TB_WORLD_SAVE_HEADER_OK(tb__cloth_save);
 
 static int cloth_save(const void *world, unsigned char **buf, size_t *len)
 {
     const tb__cloth *c = world;
-    size_t wlen = tb_cloth_world_save_size(c->world);
-    unsigned char *out = calloc(1, sizeof(tb__cloth_save) + wlen);
-    if (!out)
-        return TB_ENOMEM;
     tb__cloth_save h;
     memset(&h, 0, sizeof h);
-    h.magic = TB__SAVE_MAGIC;
-    h.header_size = sizeof h;
     h.scene = (int32_t)c->scene;
     h.walking = c->walking;
-    h.grab_count = c->grab_count;
     h.wind = c->wind;
     h.wind_direction = c->wind_direction;
     for (int a = 0; a < 3; a++) {
         h.bounds_min[a] = c->bounds_min[a];
         h.bounds_max[a] = c->bounds_max[a];
     }
-    for (int i = 0; i < c->grab_count; i++) {
-        h.grab_client[i] = c->grab_client[i];
-        h.grab_pointer[i] = c->grab_pointer[i];
-    }
-    h.world_len = wlen;
-    memcpy(out, &h, sizeof h);
-    size_t written = 0;
-    if (tb_cloth_world_save(c->world, out + sizeof h, wlen, &written) != TB_CLOTH_OK || written != wlen) {
-        free(out);
-        return TB_EINVAL;
-    }
-    *buf = out;
-    *len = sizeof h + wlen;
-    return 0;
+    h.grab_count = tb_world_grabs_copy(&c->grabs, h.grab_client, h.grab_pointer);
+    size_t wlen = tb_cloth_world_save_size(c->world), written = 0;
+    unsigned char *out = tb_world_save_begin(&h, sizeof h, TB__SAVE_MAGIC, wlen);
+    if (!out)
+        return TB_ENOMEM;
+    bool ok = tb_cloth_world_save(c->world, out + sizeof h, wlen, &written) == TB_CLOTH_OK && written == wlen;
+    return tb_world_save_end(out, ok, sizeof h + wlen, buf, len);
 }
 
 static int cloth_load(const char *scene, uint64_t seed, const unsigned char *buf, size_t len, void **out)
 {
     tb__cloth_save h;
-    if (len < sizeof h)
-        return TB_EINVAL;
-    memcpy(&h, buf, sizeof h);
-    if (h.magic != TB__SAVE_MAGIC || h.header_size != sizeof h || h.world_len != len - sizeof h ||
-        h.grab_count < 0 || h.grab_count > TB_CLOTH_MAX_GRABS || !isfinite(h.wind) || !isfinite(h.wind_direction))
+    const unsigned char *image = tb_world_load_begin(buf, len, TB__SAVE_MAGIC, &h, sizeof h);
+    if (!image || h.grab_count < 0 || h.grab_count > TB_CLOTH_MAX_GRABS || !isfinite(h.wind) ||
+        !isfinite(h.wind_direction))
         return TB_EINVAL;
     for (int a = 0; a < 3; a++)
         if (!(h.bounds_min[a] >= -1e4 && h.bounds_max[a] <= 1e4 && h.bounds_min[a] < h.bounds_max[a]))
@@ -369,13 +408,13 @@ static int cloth_load(const char *scene, uint64_t seed, const unsigned char *buf
     if (rc < 0)
         return rc;
     tb__cloth *c = made;
-    if ((int32_t)c->scene != h.scene || tb_cloth_world_load(c->world, buf + sizeof h, len - sizeof h) != TB_CLOTH_OK) {
+    if ((int32_t)c->scene != h.scene || tb_cloth_world_load(c->world, image, h.world_len) != TB_CLOTH_OK) {
         cloth_destroy(c);
         return TB_EINVAL;
     }
+    /* the saved grabs' clients are gone after a restart: end their grabs */
     for (int i = 0; i < h.grab_count; i++)
         tb_cloth_world_grab_end(c->world, h.grab_client[i], h.grab_pointer[i]);
-    c->grab_count = 0;
     c->wind = h.wind;
     c->wind_direction = h.wind_direction;
     c->walking = h.walking != 0;
@@ -405,7 +444,7 @@ static int cloth_check(void *world)
             int a = i % 3;
             if (!isfinite(x) || x < c->bounds_min[a] - 20.0 || x > c->bounds_max[a] + 20.0) {
                 tb_cloth_world_reset(c->world);
-                c->grab_count = 0;
+                c->grabs.count = 0;
                 return 1;
             }
         }

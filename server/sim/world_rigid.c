@@ -397,13 +397,7 @@ static void rigid_fill_snapshot(void *world, tb_snap_input *in)
 
 static uint32_t rigid_max_bodies(const void *world) { return (uint32_t)((const tb__rigid *)world)->capacity; }
 
-static int tb__param_index(const char *name)
-{
-    for (int i = 0; i < TB__NPARAMS; i++)
-        if (strcmp(tb__params[i].name, name) == 0)
-            return i;
-    return -1;
-}
+static int tb__param_index(const char *name) { return tb_world_param_find(tb__params, TB__NPARAMS, name); }
 
 static int rigid_param_set(void *world, const char *name, double value)
 {
@@ -484,18 +478,13 @@ typedef struct {
     int32_t projectiles[TB__PROJECTILE_CAP];
     uint64_t world_len;
 } tb__rigid_save;
+TB_WORLD_SAVE_HEADER_OK(tb__rigid_save);
 
 static int rigid_save(const void *world, unsigned char **buf, size_t *len)
 {
     const tb__rigid *r = world;
-    size_t wlen = tb_rigid_world_save_size(r->world);
-    unsigned char *out = calloc(1, sizeof(tb__rigid_save) + wlen);
-    if (!out)
-        return TB_ENOMEM;
     tb__rigid_save h;
     memset(&h, 0, sizeof h);
-    h.magic = TB__SAVE_MAGIC;
-    h.header_size = sizeof h;
     h.scene = r->scene;
     h.capacity = r->capacity;
     h.seed = r->seed;
@@ -507,26 +496,19 @@ static int rigid_save(const void *world, unsigned char **buf, size_t *len)
     h.next_color = r->next_color;
     for (int i = 0; i < r->projectile_count; i++)
         h.projectiles[i] = r->projectiles[i];
-    h.world_len = wlen;
-    memcpy(out, &h, sizeof h);
-    size_t written = 0;
-    if (tb_rigid_world_save(r->world, out + sizeof h, wlen, &written) != TB_RIGID_OK || written != wlen) {
-        free(out);
-        return TB_EINVAL;
-    }
-    *buf = out;
-    *len = sizeof h + wlen;
-    return 0;
+    size_t wlen = tb_rigid_world_save_size(r->world), written = 0;
+    unsigned char *out = tb_world_save_begin(&h, sizeof h, TB__SAVE_MAGIC, wlen);
+    if (!out)
+        return TB_ENOMEM;
+    bool ok = tb_rigid_world_save(r->world, out + sizeof h, wlen, &written) == TB_RIGID_OK && written == wlen;
+    return tb_world_save_end(out, ok, sizeof h + wlen, buf, len);
 }
 
 static int rigid_load(const char *scene, uint64_t seed, const unsigned char *buf, size_t len, void **out)
 {
     tb__rigid_save h;
-    if (len < sizeof h)
-        return TB_EINVAL;
-    memcpy(&h, buf, sizeof h);
-    if (h.magic != TB__SAVE_MAGIC || h.header_size != sizeof h || h.world_len != len - sizeof h ||
-        h.scene != tb__scene_id(scene) || h.projectile_count < 0 || h.projectile_count > TB__PROJECTILE_CAP)
+    const unsigned char *image = tb_world_load_begin(buf, len, TB__SAVE_MAGIC, &h, sizeof h);
+    if (!image || h.scene != tb__scene_id(scene) || h.projectile_count < 0 || h.projectile_count > TB__PROJECTILE_CAP)
         return TB_EINVAL;
     void *made = NULL;
     int rc = rigid_create(scene, h.seed, &made);
@@ -534,7 +516,7 @@ static int rigid_load(const char *scene, uint64_t seed, const unsigned char *buf
         return rc;
     tb__rigid *r = made;
     int err = 0;
-    tb_rigid_world *loaded = tb_rigid_world_load(buf + sizeof h, len - sizeof h, &err);
+    tb_rigid_world *loaded = tb_rigid_world_load(image, h.world_len, &err);
     if (!loaded || tb_rigid_world_body_capacity(loaded) != r->capacity) {
         tb_rigid_world_destroy(loaded);
         rigid_destroy(r);

@@ -15,8 +15,7 @@
 typedef struct {
     tb_soft_world *world;
     tb_soft_def def;
-    uint32_t grab_client[TB_SOFT_MAX_GRABS], grab_pointer[TB_SOFT_MAX_GRABS];
-    int grab_count; /* (client, pointer) pairs holding a grab, to end them on leave */
+    tb_world_grabs grabs; /* (client, pointer) pairs holding a grab, to end them on leave */
 } tb__soft;
 
 static const tb_world_param tb__params[] = {
@@ -25,6 +24,7 @@ static const tb_world_param tb__params[] = {
     {"volume", 0, 1, 1, 1},
 };
 #define TB__NPARAMS (int)(sizeof tb__params / sizeof tb__params[0])
+_Static_assert(TB_SOFT_MAX_GRABS <= TB_WORLD_MAX_GRABS, "the grab table holds every grab the world accepts");
 
 static int soft_create(const char *scene, uint64_t seed, void **out)
 {
@@ -67,16 +67,6 @@ static int tb__err(tb_soft_result r)
     }
 }
 
-static void tb__forget_grab(tb__soft *s, uint32_t client, uint32_t pointer)
-{
-    for (int i = 0; i < s->grab_count; i++)
-        if (s->grab_client[i] == client && s->grab_pointer[i] == pointer) {
-            s->grab_client[i] = s->grab_client[--s->grab_count];
-            s->grab_pointer[i] = s->grab_pointer[s->grab_count];
-            return;
-        }
-}
-
 static int soft_apply_input(void *world, const tb_input *in)
 {
     tb__soft *s = world;
@@ -85,27 +75,20 @@ static int soft_apply_input(void *world, const tb_input *in)
     switch (in->type) {
     case TB_INPUT_GRAB_START:
         r = tb_soft_world_grab_start(s->world, in->client, in->pointer, p);
-        if (r == TB_SOFT_OK && s->grab_count < TB_SOFT_MAX_GRABS) {
-            s->grab_client[s->grab_count] = in->client;
-            s->grab_pointer[s->grab_count++] = in->pointer;
-        }
+        if (r == TB_SOFT_OK)
+            tb_world_grabs_add(&s->grabs, in->client, in->pointer);
         return tb__err(r);
     case TB_INPUT_GRAB_MOVE:
         return tb__err(tb_soft_world_grab_move(s->world, in->client, in->pointer, p));
     case TB_INPUT_GRAB_END:
-        tb__forget_grab(s, in->client, in->pointer);
+        tb_world_grabs_forget(&s->grabs, in->client, in->pointer);
         return tb__err(tb_soft_world_grab_end(s->world, in->client, in->pointer));
-    case TB_INPUT_LEAVE:
-        for (int i = 0; i < s->grab_count;) {
-            if (s->grab_client[i] == in->client) {
-                tb_soft_world_grab_end(s->world, s->grab_client[i], s->grab_pointer[i]);
-                s->grab_client[i] = s->grab_client[--s->grab_count];
-                s->grab_pointer[i] = s->grab_pointer[s->grab_count];
-            } else {
-                i++;
-            }
-        }
+    case TB_INPUT_LEAVE: {
+        uint32_t pointer;
+        while (tb_world_grabs_take(&s->grabs, in->client, &pointer))
+            tb_soft_world_grab_end(s->world, in->client, pointer);
         return 0;
+    }
     case TB_INPUT_POKE: {
         float strength = sqrtf(in->vec[0] * in->vec[0] + in->vec[1] * in->vec[1] + in->vec[2] * in->vec[2]);
         float depth = tb_clampf(0.05f * strength, 0.05f, TB_SOFT_PRESS_DEPTH_MAX);
@@ -115,7 +98,7 @@ static int soft_apply_input(void *world, const tb_input *in)
         if (in->flags)
             return TB_ENOTSUP;
         tb_soft_world_reset(s->world);
-        s->grab_count = 0;
+        s->grabs.count = 0;
         return 0;
     case TB_INPUT_CONTACTS:
         return 0;
@@ -168,13 +151,7 @@ static void soft_fill_snapshot(void *world, tb_snap_input *in)
 
 static uint32_t soft_max_bodies(const void *world) { return 0; }
 
-static int tb__param_index(const char *name)
-{
-    for (int i = 0; i < TB__NPARAMS; i++)
-        if (strcmp(tb__params[i].name, name) == 0)
-            return i;
-    return -1;
-}
+static int tb__param_index(const char *name) { return tb_world_param_find(tb__params, TB__NPARAMS, name); }
 
 static int soft_param_set(void *world, const char *name, double value)
 {
@@ -221,61 +198,45 @@ typedef struct {
     uint32_t grab_client[TB_SOFT_MAX_GRABS], grab_pointer[TB_SOFT_MAX_GRABS];
     uint64_t world_len;
 } tb__soft_save;
+TB_WORLD_SAVE_HEADER_OK(tb__soft_save);
 
 static int soft_save(const void *world, unsigned char **buf, size_t *len)
 {
     const tb__soft *s = world;
-    size_t wlen = tb_soft_world_save_size(s->world);
-    unsigned char *out = calloc(1, sizeof(tb__soft_save) + wlen);
-    if (!out)
-        return TB_ENOMEM;
     tb__soft_save h;
     memset(&h, 0, sizeof h);
-    h.magic = TB__SAVE_MAGIC;
-    h.header_size = sizeof h;
     h.stiffness = s->def.stiffness;
     h.plasticity = s->def.plasticity;
     h.volume = s->def.volume_preservation;
     h.substeps = s->def.substeps;
-    h.grab_count = s->grab_count;
-    for (int i = 0; i < s->grab_count; i++) {
-        h.grab_client[i] = s->grab_client[i];
-        h.grab_pointer[i] = s->grab_pointer[i];
-    }
-    h.world_len = wlen;
-    memcpy(out, &h, sizeof h);
-    size_t written = 0;
-    if (tb_soft_world_save(s->world, out + sizeof h, wlen, &written) != TB_SOFT_OK || written != wlen) {
-        free(out);
-        return TB_EINVAL;
-    }
-    *buf = out;
-    *len = sizeof h + wlen;
-    return 0;
+    h.grab_count = tb_world_grabs_copy(&s->grabs, h.grab_client, h.grab_pointer);
+    size_t wlen = tb_soft_world_save_size(s->world), written = 0;
+    unsigned char *out = tb_world_save_begin(&h, sizeof h, TB__SAVE_MAGIC, wlen);
+    if (!out)
+        return TB_ENOMEM;
+    bool ok = tb_soft_world_save(s->world, out + sizeof h, wlen, &written) == TB_SOFT_OK && written == wlen;
+    return tb_world_save_end(out, ok, sizeof h + wlen, buf, len);
 }
 
 static int soft_load(const char *scene, uint64_t seed, const unsigned char *buf, size_t len, void **out)
 {
     tb__soft_save h;
-    if (len < sizeof h)
-        return TB_EINVAL;
-    memcpy(&h, buf, sizeof h);
-    if (h.magic != TB__SAVE_MAGIC || h.header_size != sizeof h || h.world_len != len - sizeof h ||
-        h.grab_count < 0 || h.grab_count > TB_SOFT_MAX_GRABS || !(h.stiffness >= 0.0f && h.stiffness <= 1.0f) ||
-        h.substeps < 1 || h.substeps > TB_SOFT_SUBSTEPS_MAX)
+    const unsigned char *image = tb_world_load_begin(buf, len, TB__SAVE_MAGIC, &h, sizeof h);
+    if (!image || h.grab_count < 0 || h.grab_count > TB_SOFT_MAX_GRABS ||
+        !(h.stiffness >= 0.0f && h.stiffness <= 1.0f) || h.substeps < 1 || h.substeps > TB_SOFT_SUBSTEPS_MAX)
         return TB_EINVAL;
     void *made = NULL;
     int rc = soft_create(scene, seed, &made);
     if (rc < 0)
         return rc;
     tb__soft *s = made;
-    if (tb_soft_world_load(s->world, buf + sizeof h, len - sizeof h) != TB_SOFT_OK) {
+    if (tb_soft_world_load(s->world, image, h.world_len) != TB_SOFT_OK) {
         soft_destroy(s);
         return TB_EINVAL;
     }
+    /* the saved grabs' clients are gone: ending them commits what they pulled */
     for (int i = 0; i < h.grab_count; i++)
         tb_soft_world_grab_end(s->world, h.grab_client[i], h.grab_pointer[i]);
-    s->grab_count = 0;
     s->def.stiffness = h.stiffness;
     s->def.plasticity = h.plasticity != 0;
     s->def.volume_preservation = h.volume != 0;
@@ -296,7 +257,7 @@ static int soft_check(void *world)
     for (int i = 0; i < 3 * tb_soft_world_vertex_count(s->world); i++)
         if (!isfinite(p[i]) || fabsf(p[i]) > limit) {
             tb_soft_world_reset(s->world);
-            s->grab_count = 0;
+            s->grabs.count = 0;
             return 1;
         }
     return 0;

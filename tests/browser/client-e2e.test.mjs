@@ -168,6 +168,24 @@ test('the flag renders and a drag pulls it', { skip }, async () => {
   await shot(page, 'e2e-flag');
 });
 
+test('the cloth grid slider rebuilds the flag at the new resolution', { skip }, async () => {
+  const room = uniq('grid');
+  const { page } = await openRoom(room, 'cloth', 'flag');
+  const size = (p) => p.evaluate(() => { const c = window.__tumble.desc.cloths[0]; return [c.w, c.h, window.__tumble.verts(c.key)?.length]; });
+  assert.deepEqual(await size(page), [16, 10, 3 * 160]);
+  // lil-gui's number field: type a value and press Enter (the slider sends on release only).
+  const field = page.locator('[data-param="grid"] input').first();
+  await field.fill('24');
+  await field.press('Enter');
+  await page.waitForFunction(() => window.__tumble.desc.cloths[0].w === 24 && window.__tumble.verts(window.__tumble.desc.cloths[0].key)?.length === 3 * 360,
+    null, { timeout: 60000, polling: 250 });
+  assert.deepEqual(await size(page), [24, 15, 3 * 360]);
+  const sent = await page.evaluate(() => window.__tumble.sent.filter((i) => i.type === 'param' && i.name === 'grid').map((i) => i.value));
+  assert.deepEqual(sent, [24], 'one param message, on release');
+  assert.equal(await page.evaluate(() => window.__tumble.params.grid), 24);
+  await shot(page, 'e2e-flag-grid-24');
+});
+
 test('the cape room shows the walking figure with its cape', { skip }, async () => {
   const { page } = await openRoom(uniq('cape'), 'cloth', 'cape');
   const info = await page.evaluate(() => ({ caps: window.__tumble.desc.capsules.length, cloth: window.__tumble.desc.cloths[0].key }));
@@ -186,6 +204,15 @@ test('the dough renders, two pointers stretch it and it keeps the shape', { skip
     for (let i = 0; i < v.length; i += 3) { lo = Math.min(lo, v[i]); hi = Math.max(hi, v[i]); }
     return hi - lo;
   });
+  // The soft world has no floor (it holds the dough's centre on the origin): the board
+  // follows the dough's lowest point, so the dough rests on it in any shape.
+  const resting = () => page.evaluate(() => {
+    const v = window.__tumble.verts(window.__tumble.desc.soft.key); let lo = Infinity;
+    for (let i = 1; i < v.length; i += 3) lo = Math.min(lo, v[i]);
+    return { lowest: lo, board: window.__tumble.view.floorY() };
+  });
+  const r0 = await resting();
+  assert.ok(Math.abs(r0.lowest - r0.board) < 0.02, `round dough on the board: lowest ${r0.lowest.toFixed(3)}, board ${r0.board.toFixed(3)}`);
   const w0 = await extent();
   const c = await page.evaluate(() => { const r = document.querySelector('.stage-canvas').getBoundingClientRect(); return { x: r.left + r.width / 2, y: r.top + r.height / 2 }; });
   // Two pointers at once (touch-like ids), pulling left and right.
@@ -202,6 +229,8 @@ test('the dough renders, two pointers stretch it and it keeps the shape', { skip
   const grabs = await page.evaluate(() => window.__tumble.sent.filter((i) => i.type === 'grab' && i.phase === 'start').map((i) => i.pointer));
   assert.deepEqual(grabs.sort(), [21, 22], 'one grab per pointer');
   assert.ok(w1 > w0 * 1.08, `dough width ${w0.toFixed(2)} -> ${w1.toFixed(2)}`);
+  const r1 = await resting();
+  assert.ok(Math.abs(r1.lowest - r1.board) < 0.02, `stretched dough on the board: lowest ${r1.lowest.toFixed(3)}, board ${r1.board.toFixed(3)}`);
   await shot(page, 'e2e-dough-stretched');
 });
 

@@ -608,6 +608,50 @@ static void welcome_common(const char *room, const char *kind, const char *scene
     wel.peers[1].id = 3; strcpy(wel.peers[1].name, "Grace");
 }
 
+/* One snapshot sequence: an encoder and a decoder for the welcome's frame,
+ * and the buffer each message is written into before it is checked. */
+typedef struct {
+    tb_snap_encoder *enc;
+    tb_snap_decoder *dec;
+    msgpack_sbuffer sb;
+} seq;
+
+static void seq_begin(seq *q, uint32_t max_bodies)
+{
+    tb_proto_frame fr;
+    tb_proto_frame_from_static(&fr, &wel.st);
+    q->enc = tb_snap_encoder_create(&fr, max_bodies);
+    q->dec = tb_snap_decoder_create(max_bodies);
+    assert_non_null(q->enc);
+    assert_non_null(q->dec);
+    msgpack_sbuffer_init(&q->sb);
+}
+
+/* Encodes the state in as the welcome's keyframe: vector `name`. */
+static void seq_welcome(seq *q, const tb_snap_input *in, const char *name)
+{
+    tb_proto_err err;
+    assert_int_equal(tb_snap_encoder_step(q->enc, in, &err), TB_OK);
+    tb_proto_encode_welcome(&q->sb, &wel, tb_snap_encoder_key(q->enc));
+    server_vector(name, &q->sb, q->dec);
+}
+
+/* Steps the encoder to the state in and writes its delta: vector `name`. */
+static void seq_delta(seq *q, const tb_snap_input *in, uint32_t last_seq, const char *name)
+{
+    tb_proto_err err;
+    tb_snap_encoder_step(q->enc, in, &err);
+    tb_snap_write_sbuf(&q->sb, tb_snap_encoder_delta(q->enc), last_seq);
+    server_vector(name, &q->sb, q->dec);
+}
+
+static void seq_end(seq *q)
+{
+    msgpack_sbuffer_destroy(&q->sb);
+    tb_snap_encoder_destroy(q->enc);
+    tb_snap_decoder_destroy(q->dec);
+}
+
 static void rot_y(float q[4], float angle) { q[0] = 0; q[1] = sinf(angle / 2); q[2] = 0; q[3] = cosf(angle / 2); }
 
 static void tower_sequence(void)
@@ -632,50 +676,35 @@ static void tower_sequence(void)
         b[i].pos[0] = (float)((int)(i % 3) - 1) * 0.5f; b[i].pos[1] = 0.075f + 0.15f * (float)(i / 3); b[i].pos[2] = 0;
         rot_y(b[i].rot, (i / 3) % 2 ? 1.5707964f : 0.0f);
     }
-    tb_proto_frame fr;
-    tb_proto_frame_from_static(&fr, &wel.st);
-    tb_snap_encoder *enc = tb_snap_encoder_create(&fr, 16);
-    tb_snap_decoder *dec = tb_snap_decoder_create(16);
-    tb_proto_err err;
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
+    seq q;
+    seq_begin(&q, 16);
     tb_snap_input in = {.tick = 1000, .awake = 0, .bodies = b, .body_count = n};
-    assert_int_equal(tb_snap_encoder_step(enc, &in, &err), TB_OK);
-    tb_proto_encode_welcome(&sb, &wel, tb_snap_encoder_key(enc));
-    server_vector("seq_tower_00_welcome", &sb, dec);
+    seq_welcome(&q, &in, "seq_tower_00_welcome");
 
     /* the ball is thrown in: spawn */
     b[n] = (tb_proto_body){.id = 100, .shape = {TB_SHAPE_SPHERE, 5, 0x2050ff, {0.3f, 0, 0}}, .pos = {0, 0.4f, 3}, .rot = {0, 0, 0, 1}};
     in.body_count = ++n; in.tick = 1002; in.awake = 1;
-    tb_snap_encoder_step(enc, &in, &err);
-    tb_snap_write_sbuf(&sb, tb_snap_encoder_delta(enc), 9);
-    server_vector("seq_tower_01_spawn", &sb, dec);
+    seq_delta(&q, &in, 9, "seq_tower_01_spawn");
 
     /* the ball flies and hits; planks move */
     for (int t = 2; t <= 4; t++) {
         b[6].pos[2] -= 0.2f; b[6].pos[1] += 0.01f;
         if (t >= 3) for (int i = 0; i < 3; i++) { b[i].pos[2] -= 0.02f * (float)(t - 2); rot_y(b[i].rot, 0.03f * (float)(t - 2)); }
         in.tick = 1000 + 2 * (uint32_t)t; in.awake = t >= 3 ? 4 : 1;
-        tb_snap_encoder_step(enc, &in, &err);
-        tb_snap_write_sbuf(&sb, tb_snap_encoder_delta(enc), 9);
         char name[64];
         snprintf(name, sizeof name, "seq_tower_%02d_move", t);
-        server_vector(name, &sb, dec);
+        seq_delta(&q, &in, 9, name);
     }
     /* a keyframe, as a late or slow client would get it */
-    tb_snap_write_sbuf(&sb, tb_snap_encoder_key(enc), 9);
-    server_vector("seq_tower_05_key", &sb, dec);
+    tb_snap_write_sbuf(&q.sb, tb_snap_encoder_key(q.enc), 9);
+    server_vector("seq_tower_05_key", &q.sb, q.dec);
     /* everything at rest: the smallest message */
     in.tick = 1010; in.awake = 0;
-    tb_snap_encoder_step(enc, &in, &err);
-    tb_snap_write_sbuf(&sb, tb_snap_encoder_delta(enc), 10);
-    server_vector("seq_tower_06_rest", &sb, dec);
+    seq_delta(&q, &in, 10, "seq_tower_06_rest");
     /* the ball is removed (rebuild) and a plank turns over its largest component */
     n--; in.body_count = n; in.tick = 1012; in.awake = 1;
     b[5].rot[0] = 0.7071068f; b[5].rot[1] = 0; b[5].rot[2] = 0; b[5].rot[3] = 0.7071068f - 0.01f;
-    tb_snap_encoder_step(enc, &in, &err);
-    tb_snap_write_sbuf(&sb, tb_snap_encoder_delta(enc), 300);
-    server_vector("seq_tower_07_remove", &sb, dec);
+    seq_delta(&q, &in, 300, "seq_tower_07_remove");
     /* a die appears with the smallest id, and body 3 is replaced by a ball under the same id
      * (remove + spawn in one delta; spawns land between kept bodies) */
     memmove(&b[1], &b[0], n * sizeof b[0]);
@@ -684,12 +713,8 @@ static void tower_sequence(void)
     b[3].shape = (tb_proto_shape){TB_SHAPE_SPHERE, 5, 0xff0000, {0.22f, 0, 0}};
     b[4].pos[1] += 0.1f;
     in.body_count = n; in.tick = 1014; in.awake = 2;
-    tb_snap_encoder_step(enc, &in, &err);
-    tb_snap_write_sbuf(&sb, tb_snap_encoder_delta(enc), 301);
-    server_vector("seq_tower_08_replace", &sb, dec);
-    msgpack_sbuffer_destroy(&sb);
-    tb_snap_encoder_destroy(enc);
-    tb_snap_decoder_destroy(dec);
+    seq_delta(&q, &in, 301, "seq_tower_08_replace");
+    seq_end(&q);
 }
 
 static void cloth_sequence(void)
@@ -721,18 +746,11 @@ static void cloth_sequence(void)
     float v[NV * 3];
     for (int i = 0; i < NV; i++) { v[3 * i] = -1.0f + 0.4f * (float)(i % W); v[3 * i + 1] = 3.0f - 0.3f * (float)(i / W); v[3 * i + 2] = 0; }
     tb_proto_body fig_body = {.id = 1, .shape = {TB_SHAPE_CAPSULE, 0, 0x303040, {0.25f, 0.5f, 0}}, .pos = {1.5f, 1.0f, 0}, .rot = {0, 0, 0, 1}};
-    tb_proto_frame fr;
-    tb_proto_frame_from_static(&fr, &wel.st);
-    tb_snap_encoder *enc = tb_snap_encoder_create(&fr, 4);
-    tb_snap_decoder *dec = tb_snap_decoder_create(4);
-    tb_proto_err err;
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
+    seq q;
+    seq_begin(&q, 4);
     tb_snap_input in = {.tick = 50, .awake = 1, .bodies = &fig_body, .body_count = 1};
     in.verts[0] = v;
-    tb_snap_encoder_step(enc, &in, &err);
-    tb_proto_encode_welcome(&sb, &wel, tb_snap_encoder_key(enc));
-    server_vector("seq_flag_00_welcome", &sb, dec);
+    seq_welcome(&q, &in, "seq_flag_00_welcome");
     for (int s = 1; s <= 3; s++) {
         for (int i = 0; i < NV; i++) {
             if (i % W == 0) continue;   /* pinned column */
@@ -741,15 +759,11 @@ static void cloth_sequence(void)
         }
         fig_body.pos[0] -= 0.02f;
         in.tick = 50 + 2 * (uint32_t)s;
-        tb_snap_encoder_step(enc, &in, &err);
-        tb_snap_write_sbuf(&sb, tb_snap_encoder_delta(enc), (uint32_t)s);
         char name[64];
         snprintf(name, sizeof name, "seq_flag_%02d_wind", s);
-        server_vector(name, &sb, dec);
+        seq_delta(&q, &in, (uint32_t)s, name);
     }
-    msgpack_sbuffer_destroy(&sb);
-    tb_snap_encoder_destroy(enc);
-    tb_snap_decoder_destroy(dec);
+    seq_end(&q);
 }
 
 static void dough_sequence(void)
@@ -771,38 +785,27 @@ static void dough_sequence(void)
     const float p = 1.618034f;
     float v[36] = {-1, p, 0, 1, p, 0, -1, -p, 0, 1, -p, 0, 0, -1, p, 0, 1, p, 0, -1, -p, 0, 1, -p, p, 0, -1, p, 0, 1, -p, 0, -1, -p, 0, 1};
     for (int i = 0; i < 36; i++) v[i] = v[i] * 0.3f + (i % 3 == 1 ? 0.6f : 0.0f);
-    tb_proto_frame fr;
-    tb_proto_frame_from_static(&fr, &wel.st);
-    tb_snap_encoder *enc = tb_snap_encoder_create(&fr, 4);
-    tb_snap_decoder *dec = tb_snap_decoder_create(4);
-    tb_proto_err err;
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
+    seq q;
+    seq_begin(&q, 4);
     tb_snap_input in = {.tick = 7, .awake = 0};
     in.verts[0] = v;
-    tb_snap_encoder_step(enc, &in, &err);
-    tb_proto_encode_welcome(&sb, &wel, tb_snap_encoder_key(enc));
-    server_vector("seq_dough_00_welcome", &sb, dec);
+    seq_welcome(&q, &in, "seq_dough_00_welcome");
     /* two pulls: vertex 1 and vertex 8 dragged outward */
     for (int s = 1; s <= 2; s++) {
         v[3 * 1 + 0] += 0.05f; v[3 * 1 + 1] += 0.04f;
         v[3 * 8 + 0] += 0.03f * (float)s;
         for (int i = 0; i < 12; i++) v[3 * i + 1] -= 0.001f;
         in.tick = 7 + 2 * (uint32_t)s;
-        tb_snap_encoder_step(enc, &in, &err);
-        tb_snap_write_sbuf(&sb, tb_snap_encoder_delta(enc), 20 + (uint32_t)s);
         char name[64];
         snprintf(name, sizeof name, "seq_dough_%02d_pull", s);
-        server_vector(name, &sb, dec);
+        seq_delta(&q, &in, 20 + (uint32_t)s, name);
     }
     /* a new scene (same room): new static description and a keyframe */
     strcpy(wel.scene, "dough");
     wel.params[0].value = 0.8;
-    tb_proto_encode_scene(&sb, &wel, tb_snap_encoder_key(enc));
-    server_vector("seq_dough_03_scene", &sb, dec);
-    msgpack_sbuffer_destroy(&sb);
-    tb_snap_encoder_destroy(enc);
-    tb_snap_decoder_destroy(dec);
+    tb_proto_encode_scene(&q.sb, &wel, tb_snap_encoder_key(q.enc));
+    server_vector("seq_dough_03_scene", &q.sb, q.dec);
+    seq_end(&q);
 }
 
 /* js_*.mpk: written by proto/js/gen-vectors.mjs; the C decoder must agree with their JSON. */

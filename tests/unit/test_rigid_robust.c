@@ -10,18 +10,9 @@
 
 #include "physics/rigid.h"
 #include "physics/rigid_scenes.h"
+#include "unit/rigid_fixture.h"
 
-#define DT (1.0f / 120.0f)
-
-static tb_rigid_world *tray_world(int capacity)
-{
-    tb_rigid_world_def def = tb_rigid_world_def_default();
-    def.body_capacity = capacity;
-    tb_rigid_world *w = tb_rigid_world_create(&def);
-    assert_non_null(w);
-    assert_int_equal(tb_rigid_scene_tray(w), TB_RIGID_OK);
-    return w;
-}
+#define DT TB_TEST_DT
 
 /* Signed distance from a sphere to a box (negative: overlap depth). */
 static float sphere_box_gap(tb_vec3 c, float r, tb_vec3 bp, tb_quat bq, tb_vec3 h)
@@ -45,7 +36,7 @@ static void fast_ball_does_not_tunnel_through_plank(void **state)
     const float densities[] = {0.6f, 600.0f}; /* a light plank is knocked away, a heavy one stops the ball */
     for (int si = 0; si < 2; si++) {
         for (int di = 0; di < 2; di++) {
-            tb_rigid_world *w = tray_world(4);
+            tb_rigid_world *w = tb_test_tray_world(4);
             tb_rigid_body_def plank = tb_rigid_body_def_default();
             plank.half_extents = tb_v3(0.75f, 0.15f, 0.24f);
             plank.rotation = tb_q_axis_angle(tb_v3(0, 0, 1), 0.5f * TB_PI); /* long axis up, thin axis along x */
@@ -85,7 +76,7 @@ static void fast_ball_does_not_tunnel_through_plank(void **state)
 static void random_impulses_never_produce_nan(void **state)
 {
     (void)state;
-    tb_rigid_world *w = tray_world(TB_SCENE_TOWER_BODIES + 8);
+    tb_rigid_world *w = tb_test_tray_world(TB_SCENE_TOWER_BODIES + 8);
     int planks[TB_TOWER_PLANKS];
     assert_int_equal(tb_rigid_scene_tower(w, planks), TB_RIGID_OK);
     tb_rigid_scene_tower_launch_ball(w);
@@ -141,7 +132,7 @@ static void resting_box_never_gains_energy(void **state)
     const float yaw[] = {0.0f, 0.3f, 1.1f};
     const float lift[] = {0.0f, 0.0f, 0.001f};
     for (int k = 0; k < 3; k++) {
-        tb_rigid_world *w = tray_world(2);
+        tb_rigid_world *w = tb_test_tray_world(2);
         tb_rigid_body_def d = tb_rigid_body_def_default();
         d.half_extents = tb_v3(0.4f, 0.25f, 0.3f);
         d.position = tb_v3(0.5f, 0.25f + lift[k], -0.2f);

@@ -13,23 +13,23 @@
 #include "physics/rigid.h"
 #include "physics/rigid_core.h"
 #include "physics/rigid_scenes.h"
+#include "unit/rigid_fixture.h"
 
-#define DT (1.0f / 120.0f)
+#define DT TB_TEST_DT
 
-static tb_rigid_world *tray_world(int capacity)
+/* Two boxes stacked at the origin, stepped until both sleep. */
+static tb_rigid_world *sleeping_stack(int *bottom, int *top)
 {
-    tb_rigid_world_def def = tb_rigid_world_def_default();
-    def.body_capacity = capacity;
-    tb_rigid_world *w = tb_rigid_world_create(&def);
-    assert_non_null(w);
-    assert_int_equal(tb_rigid_scene_tray(w), TB_RIGID_OK);
+    tb_rigid_world *w = tb_test_tray_world(4);
+    tb_rigid_body_def d = tb_rigid_body_def_default();
+    d.position = tb_v3(0.0f, 0.25f, 0.0f);
+    *bottom = tb_rigid_world_add_body(w, &d);
+    d.position = tb_v3(0.0f, 0.751f, 0.0f);
+    *top = tb_rigid_world_add_body(w, &d);
+    tb_test_step_for(w, 1.0f);
+    assert_false(tb_rigid_body_is_awake(w, *bottom));
+    assert_false(tb_rigid_body_is_awake(w, *top));
     return w;
-}
-
-static void step_for(tb_rigid_world *w, float seconds)
-{
-    int n = (int)(seconds / DT + 0.5f);
-    for (int i = 0; i < n; i++) assert_int_equal(tb_rigid_world_step(w, DT), TB_RIGID_OK);
 }
 
 /* ---- ids ----------------------------------------------------------------------------- */
@@ -37,7 +37,7 @@ static void step_for(tb_rigid_world *w, float seconds)
 static void removed_id_is_reused_and_capacity_is_enforced(void **state)
 {
     (void)state;
-    tb_rigid_world *w = tray_world(3);
+    tb_rigid_world *w = tb_test_tray_world(3);
     tb_rigid_body_def d = tb_rigid_body_def_default();
     int a = tb_rigid_world_add_body(w, &d), b = tb_rigid_world_add_body(w, &d), c = tb_rigid_world_add_body(w, &d);
     assert_int_equal(a, 0);
@@ -61,7 +61,7 @@ static void removed_id_is_reused_and_capacity_is_enforced(void **state)
 static void mass_comes_from_density(void **state)
 {
     (void)state;
-    tb_rigid_world *w = tray_world(2);
+    tb_rigid_world *w = tb_test_tray_world(2);
     tb_rigid_body_def d = tb_rigid_body_def_default();
     d.half_extents = tb_v3(0.75f, 0.15f, 0.24f);
     d.density = 0.6f;
@@ -81,11 +81,11 @@ static void mass_comes_from_density(void **state)
 static void bad_input_returns_errors_and_changes_nothing(void **state)
 {
     (void)state;
-    tb_rigid_world *w = tray_world(4);
+    tb_rigid_world *w = tb_test_tray_world(4);
     tb_rigid_body_def d = tb_rigid_body_def_default();
     d.position = tb_v3(0, 1, 0);
     int id = tb_rigid_world_add_body(w, &d);
-    step_for(w, 0.1f);
+    tb_test_step_for(w, 0.1f);
     size_t size = tb_rigid_world_save_size(w);
     unsigned char *before = malloc(size), *after = malloc(size);
     assert_int_equal(tb_rigid_world_save(w, before, size, NULL), TB_RIGID_OK);
@@ -158,11 +158,11 @@ static void world_def_out_of_range_is_refused(void **state)
 static void resting_box_reports_four_floor_contacts_carrying_its_weight(void **state)
 {
     (void)state;
-    tb_rigid_world *w = tray_world(2);
+    tb_rigid_world *w = tb_test_tray_world(2);
     tb_rigid_body_def d = tb_rigid_body_def_default();
     d.position = tb_v3(0.0f, 0.25f, 0.0f);
     int id = tb_rigid_world_add_body(w, &d);
-    step_for(w, 0.2f);
+    tb_test_step_for(w, 0.2f);
     assert_true(tb_rigid_body_is_awake(w, id));
     tb_rigid_contact_info c[16];
     int n = tb_rigid_world_get_contacts(w, c, 16);
@@ -194,7 +194,7 @@ static void resting_box_reports_four_floor_contacts_carrying_its_weight(void **s
 static void ray_cast_finds_the_closest_body(void **state)
 {
     (void)state;
-    tb_rigid_world *w = tray_world(4);
+    tb_rigid_world *w = tb_test_tray_world(4);
     tb_rigid_body_def d = tb_rigid_body_def_default();
     d.position = tb_v3(2.0f, 0.25f, 0.0f);
     int box = tb_rigid_world_add_body(w, &d);
@@ -219,13 +219,13 @@ static void ray_cast_finds_the_closest_body(void **state)
 static void body_slow_for_0_45_s_falls_asleep(void **state)
 {
     (void)state;
-    tb_rigid_world *w = tray_world(2);
+    tb_rigid_world *w = tb_test_tray_world(2);
     tb_rigid_body_def d = tb_rigid_body_def_default();
     d.position = tb_v3(0.0f, 0.25f, 0.0f);
     int id = tb_rigid_world_add_body(w, &d);
-    step_for(w, 0.40f);
+    tb_test_step_for(w, 0.40f);
     assert_true(tb_rigid_body_is_awake(w, id));
-    step_for(w, 0.1f);
+    tb_test_step_for(w, 0.1f);
     assert_false(tb_rigid_body_is_awake(w, id));
     assert_int_equal(tb_rigid_world_awake_count(w), 0);
     /* an impulse wakes it */
@@ -239,15 +239,9 @@ static void body_slow_for_0_45_s_falls_asleep(void **state)
 static void wake_spreads_through_contacts(void **state)
 {
     (void)state;
-    tb_rigid_world *w = tray_world(4);
+    int bottom, top;
+    tb_rigid_world *w = sleeping_stack(&bottom, &top);
     tb_rigid_body_def d = tb_rigid_body_def_default();
-    d.position = tb_v3(0.0f, 0.25f, 0.0f);
-    int bottom = tb_rigid_world_add_body(w, &d);
-    d.position = tb_v3(0.0f, 0.751f, 0.0f);
-    int top = tb_rigid_world_add_body(w, &d);
-    step_for(w, 1.0f);
-    assert_false(tb_rigid_body_is_awake(w, bottom));
-    assert_false(tb_rigid_body_is_awake(w, top));
     d.position = tb_v3(-2.0f, 0.25f, 0.0f);
     d.linear_velocity = tb_v3(6.0f, 0.0f, 0.0f);
     int hammer = tb_rigid_world_add_body(w, &d);
@@ -269,17 +263,11 @@ static void wake_spreads_through_contacts(void **state)
 static void removing_a_support_wakes_what_rested_on_it(void **state)
 {
     (void)state;
-    tb_rigid_world *w = tray_world(4);
-    tb_rigid_body_def d = tb_rigid_body_def_default();
-    d.position = tb_v3(0.0f, 0.25f, 0.0f);
-    int bottom = tb_rigid_world_add_body(w, &d);
-    d.position = tb_v3(0.0f, 0.751f, 0.0f);
-    int top = tb_rigid_world_add_body(w, &d);
-    step_for(w, 1.0f);
-    assert_false(tb_rigid_body_is_awake(w, top));
+    int bottom, top;
+    tb_rigid_world *w = sleeping_stack(&bottom, &top);
     assert_int_equal(tb_rigid_world_remove_body(w, bottom), TB_RIGID_OK);
     assert_true(tb_rigid_body_is_awake(w, top));
-    step_for(w, 1.0f);
+    tb_test_step_for(w, 1.0f);
     tb_vec3 p;
     tb_rigid_body_get_pose(w, top, &p, NULL);
     assert_float_equal(p.y, 0.25f, 0.01f);
@@ -303,7 +291,7 @@ static void same_scene_and_inputs_give_bit_identical_poses_after_10_s(void **sta
     (void)state;
     tb_rigid_world *w[2];
     for (int k = 0; k < 2; k++) {
-        w[k] = tray_world(16);
+        w[k] = tb_test_tray_world(16);
         tb_rigid_rng rng = tb_rigid_rng_seed(42);
         assert_int_equal(tb_rigid_scene_dice(w[k], &rng, NULL, NULL), TB_RIGID_OK);
         run_dice_with_inputs(w[k], 1200);
@@ -318,14 +306,7 @@ static void same_scene_and_inputs_give_bit_identical_poses_after_10_s(void **sta
     }
     assert_int_equal(n, 6);
     /* and the whole state, caches and timers included */
-    size_t size = tb_rigid_world_save_size(w[0]);
-    assert_int_equal(size, tb_rigid_world_save_size(w[1]));
-    unsigned char *a = malloc(size), *b = malloc(size);
-    tb_rigid_world_save(w[0], a, size, NULL);
-    tb_rigid_world_save(w[1], b, size, NULL);
-    assert_memory_equal(a, b, size);
-    free(a);
-    free(b);
+    tb_test_assert_same_saves(w[0], w[1]);
     tb_rigid_world_destroy(w[0]);
     tb_rigid_world_destroy(w[1]);
 }
@@ -333,12 +314,12 @@ static void same_scene_and_inputs_give_bit_identical_poses_after_10_s(void **sta
 static void loaded_world_steps_bit_identically_to_the_original(void **state)
 {
     (void)state;
-    tb_rigid_world *w = tray_world(32);
+    tb_rigid_world *w = tb_test_tray_world(32);
     int planks[TB_TOWER_PLANKS];
     tb_rigid_scene_tower(w, planks);
-    step_for(w, 1.6f);
+    tb_test_step_for(w, 1.6f);
     tb_rigid_scene_tower_launch_ball(w);
-    step_for(w, 0.3f); /* mid-collapse: many contacts in the cache, sleep timers running */
+    tb_test_step_for(w, 0.3f); /* mid-collapse: many contacts in the cache, sleep timers running */
     size_t size = tb_rigid_world_save_size(w);
     unsigned char *image = malloc(size);
     size_t written = 0;
@@ -350,15 +331,9 @@ static void loaded_world_steps_bit_identically_to_the_original(void **state)
     assert_int_equal(err, TB_RIGID_OK);
     assert_non_null(copy);
     assert_int_equal(tb_rigid_world_body_count(copy), 25);
-    step_for(w, 3.0f);
-    step_for(copy, 3.0f);
-    unsigned char *a = malloc(tb_rigid_world_save_size(w)), *b = malloc(tb_rigid_world_save_size(copy));
-    assert_int_equal(tb_rigid_world_save_size(w), tb_rigid_world_save_size(copy));
-    tb_rigid_world_save(w, a, tb_rigid_world_save_size(w), NULL);
-    tb_rigid_world_save(copy, b, tb_rigid_world_save_size(copy), NULL);
-    assert_memory_equal(a, b, tb_rigid_world_save_size(w));
-    free(a);
-    free(b);
+    tb_test_step_for(w, 3.0f);
+    tb_test_step_for(copy, 3.0f);
+    tb_test_assert_same_saves(w, copy);
     free(image);
     tb_rigid_world_destroy(copy);
     tb_rigid_world_destroy(w);
@@ -367,10 +342,10 @@ static void loaded_world_steps_bit_identically_to_the_original(void **state)
 static void load_rejects_truncated_or_corrupt_images(void **state)
 {
     (void)state;
-    tb_rigid_world *w = tray_world(8);
+    tb_rigid_world *w = tb_test_tray_world(8);
     tb_rigid_rng rng = tb_rigid_rng_seed(3);
     tb_rigid_scene_dice(w, &rng, NULL, NULL);
-    step_for(w, 0.5f);
+    tb_test_step_for(w, 0.5f);
     size_t size = tb_rigid_world_save_size(w);
     unsigned char *image = malloc(size), *bad = malloc(size);
     tb_rigid_world_save(w, image, size, NULL);
@@ -407,7 +382,7 @@ static void load_rejects_truncated_or_corrupt_images(void **state)
 static void internal_state_stays_consistent_through_a_collapse(void **state)
 {
     (void)state;
-    tb_rigid_world *w = tray_world(40);
+    tb_rigid_world *w = tb_test_tray_world(40);
     int planks[TB_TOWER_PLANKS];
     tb_rigid_scene_tower(w, planks);
     tb_rigid_rng rng = tb_rigid_rng_seed(11);

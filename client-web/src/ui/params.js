@@ -5,6 +5,10 @@
 // world by itself: the server decides and broadcasts.
 import GUI from 'lil-gui';
 
+// Parameters whose change rebuilds the room's meshes (the server answers with a new
+// scene, and this panel is rebuilt): sent once, when the slider is let go.
+const REBUILDS = new Set(['grid']);
+
 export function createParamsPanel(container, params, { send, showContacts = false, onContacts, compact = false }) {
   const gui = new GUI({ container, title: 'Room controls', width: 260 });
   gui.domElement.classList.add('tumble-gui');
@@ -18,6 +22,11 @@ export function createParamsPanel(container, params, { send, showContacts = fals
     const c = gui.add(values, p.name, p.min, p.max, step).name(p.label || p.name).decimals(decimals);
     c._decimals = decimals;
     c.domElement.dataset.param = p.name;
+    if (REBUILDS.has(p.name)) {
+      c.onFinishChange((v) => { c._localAt = performance.now(); send({ type: 'param', name: p.name, value: v }); });
+      ctrls.set(p.name, c);
+      continue;
+    }
     c.onChange((v) => {
       const now = performance.now();
       c._localAt = now;

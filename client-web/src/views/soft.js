@@ -4,6 +4,13 @@
 // the welcome); its vertex positions arrive in every state (state.verts[soft.key]).
 // Normals are recomputed every frame for smooth shading, and bounding volumes too,
 // so a ray still finds the dough after it has been pulled far out of its first shape.
+//
+// The floor: the soft world collides with nothing. It keeps the dough's centre of
+// mass on the origin (server/physics/soft_solver.c, recentre) and sends no floor
+// plane, so the board is a prop that must follow the dough: its top is kept at the
+// dough's lowest vertex (eased, so a stretch does not make it jump), and the dough
+// always rests on it instead of floating above or sinking into it. A server whose
+// description has an upward plane (a real floor) gets the board fixed on that plane.
 import * as THREE from 'three';
 import { shadowSize } from '../stage.js';
 import { RoundedBoxGeometry } from 'three/examples/jsm/geometries/RoundedBoxGeometry.js';
@@ -76,13 +83,15 @@ export function createSoftView(stage, desc) {
   root.add(dough);
 
   let placed = false;
+  const floorPlane = (desc.planes || []).find((p) => p.n[1] > 0.99); // n = +y: y = d
+  let floorY = 0;
   stage.frameSphere(new THREE.Vector3(0, 0.8, 0), 2.6, 0.5, 0, 38);
 
   return {
     kind: 'soft',
     root,
     counts: { awake: 0, asleep: 0, total: 0 },
-    update(state) {
+    update(state, dt = 1 / 60) {
       const v = state?.verts?.[soft.key];
       if (!v || v.length !== pos.length) return;
       pos.set(v);
@@ -91,12 +100,13 @@ export function createSoftView(stage, desc) {
       g.computeBoundingSphere();
       g.computeBoundingBox();
       dough.visible = true;
+      // The board's top: the description's floor plane, else the dough's lowest point
+      // (eased at ~10/s; the bounds are only the quantization box, not a floor).
+      const bb = g.boundingBox;
+      const want = floorPlane ? floorPlane.d : bb.min.y;
+      floorY = placed ? floorY + (want - floorY) * Math.min(1, dt * 10) : want;
+      stage3.position.y = floorY;
       if (!placed) {
-        // The board's top goes where the description says the floor is, else under the dough.
-        // The floor: the description's upward plane (n = +y: y = d), else under the dough.
-        // (The bounds are only the quantization box, often centred on the dough.)
-        const floor = (desc.planes || []).find((p) => p.n[1] > 0.99);
-        const bb = g.boundingBox, floorY = soft.floorY ?? (floor ? floor.d : bb.min.y);
         const c = bb.getCenter(new THREE.Vector3());
         stage3.position.set(c.x, floorY, c.z);
         key.target.position.copy(c);
@@ -105,6 +115,8 @@ export function createSoftView(stage, desc) {
         placed = true;
       }
     },
+    /** Height of the board's top (the floor the dough rests on). */
+    floorY: () => floorY,
     setShowContacts() {},
     /** The dough under the ray: nearest vertex, hit point and surface normal. */
     pick(raycaster) {

@@ -1,0 +1,178 @@
+/* test_world_cloth.c: the cloth rooms' adapter (sim/world_cloth.c) as the
+ * protocol sees it: capsules described in their body's local frame
+ * (PROTOCOL.md §6), and the `grid` parameter (range, rebuild, save/load). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "physics/cloth.h"
+#include "sim/error.h"
+#include "sim/world.h"
+
+extern const tb_world_ops tb_world_cloth_ops;
+static const tb_world_ops *ops = &tb_world_cloth_ops;
+static tb_proto_welcome desc; /* large: static storage */
+
+static void *room_world(const char *scene)
+{
+    void *w = NULL;
+    assert_int_equal(ops->create(scene, 1, &w), 0);
+    return w;
+}
+
+static const tb_proto_param *param(const tb_proto_welcome *d, const char *name)
+{
+    for (uint32_t i = 0; i < d->param_count; i++)
+        if (strcmp(d->params[i].name, name) == 0)
+            return &d->params[i];
+    fail_msg("no parameter %s", name);
+    return NULL;
+}
+
+/* Every static capsule names its body and, put through that body's pose,
+ * lands on the physics capsule's end points: a thin client needs nothing
+ * but the pose. Checked after the figure has walked a while. */
+static void capsules_are_body_local_and_follow_their_bodies(void **state)
+{
+    (void)state;
+    const char *scenes[] = {"flag", "cape"};
+    for (int s = 0; s < 2; s++) {
+        void *w = room_world(scenes[s]);
+        tb_cloth_def def = tb_cloth_def_default();
+        def.scene = s == 0 ? TB_CLOTH_SCENE_FLAG : TB_CLOTH_SCENE_CAPE;
+        tb_cloth_world *twin = tb_cloth_world_create(&def, NULL); /* the same scene, stepped alongside */
+        assert_non_null(twin);
+        for (int k = 0; k < 240; k++) {
+            ops->step(w, 1.0f / 120.0f);
+            tb_cloth_world_step(twin);
+        }
+        ops->describe(w, &desc);
+        tb_snap_input in;
+        ops->fill_snapshot(w, &in);
+        int n = tb_cloth_world_capsule_count(twin);
+        const tb_cloth_capsule *caps = tb_cloth_world_capsules(twin);
+        assert_int_equal(desc.st.capsule_count, n);
+        assert_int_equal(in.body_count, n);
+        for (int i = 0; i < n; i++) {
+            const tb_proto_capsule *c = &desc.st.capsules[i];
+            assert_true(c->has_body);
+            const tb_proto_body *b = &in.bodies[c->body];
+            assert_int_equal(b->id, c->body);
+            tb_quat q = tb_q(b->rot[0], b->rot[1], b->rot[2], b->rot[3]);
+            tb_vec3 pos = tb_v3(b->pos[0], b->pos[1], b->pos[2]);
+            tb_vec3 a = tb_v3_add(pos, tb_q_rotate(q, tb_v3((float)c->a[0], (float)c->a[1], (float)c->a[2])));
+            tb_vec3 e = tb_v3_add(pos, tb_q_rotate(q, tb_v3((float)c->b[0], (float)c->b[1], (float)c->b[2])));
+            /* sizes are snapped to 1/1024 m for the encoder */
+            assert_true(tb_v3_dist(a, caps[i].a) < 2e-3f);
+            assert_true(tb_v3_dist(e, caps[i].b) < 2e-3f);
+            assert_float_equal(c->radius, caps[i].radius, 1e-3);
+        }
+        tb_cloth_world_destroy(twin);
+        ops->destroy(w);
+    }
+}
+
+static void grid_is_a_parameter_with_the_scene_default(void **state)
+{
+    (void)state;
+    void *flag = room_world("flag"), *cape = room_world("cape");
+    ops->describe(flag, &desc);
+    const tb_proto_param *g = param(&desc, "grid");
+    assert_float_equal(g->min, 6, 0);
+    assert_float_equal(g->max, TB_CLOTH_GRID_MAX, 0);
+    assert_float_equal(g->step, 1, 0);
+    assert_float_equal(g->def, 16, 0); /* 16 x 10 */
+    assert_float_equal(g->value, 16, 0);
+    ops->describe(cape, &desc);
+    g = param(&desc, "grid");
+    assert_float_equal(g->def, 17, 0); /* 12 x 17 */
+    assert_float_equal(g->value, 17, 0);
+    ops->destroy(flag);
+    ops->destroy(cape);
+}
+
+/* A new grid rebuilds the cloth at that resolution, keeping the scene's
+ * proportions, and tells the room its static description changed. */
+static void grid_change_rebuilds_the_mesh_and_changes_the_static_description(void **state)
+{
+    (void)state;
+    void *w = room_world("flag");
+    assert_int_equal(ops->param_set(w, "grid", 24), TB_WORLD_STATIC_CHANGED);
+    ops->describe(w, &desc);
+    assert_int_equal(desc.st.mesh_count, 1);
+    assert_int_equal(desc.st.meshes[0].grid_w, 24);
+    assert_int_equal(desc.st.meshes[0].grid_h, 15);
+    assert_int_equal(desc.st.meshes[0].verts, 24 * 15);
+    assert_int_equal(desc.st.meshes[0].pin_count, 15); /* the flag's first column */
+    double v = 0;
+    assert_int_equal(ops->param_get(w, "grid", &v), 0);
+    assert_float_equal(v, 24, 0);
+    /* the same value again changes nothing */
+    assert_int_equal(ops->param_set(w, "grid", 24), 0);
+    for (int k = 0; k < 120; k++)
+        ops->step(w, 1.0f / 120.0f);
+    tb_snap_input in;
+    ops->fill_snapshot(w, &in);
+    for (int i = 0; i < 3 * 24 * 15; i++)
+        assert_true(isfinite(in.verts[0][i]));
+    ops->destroy(w);
+
+    w = room_world("cape");
+    assert_int_equal(ops->param_set(w, "grid", 34), TB_WORLD_STATIC_CHANGED);
+    ops->describe(w, &desc);
+    assert_int_equal(desc.st.meshes[0].grid_w, 24);
+    assert_int_equal(desc.st.meshes[0].grid_h, 34);
+    ops->destroy(w);
+}
+
+static void grid_out_of_range_or_not_finite_is_refused_and_changes_nothing(void **state)
+{
+    (void)state;
+    void *w = room_world("flag");
+    const double bad[] = {5, 49, -16, 1e9, NAN, INFINITY};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(ops->param_set(w, "grid", bad[i]), TB_ERANGE);
+    ops->describe(w, &desc);
+    assert_int_equal(desc.st.meshes[0].grid_w, 16);
+    assert_int_equal(desc.st.meshes[0].grid_h, 10);
+    ops->destroy(w);
+}
+
+/* A restart keeps the room's resolution. */
+static void grid_survives_save_and_load(void **state)
+{
+    (void)state;
+    void *w = room_world("flag");
+    assert_int_equal(ops->param_set(w, "grid", 9), TB_WORLD_STATIC_CHANGED);
+    ops->step(w, 1.0f / 120.0f);
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    assert_int_equal(ops->save(w, &buf, &len), 0);
+    void *back = NULL;
+    assert_int_equal(ops->load("flag", 1, buf, len, &back), 0);
+    ops->describe(back, &desc);
+    assert_int_equal(desc.st.meshes[0].grid_w, 9);
+    assert_int_equal(desc.st.meshes[0].grid_h, 6);
+    assert_int_equal(ops->hash(back), ops->hash(w));
+    free(buf);
+    ops->destroy(back);
+    ops->destroy(w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(capsules_are_body_local_and_follow_their_bodies),
+        cmocka_unit_test(grid_is_a_parameter_with_the_scene_default),
+        cmocka_unit_test(grid_change_rebuilds_the_mesh_and_changes_the_static_description),
+        cmocka_unit_test(grid_out_of_range_or_not_finite_is_refused_and_changes_nothing),
+        cmocka_unit_test(grid_survives_save_and_load),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
