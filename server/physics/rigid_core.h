@@ -235,6 +235,8 @@ struct tb_rigid_world {
     tb_contact_point *points;
     int contact_count;
     int contacts_dropped;
+    uint64_t idle_steps;            /* steps that found every body asleep (fast path) */
+    bool idle_path_off;             /* tests: always take the full step (to compare) */
     tb_cache_entry *cache_next;
     uint8_t *cache_used;
     tb_constraint_graph graph;
