@@ -148,8 +148,9 @@ typedef struct face_vertex {
 } face_vertex;
 
 /* Keeps the part of polygon `in` (n vertices) where sign * (u or w) <= limit;
- * h is linear along an edge, so interpolating it is exact. */
-static int clip_face(const face_vertex *in, int n, face_vertex *out, int along_w, float sign, float limit)
+ * h is linear along an edge, so interpolating it is exact. Inline: its four
+ * calls pass constant along_w and sign, which then fold away. */
+static inline int clip_face(const face_vertex *in, int n, face_vertex *out, int along_w, float sign, float limit)
 {
     int m = 0;
     for (int i = 0; i < n; i++) {

@@ -14,7 +14,12 @@
  *   snap-tower-rest  tb_snap_encoder_step, 60 snapshots of a tower at rest
  *   dough-idle       tb_soft_world_step, 2-3 s of an untouched dough
  * Outside valgrind the client requests do nothing and "count" prints the
- * same JSON lines with the wall-clock median per call. */
+ * same JSON lines with the wall-clock median per call.
+ *
+ *   tumble-bench rigid-hash          # FNV-1a of the saved world after the tower
+ *                                    # (10 s, ball at 1.6 s) and pile 1000 (6 s)
+ * Two builds (say AVX clone and -DTB_NO_CLONES, or before and after a change)
+ * step bit-identically iff they print the same hashes. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,6 +167,36 @@ void tb_bench_count(const tb_bench_opts *opts)
     rigid_case("pile1000", 1000, 0.0, 0.17, 1.0);
     snap_case();
     dough_case();
+}
+
+static uint64_t world_hash(const tb_rigid_world *w)
+{
+    size_t size = tb_rigid_world_save_size(w);
+    unsigned char *buf = malloc(size);
+    if (!buf || tb_rigid_world_save(w, buf, size, NULL) != TB_RIGID_OK) { fprintf(stderr, "bench count: save\n"); exit(1); }
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < size; i++) h = (h ^ buf[i]) * 1099511628211ull;
+    free(buf);
+    return h;
+}
+
+void tb_bench_rigid_hash(const tb_bench_opts *opts)
+{
+    (void)opts;
+    for (int scene = 0; scene < 2; scene++) {
+        int n = scene ? 1000 : 0, steps = scene ? 720 : 1200;
+        tb_rigid_world *w = tray(scene ? n : 32);
+        if (scene) tb_rigid_scene_pile(w, n);
+        else tb_rigid_scene_tower(w, NULL);
+        for (int s = 0; s < steps; s++) {
+            if (!scene && s == 192) tb_rigid_scene_tower_launch_ball(w);
+            tb_rigid_world_step(w, DT);
+        }
+        printf("{\"scene\":\"%s\",\"steps\":%d,\"hash\":\"%016llx\"}\n", scene ? "pile1000" : "tower", steps,
+               (unsigned long long)world_hash(w));
+        tb_rigid_world_destroy(w);
+    }
+    fflush(stdout);
 }
 
 /* Timing of a tower at rest (all planks asleep from 0.51 s), 1.0-11.0 s. */
