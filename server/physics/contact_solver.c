@@ -35,6 +35,9 @@
  * the groups. The arithmetic per lane is exactly that of solve_contact.
  */
 #include <string.h>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 #include "physics/rigid_core.h"
 
@@ -179,9 +182,17 @@ static void solve_contact(tb_solver_body *bodies, tb_contact *c, float mu)
 /* ---- four lanes at once -------------------------------------------------------------- */
 
 static inline tb_f4 f4_splat(float x) { return (tb_f4){x, x, x, x}; }
+/* min/max exactly as a < b ? a : b and a > b ? a : b per lane (b on ties of
+ * zeros and on NaN). SSE's minps/maxps are defined that way, one instruction
+ * instead of compare, and, andnot, or. */
+#if defined(__SSE__)
+static inline tb_f4 f4_min(tb_f4 a, tb_f4 b) { return (tb_f4)_mm_min_ps((__m128)a, (__m128)b); }
+static inline tb_f4 f4_max(tb_f4 a, tb_f4 b) { return (tb_f4)_mm_max_ps((__m128)a, (__m128)b); }
+#else
 static inline tb_f4 f4_select(tb_i4 mask, tb_f4 a, tb_f4 b) { return (tb_f4)((mask & (tb_i4)a) | (~mask & (tb_i4)b)); }
 static inline tb_f4 f4_min(tb_f4 a, tb_f4 b) { return f4_select(a < b, a, b); }
 static inline tb_f4 f4_max(tb_f4 a, tb_f4 b) { return f4_select(a > b, a, b); }
+#endif
 static inline tb_f4 dot4(tb_v3_4 a, tb_v3_4 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
 static inline tb_v3_4 sub4(tb_v3_4 a, tb_v3_4 b) { return (tb_v3_4){a.x - b.x, a.y - b.y, a.z - b.z}; }
 static inline tb_v3_4 mad4(tb_v3_4 a, tb_v3_4 b, tb_f4 s) { return (tb_v3_4){a.x + b.x * s, a.y + b.y * s, a.z + b.z * s}; }
