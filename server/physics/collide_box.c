@@ -103,6 +103,11 @@ bool tb_box_box_sat(const tb_collide_box *a, const tb_collide_box *b, float marg
      *   rB |L| = hB_(j+1) |r_i(j+2)| + hB_(j+2) |r_i(j+1)|
      * Swapping A and B transposes r and negates L and t: the same numbers. */
     static const int next[3] = {1, 2, 0}, after[3] = {2, 0, 1}; /* (i + 1) % 3, (i + 2) % 3 */
+    /* An edge whose numerator |t.L| - (ra + rb) is <= 0 has s <= 0 (same sign,
+     * inv_len > 0). When 0 <= margin and 0 <= best_face + EDGE_PREFERENCE it
+     * can neither separate nor win (only the largest edge s matters, and the
+     * test below is the same expression), so its sqrt and division are skipped. */
+    bool skip_overlapping = margin >= 0.0f && best_face + EDGE_PREFERENCE >= 0.0f;
     for (int i = 0; i < 3; i++) {
         int i1 = next[i], i2 = after[i];
         for (int j = 0; j < 3; j++) {
@@ -112,8 +117,10 @@ bool tb_box_box_sat(const tb_collide_box *a, const tb_collide_box *b, float marg
             float len_sq = tb_v3_len_sq(l); /* 1 - r^2 loses digits for nearly parallel edges */
             float ra = a->half[i1] * fabsf(r[i2][j]) + a->half[i2] * fabsf(r[i1][j]);
             float rb = b->half[j1] * fabsf(r[i][j2]) + b->half[j2] * fabsf(r[i][j1]);
+            float num = fabsf(tb_v3_dot(t, l)) - (ra + rb);
+            if (skip_overlapping && num <= 0.0f) continue;
             float inv_len = 1.0f / sqrtf(len_sq);
-            float s = (fabsf(tb_v3_dot(t, l)) - (ra + rb)) * inv_len;
+            float s = num * inv_len;
             if (s > margin) { out->separation = s; return false; }
             if (s > best_edge) { best_edge = s; ei = i; ej = j; edge_axis = tb_v3_scale(l, inv_len); }
         }
