@@ -33,6 +33,14 @@
 /* Clipped vertices closer than this (L1) are one point. */
 #define DUPLICATE_POINT 0.004f
 
+/* Full unrolling of the 3 x 3 axis loops (GCC keeps them rolled at -O2; the
+ * indices then become constants and r, c stay in registers). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define UNROLL3 _Pragma("GCC unroll 3")
+#else
+#define UNROLL3
+#endif
+
 static inline float sign_of(float x) { return x < 0.0f ? -1.0f : 1.0f; }
 
 tb_collide_box tb_collide_box_make(tb_vec3 center, tb_quat rotation, tb_vec3 half_extents)
@@ -62,20 +70,20 @@ bool tb_box_box_sat(const tb_collide_box *a, const tb_collide_box *b, float marg
 {
     tb_vec3 t = tb_v3_sub(b->center, a->center);
     float r[3][3], c[3][3]; /* r = a_i . b_j, c = |r| + eps (eps: parallel edges stay conservative) */
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) {
+    UNROLL3 for (int i = 0; i < 3; i++)
+        UNROLL3 for (int j = 0; j < 3; j++) {
             r[i][j] = tb_v3_dot(a->axis[i], b->axis[j]);
             c[i][j] = fabsf(r[i][j]) + 1e-6f;
         }
 
     float best_a = -FLT_MAX, best_b = -FLT_MAX;
     int ia = 0, ib = 0;
-    for (int i = 0; i < 3; i++) {
+    UNROLL3 for (int i = 0; i < 3; i++) {
         float s = face_separation(t, a->axis[i], a->half[i], b->half, c[i][0], c[i][1], c[i][2]);
         if (s > margin) { out->separation = s; return false; }
         if (s > best_a) { best_a = s; ia = i; }
     }
-    for (int j = 0; j < 3; j++) {
+    UNROLL3 for (int j = 0; j < 3; j++) {
         float s = face_separation(t, b->axis[j], b->half[j], a->half, c[0][j], c[1][j], c[2][j]);
         if (s > margin) { out->separation = s; return false; }
         if (s > best_b) { best_b = s; ib = j; }
@@ -108,9 +116,9 @@ bool tb_box_box_sat(const tb_collide_box *a, const tb_collide_box *b, float marg
      * can neither separate nor win (only the largest edge s matters, and the
      * test below is the same expression), so its sqrt and division are skipped. */
     bool skip_overlapping = margin >= 0.0f && best_face + EDGE_PREFERENCE >= 0.0f;
-    for (int i = 0; i < 3; i++) {
+    UNROLL3 for (int i = 0; i < 3; i++) {
         int i1 = next[i], i2 = after[i];
-        for (int j = 0; j < 3; j++) {
+        UNROLL3 for (int j = 0; j < 3; j++) {
             if (1.0f - r[i][j] * r[i][j] < PARALLEL_EDGES * PARALLEL_EDGES) continue;
             int j1 = next[j], j2 = after[j];
             tb_vec3 l = tb_v3_cross(a->axis[i], b->axis[j]);
