@@ -345,6 +345,16 @@ static uint64_t choose_mesh(tb_snap_encoder *e, uint32_t m, int pred)
     return bits;
 }
 
+/* Starts the delta tail in delta_sb: tick, tick_gap, awake. */
+static void delta_head(tb_snap_encoder *e, msgpack_packer *pk, uint32_t base_tick)
+{
+    msgpack_sbuffer_clear(&e->delta_sb);
+    msgpack_packer_init(pk, &e->delta_sb, msgpack_sbuffer_write);
+    msgpack_pack_uint32(pk, e->tick);
+    msgpack_pack_uint32(pk, e->tick - base_tick);
+    msgpack_pack_uint32(pk, e->awake);
+}
+
 /* Writes the delta cur -> next into delta_sb, with the predictors chosen. */
 static int encode_delta(tb_snap_encoder *e, uint32_t base_tick, int best_pred, const int *mpred)
 {
@@ -441,12 +451,8 @@ static int encode_delta(tb_snap_encoder *e, uint32_t base_tick, int best_pred, c
 
     /* tail of [34, last_seq, tick, tick_gap, awake, bin|nil, spawns?, removes?]:
      * spawns and removes are left out when both are empty (rest costs ~13 bytes). */
-    msgpack_sbuffer_clear(&e->delta_sb);
     msgpack_packer pk;
-    msgpack_packer_init(&pk, &e->delta_sb, msgpack_sbuffer_write);
-    msgpack_pack_uint32(&pk, e->tick);
-    msgpack_pack_uint32(&pk, e->tick - base_tick);
-    msgpack_pack_uint32(&pk, e->awake);
+    delta_head(e, &pk, base_tick);
     if (any) { msgpack_pack_bin(&pk, nbytes); msgpack_pack_bin_body(&pk, e->bits, nbytes); }
     else msgpack_pack_nil(&pk);
     if (n_spawned || n_removed) {
@@ -500,12 +506,8 @@ static void step_same(tb_snap_encoder *e, const tb_snap_input *in)
         memset(e->vv[m], 0, 3u * e->frame.mesh_verts[m] * sizeof(int32_t));
     e->tick = in->tick;
     e->awake = in->awake;
-    msgpack_sbuffer_clear(&e->delta_sb);
     msgpack_packer pk;
-    msgpack_packer_init(&pk, &e->delta_sb, msgpack_sbuffer_write);
-    msgpack_pack_uint32(&pk, e->tick);
-    msgpack_pack_uint32(&pk, e->tick - base_tick);
-    msgpack_pack_uint32(&pk, e->awake);
+    delta_head(e, &pk, base_tick);
     msgpack_pack_nil(&pk);
     e->delta_blob = (tb_snap_blob){TB_MSG_SNAP_DELTA, e->tick, base_tick, 6u, (const uint8_t *)e->delta_sb.data, e->delta_sb.size};
     e->have_delta = true;

@@ -33,6 +33,9 @@
 
 #define DT (1.0f / 120.0f)
 
+/* bench_proto.c: a rigid world's live bodies as snapshot input, in id order. */
+uint32_t tb_bench_rigid_bodies(const tb_rigid_world *w, tb_proto_body *out);
+
 typedef struct counter {
     const char *name;
     int calls;
@@ -93,22 +96,6 @@ static void rigid_case(const char *name, int scene_n, double launch_s, double fr
     tb_rigid_world_destroy(w);
 }
 
-static uint32_t tower_bodies(const tb_rigid_world *w, tb_proto_body *out)
-{
-    uint32_t n = 0;
-    for (int id = tb_rigid_world_next_body(w, -1); id >= 0; id = tb_rigid_world_next_body(w, id)) {
-        tb_rigid_body_info info;
-        tb_rigid_body_get_info(w, id, &info);
-        tb_proto_body *b = &out[n++];
-        b->id = (uint16_t)id;
-        b->shape = (tb_proto_shape){TB_SHAPE_BOX, info.look.kind, info.look.color,
-                                    {info.half_extents.x, info.half_extents.y, info.half_extents.z}};
-        b->pos[0] = info.position.x; b->pos[1] = info.position.y; b->pos[2] = info.position.z;
-        b->rot[0] = info.rotation.x; b->rot[1] = info.rotation.y; b->rot[2] = info.rotation.z; b->rot[3] = info.rotation.w;
-    }
-    return n;
-}
-
 static void snap_case(void)
 {
     static counter c;
@@ -124,7 +111,7 @@ static void snap_case(void)
         tb_rigid_world_step(w, DT);
         if (s % 2 == 0) continue;
         tb_snap_input in = {.tick = (uint32_t)s, .awake = (uint32_t)tb_rigid_world_awake_count(w), .bodies = bodies,
-                            .body_count = tower_bodies(w, bodies)};
+                            .body_count = tb_bench_rigid_bodies(w, bodies)};
         tb_proto_err err;
         bool measured = s >= 120;
         if (measured) begin(&c);
