@@ -228,6 +228,9 @@ void tb_snap_encoder_destroy(tb_snap_encoder *enc);
  * holds the delta from the previous state (NULL after the first step). */
 int tb_snap_encoder_step(tb_snap_encoder *enc, const tb_snap_input *in, tb_proto_err *err);
 const tb_snap_blob *tb_snap_encoder_delta(tb_snap_encoder *enc);
+/* Steps whose input was bit-identical to the previous one (a room at rest):
+ * they skip quantization and write the "nothing changed" delta directly. */
+uint64_t tb_snap_encoder_idle_steps(const tb_snap_encoder *enc);
 /* Error the encoder may spend to send fewer and smaller residuals (see
  * tb_snap_encoder.c). Defaults below; capped at 0.49 mm, 0.095 degrees, 0.98 mm
  * so the promised bounds hold; 0 sends the nearest cells (pure quantization). */

@@ -61,7 +61,14 @@ typedef struct tb_snap_body {
     int32_t ri;             /* index of the dropped (largest) quaternion component */
     int32_t rc[3], vr[3];   /* the three smallest components, and their last change */
 } tb_snap_body;
-bool tb_snap__shape_eq(const tb_proto_shape *a, const tb_proto_shape *b);
+/* Same shape (exact): inline, it runs per body per snapshot. */
+static inline bool tb_snap__shape_eq(const tb_proto_shape *a, const tb_proto_shape *b)
+{
+    return a->kind == b->kind && a->material == b->material && a->color == b->color &&
+           a->size[0] == b->size[0] && a->size[1] == b->size[1] && a->size[2] == b->size[2];
+}
+/* Tests: turn the encoder's at-rest shortcut off (on by default) to compare. */
+void tb_snap__encoder_idle_path(tb_snap_encoder *e, bool on);
 void tb_snap__pack_shape(msgpack_packer *pk, uint16_t id, const tb_proto_shape *s);
 #define TB_SNAP_DEPTH 8
 

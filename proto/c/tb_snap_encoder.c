@@ -47,6 +47,9 @@ struct tb_snap_encoder {
     int32_t *match;                  /* next body j -> baseline index, or -1 (spawned / shape changed) */
     uint8_t *old_ok;                 /* per next body: baseline position (1) / orientation (2) within tolerance */
     float *pose_cur, *pose_next;     /* input pose (pos, rot: 7 floats) per body, to skip sleeping bodies cheaply */
+    float *vin[TB_PROTO_MAX_MESHES]; /* last input vertices (xyz), to see a mesh at rest cheaply */
+    uint64_t idle_steps;             /* steps that found the input bit-identical to the last one */
+    bool idle_path_off;              /* tests: always run the full step */
     int32_t *plo, *phi;              /* per next body: acceptable position cells per axis */
     double *trot;                    /* per next body: true unit quaternion */
     tb_snap_body *nearest;           /* per next body: nearest cells */
@@ -90,7 +93,8 @@ tb_snap_encoder *tb_snap_encoder_create(const tb_proto_frame *frame, uint32_t ma
         e->vq[m] = calloc(n, sizeof(int32_t)); e->vv[m] = calloc(n, sizeof(int32_t));
         e->nq[m] = calloc(n, sizeof(int32_t)); e->nv[m] = calloc(n, sizeof(int32_t));
         e->vlo[m] = calloc(n, sizeof(int32_t)); e->vhi[m] = calloc(n, sizeof(int32_t));
-        ok = ok && e->vq[m] && e->vv[m] && e->nq[m] && e->nv[m] && e->vlo[m] && e->vhi[m];
+        e->vin[m] = calloc(n, sizeof(float));
+        ok = ok && e->vq[m] && e->vv[m] && e->nq[m] && e->nv[m] && e->vlo[m] && e->vhi[m] && e->vin[m];
     }
     tb_snap_encoder_set_tolerance(e, TB_SNAP_TOL_POS, TB_SNAP_TOL_ROT_DEG, TB_SNAP_TOL_VERT);
     /* Worst case per body: 3*24 + 2 + 36 + 6*55 bits; per vertex 3*24 + 3*55. */
@@ -110,7 +114,7 @@ void tb_snap_encoder_destroy(tb_snap_encoder *e)
     free(e->cur); free(e->next); free(e->bits); free(e->scratch);
     free(e->nearest); free(e->alt); free(e->altq); free(e->altv); free(e->match); free(e->old_ok); free(e->pose_cur); free(e->pose_next); free(e->plo); free(e->phi); free(e->trot);
     for (int m = 0; m < TB_PROTO_MAX_MESHES; m++) {
-        free(e->vq[m]); free(e->vv[m]); free(e->nq[m]); free(e->nv[m]); free(e->vlo[m]); free(e->vhi[m]);
+        free(e->vq[m]); free(e->vv[m]); free(e->nq[m]); free(e->nv[m]); free(e->vlo[m]); free(e->vhi[m]); free(e->vin[m]);
     }
     msgpack_sbuffer_destroy(&e->delta_sb);
     msgpack_sbuffer_destroy(&e->key_sb);
@@ -132,20 +136,29 @@ void tb_snap_encoder_set_tolerance(tb_snap_encoder *e, double pos_m, double rot_
  * O(n + 16*33). The choice only affects size, never correctness. */
 static int best_k(const uint32_t *v, size_t n, uint64_t *bits_out)
 {
+    if (n == 0) {   /* every order costs 0 bits: the loop below would pick k = 0 */
+        if (bits_out) *bits_out = 0;
+        return 0;
+    }
     uint64_t hist[33] = {0};
-    for (size_t i = 0; i < n; i++) hist[v[i] ? 32 - __builtin_clz(v[i]) : 0]++;
+    int maxL = 0;
+    for (size_t i = 0; i < n; i++) {
+        int L = v[i] ? 32 - __builtin_clz(v[i]) : 0;
+        hist[L]++;
+        maxL = L > maxL ? L : maxL;
+    }
     uint64_t best = UINT64_MAX;
     int bk = 0;
     for (int k = 0; k < 16; k++) {
         uint64_t total = 0;
-        for (int L = 0; L <= 32; L++) {
+        for (int L = 0; L <= maxL; L++) {
             if (!hist[L]) continue;
             int len = L > k + 1 ? L : k + 1;
             total += hist[L] * (uint64_t)(2 * len - 1 - k);
         }
         if (total < best) { best = total; bk = k; }
     }
-    if (bits_out) *bits_out = n ? best : 0;
+    if (bits_out) *bits_out = best;
     return bk;
 }
 
@@ -332,6 +345,16 @@ static uint64_t choose_mesh(tb_snap_encoder *e, uint32_t m, int pred)
     return bits;
 }
 
+/* Starts the delta tail in delta_sb: tick, tick_gap, awake. */
+static void delta_head(tb_snap_encoder *e, msgpack_packer *pk, uint32_t base_tick)
+{
+    msgpack_sbuffer_clear(&e->delta_sb);
+    msgpack_packer_init(pk, &e->delta_sb, msgpack_sbuffer_write);
+    msgpack_pack_uint32(pk, e->tick);
+    msgpack_pack_uint32(pk, e->tick - base_tick);
+    msgpack_pack_uint32(pk, e->awake);
+}
+
 /* Writes the delta cur -> next into delta_sb, with the predictors chosen. */
 static int encode_delta(tb_snap_encoder *e, uint32_t base_tick, int best_pred, const int *mpred)
 {
@@ -428,12 +451,8 @@ static int encode_delta(tb_snap_encoder *e, uint32_t base_tick, int best_pred, c
 
     /* tail of [34, last_seq, tick, tick_gap, awake, bin|nil, spawns?, removes?]:
      * spawns and removes are left out when both are empty (rest costs ~13 bytes). */
-    msgpack_sbuffer_clear(&e->delta_sb);
     msgpack_packer pk;
-    msgpack_packer_init(&pk, &e->delta_sb, msgpack_sbuffer_write);
-    msgpack_pack_uint32(&pk, e->tick);
-    msgpack_pack_uint32(&pk, e->tick - base_tick);
-    msgpack_pack_uint32(&pk, e->awake);
+    delta_head(e, &pk, base_tick);
     if (any) { msgpack_pack_bin(&pk, nbytes); msgpack_pack_bin_body(&pk, e->bits, nbytes); }
     else msgpack_pack_nil(&pk);
     if (n_spawned || n_removed) {
@@ -455,8 +474,56 @@ static int encode_delta(tb_snap_encoder *e, uint32_t base_tick, int best_pred, c
     return TB_OK;
 }
 
+/* The input is bit-identical to the last step's (same bodies, shapes, poses
+ * and vertices: a room at rest). Then every item's baseline is within
+ * tolerance of its (unchanged) true pose, so the full step would send nothing
+ * and keep every cell, with velocities 0. */
+static bool same_input(const tb_snap_encoder *e, const tb_snap_input *in)
+{
+    if (!e->have_state || in->body_count != e->cur_n) return false;
+    for (uint32_t k = 0; k < in->body_count; k++) {
+        const tb_proto_body *b = &in->bodies[k];
+        const float *pose = &e->pose_cur[7 * k];
+        if (b->id != e->cur[k].id || memcmp(b->pos, pose, 3 * sizeof(float)) != 0 ||
+            memcmp(b->rot, pose + 3, 4 * sizeof(float)) != 0 || !tb_snap__shape_eq(&b->shape, &e->cur[k].shape))
+            return false;
+    }
+    for (uint32_t m = 0; m < e->frame.mesh_count; m++)
+        if (e->frame.mesh_verts[m] && (!in->verts[m] ||
+            memcmp(in->verts[m], e->vin[m], 3u * e->frame.mesh_verts[m] * sizeof(float)) != 0))
+            return false;
+    return true;
+}
+
+/* The delta of a room at rest: [tick, tick_gap, awake, nil], and the baseline
+ * keeps its cells with velocities 0 (what the full step computes). */
+static void step_same(tb_snap_encoder *e, const tb_snap_input *in)
+{
+    uint32_t base_tick = e->tick;
+    for (uint32_t k = 0; k < e->cur_n; k++)
+        for (int a = 0; a < 3; a++) { e->cur[k].vp[a] = 0; e->cur[k].vr[a] = 0; }
+    for (uint32_t m = 0; m < e->frame.mesh_count; m++)
+        memset(e->vv[m], 0, 3u * e->frame.mesh_verts[m] * sizeof(int32_t));
+    e->tick = in->tick;
+    e->awake = in->awake;
+    msgpack_packer pk;
+    delta_head(e, &pk, base_tick);
+    msgpack_pack_nil(&pk);
+    e->delta_blob = (tb_snap_blob){TB_MSG_SNAP_DELTA, e->tick, base_tick, 6u, (const uint8_t *)e->delta_sb.data, e->delta_sb.size};
+    e->have_delta = true;
+    e->key_valid = false;
+    e->idle_steps++;
+}
+
+uint64_t tb_snap_encoder_idle_steps(const tb_snap_encoder *e) { return e->idle_steps; }
+void tb_snap__encoder_idle_path(tb_snap_encoder *e, bool on) { e->idle_path_off = !on; }
+
 int tb_snap_encoder_step(tb_snap_encoder *e, const tb_snap_input *in, tb_proto_err *err)
 {
+    if (!e->idle_path_off && same_input(e, in)) {   /* ids and shapes as validated before: valid */
+        step_same(e, in);
+        return TB_OK;
+    }
     if (in->body_count > e->max_bodies)
         return tb_proto__fail(err, TB_ERR_BAD_VALUE, "%u bodies, encoder made for %u", in->body_count, e->max_bodies);
     for (uint32_t k = 0; k < in->body_count; k++) {
@@ -518,6 +585,7 @@ int tb_snap_encoder_step(tb_snap_encoder *e, const tb_snap_input *in, tb_proto_e
             e->nq[m][v] = q;
             e->nv[m][v] = 0;
         }
+        if (e->frame.mesh_verts[m]) memcpy(e->vin[m], in->verts[m], 3u * e->frame.mesh_verts[m] * sizeof(float));
     }
     uint32_t base_tick = e->tick;
     bool had = e->have_state;

@@ -112,12 +112,6 @@ void tb_proto_frame_from_static(tb_proto_frame *f, const tb_proto_static *st)
     for (uint32_t m = 0; m < TB_PROTO_MAX_MESHES; m++) f->mesh_verts[m] = m < st->mesh_count ? st->meshes[m].verts : 0;
 }
 
-bool tb_snap__shape_eq(const tb_proto_shape *a, const tb_proto_shape *b)
-{
-    return a->kind == b->kind && a->material == b->material && a->color == b->color &&
-           a->size[0] == b->size[0] && a->size[1] == b->size[1] && a->size[2] == b->size[2];
-}
-
 void tb_snap__pack_shape(msgpack_packer *pk, uint16_t id, const tb_proto_shape *s)
 {
     msgpack_pack_array(pk, 7);

@@ -33,6 +33,14 @@
 /* Clipped vertices closer than this (L1) are one point. */
 #define DUPLICATE_POINT 0.004f
 
+/* Full unrolling of the 3 x 3 axis loops (GCC keeps them rolled at -O2; the
+ * indices then become constants and r, c stay in registers). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define UNROLL3 _Pragma("GCC unroll 3")
+#else
+#define UNROLL3
+#endif
+
 static inline float sign_of(float x) { return x < 0.0f ? -1.0f : 1.0f; }
 
 tb_collide_box tb_collide_box_make(tb_vec3 center, tb_quat rotation, tb_vec3 half_extents)
@@ -62,20 +70,20 @@ bool tb_box_box_sat(const tb_collide_box *a, const tb_collide_box *b, float marg
 {
     tb_vec3 t = tb_v3_sub(b->center, a->center);
     float r[3][3], c[3][3]; /* r = a_i . b_j, c = |r| + eps (eps: parallel edges stay conservative) */
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) {
+    UNROLL3 for (int i = 0; i < 3; i++)
+        UNROLL3 for (int j = 0; j < 3; j++) {
             r[i][j] = tb_v3_dot(a->axis[i], b->axis[j]);
             c[i][j] = fabsf(r[i][j]) + 1e-6f;
         }
 
     float best_a = -FLT_MAX, best_b = -FLT_MAX;
     int ia = 0, ib = 0;
-    for (int i = 0; i < 3; i++) {
+    UNROLL3 for (int i = 0; i < 3; i++) {
         float s = face_separation(t, a->axis[i], a->half[i], b->half, c[i][0], c[i][1], c[i][2]);
         if (s > margin) { out->separation = s; return false; }
         if (s > best_a) { best_a = s; ia = i; }
     }
-    for (int j = 0; j < 3; j++) {
+    UNROLL3 for (int j = 0; j < 3; j++) {
         float s = face_separation(t, b->axis[j], b->half[j], a->half, c[0][j], c[1][j], c[2][j]);
         if (s > margin) { out->separation = s; return false; }
         if (s > best_b) { best_b = s; ib = j; }
@@ -103,17 +111,24 @@ bool tb_box_box_sat(const tb_collide_box *a, const tb_collide_box *b, float marg
      *   rB |L| = hB_(j+1) |r_i(j+2)| + hB_(j+2) |r_i(j+1)|
      * Swapping A and B transposes r and negates L and t: the same numbers. */
     static const int next[3] = {1, 2, 0}, after[3] = {2, 0, 1}; /* (i + 1) % 3, (i + 2) % 3 */
-    for (int i = 0; i < 3; i++) {
+    /* An edge whose numerator |t.L| - (ra + rb) is <= 0 has s <= 0 (same sign,
+     * inv_len > 0). When 0 <= margin and 0 <= best_face + EDGE_PREFERENCE it
+     * can neither separate nor win (only the largest edge s matters, and the
+     * test below is the same expression), so its sqrt and division are skipped. */
+    bool skip_overlapping = margin >= 0.0f && best_face + EDGE_PREFERENCE >= 0.0f;
+    UNROLL3 for (int i = 0; i < 3; i++) {
         int i1 = next[i], i2 = after[i];
-        for (int j = 0; j < 3; j++) {
+        UNROLL3 for (int j = 0; j < 3; j++) {
             if (1.0f - r[i][j] * r[i][j] < PARALLEL_EDGES * PARALLEL_EDGES) continue;
             int j1 = next[j], j2 = after[j];
             tb_vec3 l = tb_v3_cross(a->axis[i], b->axis[j]);
             float len_sq = tb_v3_len_sq(l); /* 1 - r^2 loses digits for nearly parallel edges */
             float ra = a->half[i1] * fabsf(r[i2][j]) + a->half[i2] * fabsf(r[i1][j]);
             float rb = b->half[j1] * fabsf(r[i][j2]) + b->half[j2] * fabsf(r[i][j1]);
+            float num = fabsf(tb_v3_dot(t, l)) - (ra + rb);
+            if (skip_overlapping && num <= 0.0f) continue;
             float inv_len = 1.0f / sqrtf(len_sq);
-            float s = (fabsf(tb_v3_dot(t, l)) - (ra + rb)) * inv_len;
+            float s = num * inv_len;
             if (s > margin) { out->separation = s; return false; }
             if (s > best_edge) { best_edge = s; ei = i; ej = j; edge_axis = tb_v3_scale(l, inv_len); }
         }
@@ -148,8 +163,9 @@ typedef struct face_vertex {
 } face_vertex;
 
 /* Keeps the part of polygon `in` (n vertices) where sign * (u or w) <= limit;
- * h is linear along an edge, so interpolating it is exact. */
-static int clip_face(const face_vertex *in, int n, face_vertex *out, int along_w, float sign, float limit)
+ * h is linear along an edge, so interpolating it is exact. Inline: its four
+ * calls pass constant along_w and sign, which then fold away. */
+static inline int clip_face(const face_vertex *in, int n, face_vertex *out, int along_w, float sign, float limit)
 {
     int m = 0;
     for (int i = 0; i < n; i++) {

@@ -13,6 +13,7 @@
  * Gauss-Seidel order becomes colour by colour instead of contact by contact;
  * still a fixed order for a given state, so the step stays deterministic.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,42 +47,39 @@ void tb_constraint_graph_free(tb_constraint_graph *g)
     memset(g, 0, sizeof *g);
 }
 
-#define LANE_SET(vec, k, value) ((vec)[k] = (value))
+/* The 15 vector rows of tb_contact (n .. ib_t2) and of tb_contact_wide, in
+ * the same order, so one loop moves them all. */
+#define ROWS 15
+_Static_assert(offsetof(tb_contact, ib_t2) - offsetof(tb_contact, n) == (ROWS - 1) * sizeof(tb_vec3) &&
+                   offsetof(tb_contact, mass_n) == offsetof(tb_contact, ib_t2) + sizeof(tb_vec3),
+               "tb_contact rows n .. ib_t2 are contiguous and followed by a float (read as the pad)");
+_Static_assert(offsetof(tb_contact_wide, ib_t2) - offsetof(tb_contact_wide, n) == (ROWS - 1) * sizeof(tb_v3_4),
+               "tb_contact_wide rows n .. ib_t2 are contiguous");
 
-static void put_lane(tb_contact_wide *g, int k, const tb_contact *c, int index)
+/* Four contacts (c[k] for lane k; an all-zero contact for an empty lane)
+ * into one group: each row is a 4x4 transpose, the scalars lane by lane. */
+static void put_group(tb_contact_wide *g, const tb_contact *const c[TB_LANES], const int index[TB_LANES])
 {
-#define V3(field)                          \
-    LANE_SET(g->field.x, k, c->field.x);   \
-    LANE_SET(g->field.y, k, c->field.y);   \
-    LANE_SET(g->field.z, k, c->field.z)
-    V3(n);
-    V3(t1);
-    V3(t2);
-    V3(ra_n);
-    V3(rb_n);
-    V3(ra_t1);
-    V3(rb_t1);
-    V3(ra_t2);
-    V3(rb_t2);
-    V3(ia_n);
-    V3(ib_n);
-    V3(ia_t1);
-    V3(ib_t1);
-    V3(ia_t2);
-    V3(ib_t2);
-#undef V3
-    LANE_SET(g->ima, k, c->ima);
-    LANE_SET(g->imb, k, c->imb);
-    LANE_SET(g->mass_n, k, c->mass_n);
-    LANE_SET(g->mass_t1, k, c->mass_t1);
-    LANE_SET(g->mass_t2, k, c->mass_t2);
-    LANE_SET(g->target, k, c->target);
-    LANE_SET(g->jn, k, c->jn);
-    LANE_SET(g->jt1, k, c->jt1);
-    LANE_SET(g->jt2, k, c->jt2);
-    g->sa[k] = c->sa;
-    g->sb[k] = c->sb;
-    g->index[k] = index;
+    tb_v3_4 *rows = &g->n;
+    for (int f = 0; f < ROWS; f++)
+        rows[f] = tb__transpose_in(tb__load_row(&c[0]->n + f), tb__load_row(&c[1]->n + f), tb__load_row(&c[2]->n + f),
+                                   tb__load_row(&c[3]->n + f));
+#define LANES(field) ((tb_f4){c[0]->field, c[1]->field, c[2]->field, c[3]->field})
+    g->ima = LANES(ima);
+    g->imb = LANES(imb);
+    g->mass_n = LANES(mass_n);
+    g->mass_t1 = LANES(mass_t1);
+    g->mass_t2 = LANES(mass_t2);
+    g->target = LANES(target);
+    g->jn = LANES(jn);
+    g->jt1 = LANES(jt1);
+    g->jt2 = LANES(jt2);
+#undef LANES
+    for (int k = 0; k < TB_LANES; k++) {
+        g->sa[k] = c[k]->sa;
+        g->sb[k] = c[k]->sb;
+        g->index[k] = index[k];
+    }
 }
 
 void tb_constraint_graph_build(tb_rigid_world *w)
@@ -126,15 +124,14 @@ void tb_constraint_graph_build(tb_rigid_world *w)
     for (int k = 0; k < TB_GRAPH_COLORS; k++) {
         for (int i = start[k]; i < start[k + 1]; i += TB_LANES) {
             assert(n < g->group_capacity);
-            tb_contact_wide *group = &g->groups[n++];
+            const tb_contact *lane_contact[TB_LANES];
+            int lane_index[TB_LANES];
             for (int lane = 0; lane < TB_LANES; lane++) {
-                if (i + lane < start[k + 1]) {
-                    int index = g->order[i + lane];
-                    put_lane(group, lane, &w->contacts[index], index);
-                } else {
-                    put_lane(group, lane, &empty, -1);
-                }
+                bool used = i + lane < start[k + 1];
+                lane_index[lane] = used ? g->order[i + lane] : -1;
+                lane_contact[lane] = used ? &w->contacts[lane_index[lane]] : &empty;
             }
+            put_group(&g->groups[n++], lane_contact, lane_index);
         }
     }
     g->group_count = n;

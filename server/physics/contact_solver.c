@@ -35,6 +35,9 @@
  * the groups. The arithmetic per lane is exactly that of solve_contact.
  */
 #include <string.h>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 #include "physics/rigid_core.h"
 
@@ -179,66 +182,49 @@ static void solve_contact(tb_solver_body *bodies, tb_contact *c, float mu)
 /* ---- four lanes at once -------------------------------------------------------------- */
 
 static inline tb_f4 f4_splat(float x) { return (tb_f4){x, x, x, x}; }
+/* min/max exactly as a < b ? a : b and a > b ? a : b per lane (b on ties of
+ * zeros and on NaN). SSE's minps/maxps are defined that way, one instruction
+ * instead of compare, and, andnot, or. */
+#if defined(__SSE__)
+static inline tb_f4 f4_min(tb_f4 a, tb_f4 b) { return (tb_f4)_mm_min_ps((__m128)a, (__m128)b); }
+static inline tb_f4 f4_max(tb_f4 a, tb_f4 b) { return (tb_f4)_mm_max_ps((__m128)a, (__m128)b); }
+#else
 static inline tb_f4 f4_select(tb_i4 mask, tb_f4 a, tb_f4 b) { return (tb_f4)((mask & (tb_i4)a) | (~mask & (tb_i4)b)); }
 static inline tb_f4 f4_min(tb_f4 a, tb_f4 b) { return f4_select(a < b, a, b); }
 static inline tb_f4 f4_max(tb_f4 a, tb_f4 b) { return f4_select(a > b, a, b); }
+#endif
 static inline tb_f4 dot4(tb_v3_4 a, tb_v3_4 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
 static inline tb_v3_4 sub4(tb_v3_4 a, tb_v3_4 b) { return (tb_v3_4){a.x - b.x, a.y - b.y, a.z - b.z}; }
 static inline tb_v3_4 mad4(tb_v3_4 a, tb_v3_4 b, tb_f4 s) { return (tb_v3_4){a.x + b.x * s, a.y + b.y * s, a.z + b.z * s}; }
 
-/* Four bodies' (x, y, z, pad) rows to x, y, z lane vectors and back: a 4x4
- * transpose in shuffles instead of 24 scalar lane moves. */
-#if defined(__clang__)
-#define SHUFFLE(a, b, i0, i1, i2, i3) __builtin_shufflevector(a, b, i0, i1, i2, i3)
-#else
-#define SHUFFLE(a, b, i0, i1, i2, i3) __builtin_shuffle(a, b, (tb_i4){i0, i1, i2, i3})
-#endif
-
-static inline tb_f4 load_row(const tb_vec3 *v)
-{
-    tb_f4 r;
-    memcpy(&r, v, sizeof r); /* the vec3 and the pad float after it */
-    return r;
-}
-
-static inline tb_v3_4 transpose_in(tb_f4 r0, tb_f4 r1, tb_f4 r2, tb_f4 r3)
-{
-    tb_f4 t0 = SHUFFLE(r0, r1, 0, 4, 1, 5), t1 = SHUFFLE(r2, r3, 0, 4, 1, 5);
-    tb_f4 t2 = SHUFFLE(r0, r1, 2, 6, 3, 7), t3 = SHUFFLE(r2, r3, 2, 6, 3, 7);
-    return (tb_v3_4){SHUFFLE(t0, t1, 0, 1, 4, 5), SHUFFLE(t0, t1, 2, 3, 6, 7), SHUFFLE(t2, t3, 0, 1, 4, 5)};
-}
-
-static inline void transpose_out(tb_v3_4 v, tb_f4 r[4])
-{
-    const tb_f4 zero = {0.0f, 0.0f, 0.0f, 0.0f};
-    tb_f4 t0 = SHUFFLE(v.x, v.y, 0, 4, 1, 5), t1 = SHUFFLE(v.x, v.y, 2, 6, 3, 7);
-    tb_f4 t2 = SHUFFLE(v.z, zero, 0, 4, 1, 5), t3 = SHUFFLE(v.z, zero, 2, 6, 3, 7);
-    r[0] = SHUFFLE(t0, t2, 0, 1, 4, 5);
-    r[1] = SHUFFLE(t0, t2, 2, 3, 6, 7);
-    r[2] = SHUFFLE(t1, t3, 0, 1, 4, 5);
-    r[3] = SHUFFLE(t1, t3, 2, 3, 6, 7);
-}
-
 static inline void gather(const tb_solver_body *bodies, const int32_t idx[TB_LANES], tb_v3_4 *v, tb_v3_4 *w)
 {
     const tb_solver_body *b0 = bodies + idx[0], *b1 = bodies + idx[1], *b2 = bodies + idx[2], *b3 = bodies + idx[3];
-    *v = transpose_in(load_row(&b0->v), load_row(&b1->v), load_row(&b2->v), load_row(&b3->v));
-    *w = transpose_in(load_row(&b0->w), load_row(&b1->w), load_row(&b2->w), load_row(&b3->w));
+    *v = tb__transpose_in(tb__load_row(&b0->v), tb__load_row(&b1->v), tb__load_row(&b2->v), tb__load_row(&b3->v));
+    *w = tb__transpose_in(tb__load_row(&b0->w), tb__load_row(&b1->w), tb__load_row(&b2->w), tb__load_row(&b3->w));
 }
 
 /* Lanes never share an awake body; they may share the static slot 0, whose
  * velocity every lane leaves at zero. */
+static inline void store_body(tb_solver_body *b, tb_f4 v, tb_f4 w)
+{
+    memcpy(&b->v, &v, sizeof v);
+    memcpy(&b->w, &w, sizeof w);
+}
+
+/* Written out lane by lane: as a loop, GCC -O2 keeps it rolled and sends the
+ * transposed rows through the stack (about 40 more instructions a group). */
 static inline void scatter(tb_solver_body *bodies, const int32_t idx[TB_LANES], tb_v3_4 v, tb_v3_4 w)
 {
     tb_f4 rv[4], rw[4];
-    transpose_out(v, rv);
-    transpose_out(w, rw);
-    for (int k = 0; k < TB_LANES; k++) {
-        tb_solver_body *b = bodies + idx[k];
-        memcpy(&b->v, &rv[k], sizeof rv[k]);
-        memcpy(&b->w, &rw[k], sizeof rw[k]);
-    }
+    tb__transpose_out(v, rv);
+    tb__transpose_out(w, rw);
+    store_body(bodies + idx[0], rv[0], rw[0]);
+    store_body(bodies + idx[1], rv[1], rw[1]);
+    store_body(bodies + idx[2], rv[2], rw[2]);
+    store_body(bodies + idx[3], rv[3], rw[3]);
 }
+_Static_assert(TB_LANES == 4, "scatter() writes four lanes");
 
 #define WROW_VELOCITY(d, ra_d, rb_d) (dot4(sub4(vb, va), (d)) + dot4(wb, (rb_d)) - dot4(wa, (ra_d)))
 #define WROW_APPLY(d, ia_d, ib_d, dj)          \

@@ -193,6 +193,8 @@ typedef struct tb_rigid_world_stats {
     int overflow_contacts; /* contacts solved one by one (no free colour) */
     int contacts_dropped;  /* over contact_capacity: raise it if this is not 0 */
     int pairs_dropped;     /* over the pair capacity (16 per body) */
+    uint64_t idle_steps;   /* steps since creation that found every body asleep and
+                              took the idle fast path (no broad phase, no solver) */
 } tb_rigid_world_stats;
 
 void tb_rigid_world_get_stats(const tb_rigid_world *world, tb_rigid_world_stats *out);

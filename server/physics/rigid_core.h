@@ -21,6 +21,7 @@
 
 #include <assert.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "physics/collide.h"
 #include "physics/rigid.h"
@@ -150,6 +151,39 @@ typedef struct tb_v3_4 {
     tb_f4 x, y, z;
 } tb_v3_4;
 
+/* Four bodies' (x, y, z, pad) rows to x, y, z lane vectors and back: a 4x4
+ * transpose in shuffles instead of 24 scalar lane moves. */
+#if defined(__clang__)
+#define TB_SHUFFLE(a, b, i0, i1, i2, i3) __builtin_shufflevector(a, b, i0, i1, i2, i3)
+#else
+#define TB_SHUFFLE(a, b, i0, i1, i2, i3) __builtin_shuffle(a, b, (tb_i4){i0, i1, i2, i3})
+#endif
+
+static inline tb_f4 tb__load_row(const tb_vec3 *v)
+{
+    tb_f4 r;
+    memcpy(&r, v, sizeof r); /* the vec3 and the pad float after it */
+    return r;
+}
+
+static inline tb_v3_4 tb__transpose_in(tb_f4 r0, tb_f4 r1, tb_f4 r2, tb_f4 r3)
+{
+    tb_f4 t0 = TB_SHUFFLE(r0, r1, 0, 4, 1, 5), t1 = TB_SHUFFLE(r2, r3, 0, 4, 1, 5);
+    tb_f4 t2 = TB_SHUFFLE(r0, r1, 2, 6, 3, 7), t3 = TB_SHUFFLE(r2, r3, 2, 6, 3, 7);
+    return (tb_v3_4){TB_SHUFFLE(t0, t1, 0, 1, 4, 5), TB_SHUFFLE(t0, t1, 2, 3, 6, 7), TB_SHUFFLE(t2, t3, 0, 1, 4, 5)};
+}
+
+static inline void tb__transpose_out(tb_v3_4 v, tb_f4 r[4])
+{
+    const tb_f4 zero = {0.0f, 0.0f, 0.0f, 0.0f};
+    tb_f4 t0 = TB_SHUFFLE(v.x, v.y, 0, 4, 1, 5), t1 = TB_SHUFFLE(v.x, v.y, 2, 6, 3, 7);
+    tb_f4 t2 = TB_SHUFFLE(v.z, zero, 0, 4, 1, 5), t3 = TB_SHUFFLE(v.z, zero, 2, 6, 3, 7);
+    r[0] = TB_SHUFFLE(t0, t2, 0, 1, 4, 5);
+    r[1] = TB_SHUFFLE(t0, t2, 2, 3, 6, 7);
+    r[2] = TB_SHUFFLE(t1, t3, 0, 1, 4, 5);
+    r[3] = TB_SHUFFLE(t1, t3, 2, 3, 6, 7);
+}
+
 #define TB_LANES 4
 #define TB_GRAPH_COLORS 32 /* contacts that fit no color are solved one by one */
 
@@ -235,6 +269,8 @@ struct tb_rigid_world {
     tb_contact_point *points;
     int contact_count;
     int contacts_dropped;
+    uint64_t idle_steps;            /* steps that found every body asleep (fast path) */
+    bool idle_path_off;             /* tests: always take the full step (to compare) */
     tb_cache_entry *cache_next;
     uint8_t *cache_used;
     tb_constraint_graph graph;

@@ -211,6 +211,7 @@ void tb_rigid_world_get_stats(const tb_rigid_world *w, tb_rigid_world_stats *out
     out->overflow_contacts = w->graph.overflow_count;
     out->contacts_dropped = w->contacts_dropped;
     out->pairs_dropped = w->broad_phase.pairs_dropped;
+    out->idle_steps = w->idle_steps;
 }
 
 int tb_rigid_world_next_body(const tb_rigid_world *w, int after)
@@ -374,11 +375,43 @@ static void integrate_positions(tb_rigid_world *w, float dt)
     }
 }
 
+static bool all_asleep(const tb_rigid_world *w)
+{
+    for (int i = 0; i < w->body_end; i++)
+        if (w->bodies[i].alive && !w->bodies[i].sleeping) return false;
+    return true;
+}
+
+/* Every live body asleep (or none): the full step would find no pair (the
+ * broad phase skips two sleeping bodies), no plane contact (awake bodies
+ * only), solve nothing, move nothing, and leave an empty cache. Set exactly
+ * that and skip the pipeline: the result is bit-identical to the full step.
+ * The scratch frames are left as they were; nothing reads them before the
+ * next full step recomputes them. Any wake (tb_body_wake via throw, poke,
+ * grab, parameter change, reset) makes the next step a full one. */
+static void step_idle(tb_rigid_world *w, float dt)
+{
+    w->broad_phase.pairs_dropped = 0;
+    w->pair_count = 0;
+    w->contact_count = 0;
+    w->contacts_dropped = 0;
+    w->graph.group_count = 0;
+    w->graph.overflow_count = 0;
+    w->cache_count = 0;
+    w->time += dt;
+    w->steps++;
+    w->idle_steps++;
+}
+
 int tb_rigid_world_step(tb_rigid_world *w, float dt)
 {
     assert(w);
     if (!(isfinite(dt) && dt > 0.0f && dt <= TB_RIGID_DT_MAX)) return TB_RIGID_ERR_RANGE;
 
+    if (!w->idle_path_off && all_asleep(w)) {
+        step_idle(w, dt);
+        return TB_RIGID_OK;
+    }
     integrate_velocities(w, dt);
     for (int i = 0; i < w->body_end; i++)
         if (w->bodies[i].alive) tb_body_compute_frame(&w->bodies[i], &w->frames[i], dt, TB_SPECULATIVE_MARGIN);

@@ -199,6 +199,7 @@ tb_soft_result tb_soft_world_set_stiffness(tb_soft_world *world, float stiffness
     if (!tb_finitef(stiffness)) return TB_SOFT_ERR_NOT_FINITE;
     if (stiffness < 0.0f || stiffness > 1.0f) return TB_SOFT_ERR_RANGE;
     world->state.stiffness = stiffness;
+    tb_soft__wake(world);
     return TB_SOFT_OK;
 }
 
@@ -206,6 +207,7 @@ tb_soft_result tb_soft_world_set_plasticity(tb_soft_world *world, bool on)
 {
     if (!world) return TB_SOFT_ERR_NULL;
     world->state.plasticity = on ? 1 : 0;
+    tb_soft__wake(world);
     return TB_SOFT_OK;
 }
 
@@ -215,6 +217,7 @@ tb_soft_result tb_soft_world_set_volume_preservation(tb_soft_world *world, bool 
     /* Turning it back on keeps the volume it has now, not an old one. */
     if (on && !world->state.volume_on) world->state.rest_volume = tb_soft__volume(world, world->state.pos);
     world->state.volume_on = on ? 1 : 0;
+    tb_soft__wake(world);
     return TB_SOFT_OK;
 }
 
@@ -296,6 +299,7 @@ tb_soft_result tb_soft_world_grab_start(tb_soft_world *world, uint32_t client, u
     gr->count = count;
     gr->target = at;
     st->grab_count++;
+    tb_soft__wake(world);
     return TB_SOFT_OK;
 }
 
@@ -307,6 +311,7 @@ tb_soft_result tb_soft_world_grab_move(tb_soft_world *world, uint32_t client, ui
     int g = find_grab(&world->state, client, pointer);
     if (g < 0) return TB_SOFT_ERR_UNKNOWN_GRAB;
     world->state.grabs[g].target = target;
+    tb_soft__wake(world);
     return TB_SOFT_OK;
 }
 
@@ -320,6 +325,7 @@ tb_soft_result tb_soft_world_grab_end(tb_soft_world *world, uint32_t client, uin
     st->grab_count--;
     /* The last hand lets go: whatever is left of the stretch becomes the shape. */
     if (st->grab_count == 0 && st->plasticity) tb_soft__commit(world);
+    tb_soft__wake(world);
     return TB_SOFT_OK;
 }
 
@@ -341,6 +347,7 @@ tb_soft_result tb_soft_world_press(tb_soft_world *world, tb_vec3 at, float depth
     st->press_depth = depth;
     st->press_point = p;
     st->press_normal = n;
+    tb_soft__wake(world);
     return TB_SOFT_OK;
 }
 
@@ -359,6 +366,8 @@ float tb_soft_world_volume(const tb_soft_world *world) { return tb_soft__volume(
 float tb_soft_world_rest_volume(const tb_soft_world *world) { return world->state.rest_volume; }
 int tb_soft_world_grab_count(const tb_soft_world *world) { return world ? world->state.grab_count : 0; }
 bool tb_soft_world_pressing(const tb_soft_world *world) { return world && world->state.press_active; }
+bool tb_soft_world_asleep(const tb_soft_world *world) { return world && world->state.sleep_steps >= TB_SOFT_SLEEP_STEPS; }
+uint64_t tb_soft_world_idle_steps(const tb_soft_world *world) { return world ? world->idle_steps : 0; }
 
 /* ---- save / load ------------------------------------------------------------------- */
 
@@ -384,6 +393,8 @@ static bool state_valid(const tb_soft_state *s)
     if (s->substeps < 1 || s->substeps > TB_SOFT_SUBSTEPS_MAX) return false;
     if (!tb_finitef(s->rest_volume) || !(s->rest_volume > 0.0f)) return false;
     if (s->press_active != 0 && s->press_active != 1) return false;
+    if (s->sleep_steps < 0 || s->sleep_steps > TB_SOFT_SLEEP_STEPS) return false;
+    if (s->sleep_steps == TB_SOFT_SLEEP_STEPS && (s->grab_count != 0 || s->press_active)) return false;
     if (!tb_finitef(s->press_time) || !tb_finitef(s->press_depth) || !tb_v3_finite(s->press_point) ||
         !tb_v3_finite(s->press_normal))
         return false;

@@ -67,6 +67,16 @@ void tb_soft_world_reset(tb_soft_world *world);
 
 tb_soft_result tb_soft_world_step(tb_soft_world *world, float dt);
 
+/* Sleep: a dough with no grab and no press whose vertices all stay slower
+ * than TB_SOFT_SLEEP_SPEED for TB_SOFT_SLEEP_STEPS steps in a row falls
+ * asleep: its velocities become 0 and further steps only count (the state
+ * does not change). Any input that succeeds (grab start/move/end, press,
+ * reset, a parameter) wakes it. The sleep state is saved. */
+#define TB_SOFT_SLEEP_SPEED 0.01f /* m/s: 1 cm/s, a slow creep (rigid bodies: 0.11 m/s) */
+#define TB_SOFT_SLEEP_STEPS 60
+bool tb_soft_world_asleep(const tb_soft_world *world);
+uint64_t tb_soft_world_idle_steps(const tb_soft_world *world); /* steps skipped asleep since create */
+
 /* Parameters. */
 tb_soft_result tb_soft_world_set_stiffness(tb_soft_world *world, float stiffness);
 tb_soft_result tb_soft_world_set_plasticity(tb_soft_world *world, bool on);

@@ -37,7 +37,8 @@ typedef struct tb_soft_state {
     float press_time, press_depth; /* seconds into the press; full depth */
     tb_vec3 press_point, press_normal;
     int32_t grab_count;
-    int32_t reserved; /* keeps the layout free of padding */
+    int32_t sleep_steps; /* consecutive slow steps, capped at TB_SOFT_SLEEP_STEPS: asleep there
+                            (was a zero pad: older saves load awake) */
     float pos[TB_SOFT_V * 3];
     float vel[TB_SOFT_V * 3];
     float rest_pos[TB_SOFT_V * 3]; /* shape memory target (the rest shape) */
@@ -64,11 +65,13 @@ struct tb_soft_world {
     float volume_ref, volume_denominator;
     float smooth[TB_SOFT_V * 3];
     tb_soft_state load_scratch;
+    uint64_t idle_steps; /* steps skipped asleep since create (not saved: a statistic) */
 };
 
 /* soft_solver.c */
 void tb_soft__solve_step(tb_soft_world *world, float dt);
 float tb_soft__volume(const tb_soft_world *world, const float *pos);
 void tb_soft__commit(tb_soft_world *world);
+static inline void tb_soft__wake(tb_soft_world *world) { world->state.sleep_steps = 0; }
 
 #endif /* TB_SOFT_INTERNAL_H */

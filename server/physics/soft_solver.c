@@ -285,9 +285,27 @@ static void recentre(tb_soft_state *st)
     }
 }
 
+/* Sleep rule (soft.h): counts slow steps; the last one zeroes the velocities. */
+static void update_sleep(tb_soft_state *st)
+{
+    const float limit = TB_SOFT_SLEEP_SPEED * TB_SOFT_SLEEP_SPEED;
+    bool slow = st->grab_count == 0 && !st->press_active;
+    for (int i = 0; i < TB_SOFT_V && slow; i++) {
+        const float *v = &st->vel[3 * i];
+        slow = v[0] * v[0] + v[1] * v[1] + v[2] * v[2] < limit;
+    }
+    st->sleep_steps = slow ? st->sleep_steps + 1 : 0;
+    if (st->sleep_steps == TB_SOFT_SLEEP_STEPS) memset(st->vel, 0, sizeof st->vel);
+}
+
 void tb_soft__solve_step(tb_soft_world *world, float dt)
 {
     tb_soft_state *st = &world->state;
+    if (st->sleep_steps >= TB_SOFT_SLEEP_STEPS) {   /* asleep: nothing moves, only time passes */
+        st->step_count++;
+        world->idle_steps++;
+        return;
+    }
     dt = tb_clampf(dt, TB_SOFT_DT_MIN, TB_SOFT_DT_CLAMP_MAX); /* before any division by it */
     int n = st->substeps;
     float sdt = dt / (float)n, inv_sdt = 1.0f / sdt;
@@ -317,5 +335,6 @@ void tb_soft__solve_step(tb_soft_world *world, float dt)
             if (st->plasticity) tb_soft__commit(world);
         }
     }
+    update_sleep(st);
     st->step_count++;
 }

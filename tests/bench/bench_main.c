@@ -16,12 +16,18 @@ void tb_bench_cloth(const tb_bench_opts *opts);
 void tb_bench_soft(const tb_bench_opts *opts);
 void tb_bench_rigid(const tb_bench_opts *opts);
 void tb_bench_proto(const tb_bench_opts *opts);
+void tb_bench_count(const tb_bench_opts *opts);
+void tb_bench_tower_asleep(const tb_bench_opts *opts);
+void tb_bench_rigid_hash(const tb_bench_opts *opts);
 
 static const struct { const char *name; tb_bench_fn fn; } scenarios[] = {
     {"cloth", tb_bench_cloth},
     {"soft", tb_bench_soft},
     {"rigid", tb_bench_rigid},
     {"proto", tb_bench_proto},
+    {"tower-asleep", tb_bench_tower_asleep},
+    {"count", tb_bench_count},
+    {"rigid-hash", tb_bench_rigid_hash},
     {NULL, NULL} /* end */
 };
 

@@ -254,7 +254,7 @@ static void measure(const capture *c, const tb_bench_opts *opts)
 
 static const tb_proto_frame rigid_frame = {{-8.0, -1.0, -8.0}, {8.0, 15.0, 8.0}, 0, {0}};
 
-static uint32_t rigid_bodies(const tb_rigid_world *w, tb_proto_body *out)
+uint32_t tb_bench_rigid_bodies(const tb_rigid_world *w, tb_proto_body *out)
 {
     uint32_t n = 0;
     for (int id = tb_rigid_world_next_body(w, -1); id >= 0; id = tb_rigid_world_next_body(w, id)) {
@@ -276,7 +276,7 @@ static void rigid_capture_steps(capture *c, tb_rigid_world *w, tb_proto_body *sc
         if (input) input(w, s);
         tb_rigid_world_step(w, DT);
         if (s % 2 == 1) {
-            uint32_t n = rigid_bodies(w, scratch);
+            uint32_t n = tb_bench_rigid_bodies(w, scratch);
             cap_push(c, scratch, n, (uint32_t)tb_rigid_world_awake_count(w), NULL);
         }
     }

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "tb_proto.h"
+#include "tb_proto_internal.h"
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 static double rnd(void)   /* [0, 1) */
@@ -442,6 +443,47 @@ static void a_segment_becomes_a_capsule_body_along_it(void **s)
     }
 }
 
+static void assert_same_blob(const tb_snap_blob *a, const tb_snap_blob *b)
+{
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(a->type, b->type);
+    assert_int_equal(a->tick, b->tick);
+    assert_int_equal(a->base_tick, b->base_tick);
+    assert_int_equal(a->fields, b->fields);
+    assert_int_equal(a->tail_len, b->tail_len);
+    assert_memory_equal(a->tail, b->tail, a->tail_len);
+}
+
+/* Repeated identical input (bodies and meshes at rest) takes the shortcut,
+ * and every delta and keyframe is byte-identical to the full step's. */
+static void a_room_at_rest_takes_the_shortcut_with_the_same_bytes(void **s)
+{
+    (void)s;
+    static world w;
+    world_init(&w, 24);
+    tb_proto_frame fr = room;
+    fr.mesh_count = 2; fr.mesh_verts[0] = NV; fr.mesh_verts[1] = NV;
+    tb_snap_encoder *enc[2] = {tb_snap_encoder_create(&fr, MAXB), tb_snap_encoder_create(&fr, MAXB)};
+    tb_snap__encoder_idle_path(enc[1], false);
+    tb_proto_err err;
+    for (int t = 0; t < 240; t++) {
+        if ((t / 12) % 2 == 0) world_step(&w, t);        /* 12 moving ticks, then 12 at rest */
+        if (t == 100) w.verts[1][40] += 0.5f;            /* at rest but for one vertex */
+        tb_snap_input in = world_input(&w, 500u + 2u * (uint32_t)t);
+        in.awake = (t / 12) % 2 == 0 ? w.n : 0;
+        for (int k = 0; k < 2; k++) assert_int_equal(tb_snap_encoder_step(enc[k], &in, &err), TB_OK);
+        if (t == 0) continue;
+        assert_same_blob(tb_snap_encoder_delta(enc[0]), tb_snap_encoder_delta(enc[1]));
+        if (t % 5 == 0) assert_same_blob(tb_snap_encoder_key(enc[0]), tb_snap_encoder_key(enc[1]));
+    }
+    /* 10 rest periods of 12 ticks, the first tick of each still differs from the last moving one */
+    assert_true(tb_snap_encoder_idle_steps(enc[0]) >= 100);
+    assert_int_equal(tb_snap_encoder_idle_steps(enc[1]), 0);
+    tb_snap_encoder_destroy(enc[0]);
+    tb_snap_encoder_destroy(enc[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -452,6 +494,7 @@ int main(void)
         cmocka_unit_test(deltas_applied_in_order_equal_the_keyframe),
         cmocka_unit_test(a_client_that_skipped_catches_up_with_a_keyframe_then_shares_deltas),
         cmocka_unit_test(a_room_at_rest_costs_under_16_bytes),
+        cmocka_unit_test(a_room_at_rest_takes_the_shortcut_with_the_same_bytes),
         cmocka_unit_test(a_delta_without_any_baseline_is_refused),
         cmocka_unit_test(corrupted_snapshots_never_crash_and_never_half_apply),
         cmocka_unit_test(unsorted_bodies_are_an_encoder_error),

@@ -399,6 +399,101 @@ static void internal_state_stays_consistent_through_a_collapse(void **state)
     tb_rigid_world_destroy(w);
 }
 
+
+/* ---- the idle fast path ------------------------------------------------------------------ */
+
+static uint64_t idle_steps(const tb_rigid_world *w)
+{
+    tb_rigid_world_stats st;
+    tb_rigid_world_get_stats(w, &st);
+    return st.idle_steps;
+}
+
+static void assert_same_state(const tb_rigid_world *a, const tb_rigid_world *b)
+{
+    size_t size = tb_rigid_world_save_size(a);
+    assert_int_equal(size, tb_rigid_world_save_size(b));
+    unsigned char *ia = malloc(size), *ib = malloc(size);
+    assert_int_equal(tb_rigid_world_save(a, ia, size, NULL), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_world_save(b, ib, size, NULL), TB_RIGID_OK);
+    assert_memory_equal(ia, ib, size);
+    free(ia);
+    free(ib);
+}
+
+static tb_rigid_world *resting_tower(bool idle_path_off)
+{
+    tb_rigid_world *w = tray_world(32);
+    w->idle_path_off = idle_path_off;
+    assert_int_equal(tb_rigid_scene_tower(w, NULL), TB_RIGID_OK);
+    step_for(w, 1.0f); /* planks asleep at ~0.51 s */
+    return w;
+}
+
+static void asleep_world_takes_the_idle_path_and_counts_time(void **state)
+{
+    (void)state;
+    tb_rigid_world *w = resting_tower(false);
+    assert_int_equal(tb_rigid_world_awake_count(w), 0);
+    uint64_t idle0 = idle_steps(w), steps0 = tb_rigid_world_step_count(w);
+    double t0 = tb_rigid_world_time(w);
+    assert_true(idle0 > 0);
+    step_for(w, 1.0f);
+    assert_int_equal(idle_steps(w) - idle0, 120);
+    assert_int_equal(tb_rigid_world_step_count(w) - steps0, 120);
+    assert_true(tb_rigid_world_time(w) > t0 + 0.99 && tb_rigid_world_time(w) < t0 + 1.01);
+    assert_int_equal(tb_rigid_world_contact_count(w), 0);
+    assert_null(tb_rigid_world_validate(w));
+    /* with the fast path off, every step runs the pipeline: the counter stays at 0 */
+    tb_rigid_world *full = resting_tower(true);
+    step_for(full, 1.0f);
+    assert_int_equal(idle_steps(full), 0);
+    tb_rigid_world_destroy(full);
+    tb_rigid_world_destroy(w);
+}
+
+/* Sleep, idle steps, then each waking input: the world with the fast path
+ * must stay bit-identical to one that always runs the full step, and to a
+ * copy saved and reloaded while asleep. */
+static void idle_path_is_bit_identical_to_the_full_step_through_every_wake(void **state)
+{
+    (void)state;
+    tb_rigid_world *w[3];
+    w[0] = resting_tower(false);
+    w[1] = resting_tower(true);
+    size_t size = tb_rigid_world_save_size(w[0]);
+    unsigned char *image = malloc(size);
+    assert_int_equal(tb_rigid_world_save(w[0], image, size, NULL), TB_RIGID_OK);
+    int err = 1;
+    w[2] = tb_rigid_world_load(image, size, &err);
+    assert_non_null(w[2]);
+    free(image);
+    for (int phase = 0; phase < 4; phase++) {
+        for (int k = 0; k < 3; k++) {
+            uint64_t idle0 = idle_steps(w[k]);
+            if (phase == 0) assert_int_equal(tb_rigid_body_apply_impulse(w[k], 23, tb_v3(0.0f, 0.0f, 0.4f), tb_v3(0.0f, 2.0f, 0.0f)), TB_RIGID_OK);
+            if (phase == 1) assert_true(tb_rigid_world_set_friction(w[k], 0.7f) == TB_RIGID_OK);
+            if (phase == 2) assert_true(tb_rigid_throw(w[k], TB_THROW_BALL, tb_v3(-2, 3, 0), tb_v3(3, 0, 0), tb_v3(0, 0, 0), 1) >= 0);
+            if (phase == 3) assert_true(tb_rigid_scene_tower_launch_ball(w[k]) >= 0);
+            assert_true(tb_rigid_world_awake_count(w[k]) > 0);
+            assert_int_equal(tb_rigid_world_step(w[k], DT), TB_RIGID_OK);
+            assert_int_equal(idle_steps(w[k]), idle0); /* woken: a full step */
+            /* back to sleep (the same step in all three worlds), then idle */
+            int steps = 0;
+            while (tb_rigid_world_awake_count(w[k]) > 0 && steps < 2400) {
+                assert_int_equal(tb_rigid_world_step(w[k], DT), TB_RIGID_OK);
+                steps++;
+            }
+            assert_int_equal(tb_rigid_world_awake_count(w[k]), 0);
+            step_for(w[k], 0.5f);
+        }
+        assert_true(idle_steps(w[0]) > 0 && idle_steps(w[2]) > 0);
+        assert_same_state(w[0], w[1]);
+        assert_same_state(w[0], w[2]);
+    }
+    for (int k = 0; k < 3; k++) tb_rigid_world_destroy(w[k]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -415,6 +510,8 @@ int main(void)
         cmocka_unit_test(loaded_world_steps_bit_identically_to_the_original),
         cmocka_unit_test(load_rejects_truncated_or_corrupt_images),
         cmocka_unit_test(internal_state_stays_consistent_through_a_collapse),
+        cmocka_unit_test(asleep_world_takes_the_idle_path_and_counts_time),
+        cmocka_unit_test(idle_path_is_bit_identical_to_the_full_step_through_every_wake),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

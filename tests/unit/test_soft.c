@@ -399,6 +399,121 @@ static void saved_dough_continues_identically(void **state)
     tb_soft_world_destroy(b);
 }
 
+/* ---- sleep ---------------------------------------------------------------------------------------------- */
+
+static void run_until_asleep(tb_soft_world *w, int max_steps)
+{
+    for (int s = 0; s < max_steps && !tb_soft_world_asleep(w); s++) assert_int_equal(tb_soft_world_step(w, DT), TB_SOFT_OK);
+    assert_true(tb_soft_world_asleep(w));
+}
+
+static void idle_dough_falls_asleep_and_stops_being_stepped(void **state)
+{
+    (void)state;
+    tb_soft_world *w = make_world();
+    /* deformed and let go: it settles, then sleeps */
+    assert_int_equal(tb_soft_world_grab_start(w, 1, 1, vertex(w, 0)), TB_SOFT_OK);
+    tb_vec3 p0 = vertex(w, 0);
+    assert_int_equal(tb_soft_world_grab_move(w, 1, 1, tb_v3_scale(p0, 1.6f)), TB_SOFT_OK);
+    run(w, 240);
+    assert_false(tb_soft_world_asleep(w)); /* a held grab never sleeps */
+    assert_int_equal(tb_soft_world_grab_end(w, 1, 1), TB_SOFT_OK);
+    run(w, TB_SOFT_SLEEP_STEPS - 1);
+    assert_false(tb_soft_world_asleep(w)); /* not before SLEEP_STEPS slow steps */
+    run_until_asleep(w, 5 * STEPS_PER_SECOND);
+    assert_true(fastest(w) == 0.0f);
+    assert_int_equal(tb_soft_world_idle_steps(w), 0);
+    static float pos[3 * 812];
+    memcpy(pos, tb_soft_world_positions(w), sizeof pos);
+    uint64_t h = tb_soft_world_hash(w);
+    run(w, STEPS_PER_SECOND);
+    assert_int_equal(tb_soft_world_idle_steps(w), STEPS_PER_SECOND);
+    assert_memory_equal(pos, tb_soft_world_positions(w), sizeof pos);
+    assert_true(tb_soft_world_hash(w) != h); /* the step count still advances */
+    tb_soft_world_destroy(w);
+}
+
+static void every_input_wakes_a_sleeping_dough_and_bad_input_does_not(void **state)
+{
+    (void)state;
+    for (int input = 0; input < 7; input++) {
+        tb_soft_world *w = make_world();
+        run_until_asleep(w, 2 * STEPS_PER_SECOND);
+        uint64_t idle = tb_soft_world_idle_steps(w);
+        assert_int_equal(tb_soft_world_press(w, tb_v3(NAN, 0, 0), 0.2f), TB_SOFT_ERR_NOT_FINITE);
+        assert_int_equal(tb_soft_world_grab_move(w, 9, 9, tb_v3(0, 0, 0)), TB_SOFT_ERR_UNKNOWN_GRAB);
+        assert_true(tb_soft_world_asleep(w));
+        tb_vec3 top = vertex(w, extreme_vertex(w, tb_v3(0, 1, 0)));
+        switch (input) {
+        case 0: assert_int_equal(tb_soft_world_grab_start(w, 1, 1, top), TB_SOFT_OK); break;
+        case 1: assert_int_equal(tb_soft_world_press(w, top, 0.2f), TB_SOFT_OK); break;
+        case 2: assert_int_equal(tb_soft_world_set_stiffness(w, 0.3f), TB_SOFT_OK); break;
+        case 3: assert_int_equal(tb_soft_world_set_plasticity(w, false), TB_SOFT_OK); break;
+        case 4: assert_int_equal(tb_soft_world_set_volume_preservation(w, false), TB_SOFT_OK); break;
+        case 5: tb_soft_world_reset(w); break;
+        case 6:
+            assert_int_equal(tb_soft_world_grab_start(w, 1, 1, top), TB_SOFT_OK);
+            run(w, 2 * TB_SOFT_SLEEP_STEPS);
+            assert_false(tb_soft_world_asleep(w));
+            assert_int_equal(tb_soft_world_grab_end(w, 1, 1), TB_SOFT_OK);
+            break;
+        }
+        assert_false(tb_soft_world_asleep(w));
+        run(w, 1);
+        assert_int_equal(tb_soft_world_idle_steps(w), idle); /* a full step */
+        if (input == 0) {   /* and the grab moves the dough */
+            assert_int_equal(tb_soft_world_grab_move(w, 1, 1, tb_v3_add(top, tb_v3(0, 0.5f, 0))), TB_SOFT_OK);
+            run(w, 30);
+            assert_true(vertex(w, extreme_vertex(w, tb_v3(0, 1, 0))).y > top.y + 0.2f);
+        }
+        tb_soft_world_destroy(w);
+    }
+}
+
+/* Saved while settling and while asleep: the copy sleeps, wakes and moves
+ * exactly as the original. A sleep count out of range is a bad save. */
+static void sleep_state_is_saved_and_loaded(void **state)
+{
+    (void)state;
+    tb_soft_world *a = make_world();
+    scripted(a, 0, 200);
+    size_t size = tb_soft_world_save_size(a);
+    unsigned char *buf = malloc(size);
+    assert_non_null(buf);
+    for (int when = 0; when < 2; when++) {
+        if (when == 1) run_until_asleep(a, 10 * STEPS_PER_SECOND);
+        assert_int_equal(tb_soft_world_save(a, buf, size, NULL), TB_SOFT_OK);
+        tb_soft_world *b = make_world();
+        assert_int_equal(tb_soft_world_load(b, buf, size), TB_SOFT_OK);
+        assert_true(tb_soft_world_asleep(b) == tb_soft_world_asleep(a));
+        assert_true(tb_soft_world_hash(b) == tb_soft_world_hash(a));
+        tb_soft_world *ab[2] = {a, b};
+        for (int k = 0; k < 2; k++) {
+            run_until_asleep(ab[k], 10 * STEPS_PER_SECOND);
+            run(ab[k], 30);
+            assert_int_equal(tb_soft_world_press(ab[k], vertex(ab[k], 500), 0.2f), TB_SOFT_OK);
+            run(ab[k], 40);
+        }
+        assert_true(tb_soft_world_hash(a) == tb_soft_world_hash(b));
+        tb_soft_world_destroy(b);
+    }
+    /* the sleep count sits at byte 68 of the state (after the 16-byte header) */
+    tb_soft_world *c = make_world();
+    int32_t bad = TB_SOFT_SLEEP_STEPS + 1;
+    memcpy(buf + 16 + 68, &bad, sizeof bad);
+    assert_int_equal(tb_soft_world_load(c, buf, size), TB_SOFT_ERR_BAD_SAVE);
+    bad = -1;
+    memcpy(buf + 16 + 68, &bad, sizeof bad);
+    assert_int_equal(tb_soft_world_load(c, buf, size), TB_SOFT_ERR_BAD_SAVE);
+    bad = TB_SOFT_SLEEP_STEPS;
+    memcpy(buf + 16 + 68, &bad, sizeof bad);
+    assert_int_equal(tb_soft_world_load(c, buf, size), TB_SOFT_OK);
+    assert_true(tb_soft_world_asleep(c));
+    free(buf);
+    tb_soft_world_destroy(c);
+    tb_soft_world_destroy(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -412,6 +527,9 @@ int main(void)
         cmocka_unit_test(two_grabs_pull_both_sides_and_commit_only_when_both_end),
         cmocka_unit_test(same_dough_inputs_give_identical_results),
         cmocka_unit_test(saved_dough_continues_identically),
+        cmocka_unit_test(idle_dough_falls_asleep_and_stops_being_stepped),
+        cmocka_unit_test(every_input_wakes_a_sleeping_dough_and_bad_input_does_not),
+        cmocka_unit_test(sleep_state_is_saved_and_loaded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
