@@ -409,24 +409,12 @@ static uint64_t idle_steps(const tb_rigid_world *w)
     return st.idle_steps;
 }
 
-static void assert_same_state(const tb_rigid_world *a, const tb_rigid_world *b)
-{
-    size_t size = tb_rigid_world_save_size(a);
-    assert_int_equal(size, tb_rigid_world_save_size(b));
-    unsigned char *ia = malloc(size), *ib = malloc(size);
-    assert_int_equal(tb_rigid_world_save(a, ia, size, NULL), TB_RIGID_OK);
-    assert_int_equal(tb_rigid_world_save(b, ib, size, NULL), TB_RIGID_OK);
-    assert_memory_equal(ia, ib, size);
-    free(ia);
-    free(ib);
-}
-
 static tb_rigid_world *resting_tower(bool idle_path_off)
 {
-    tb_rigid_world *w = tray_world(32);
+    tb_rigid_world *w = tb_test_tray_world(32);
     w->idle_path_off = idle_path_off;
     assert_int_equal(tb_rigid_scene_tower(w, NULL), TB_RIGID_OK);
-    step_for(w, 1.0f); /* planks asleep at ~0.51 s */
+    tb_test_step_for(w, 1.0f); /* planks asleep at ~0.51 s */
     return w;
 }
 
@@ -438,7 +426,7 @@ static void asleep_world_takes_the_idle_path_and_counts_time(void **state)
     uint64_t idle0 = idle_steps(w), steps0 = tb_rigid_world_step_count(w);
     double t0 = tb_rigid_world_time(w);
     assert_true(idle0 > 0);
-    step_for(w, 1.0f);
+    tb_test_step_for(w, 1.0f);
     assert_int_equal(idle_steps(w) - idle0, 120);
     assert_int_equal(tb_rigid_world_step_count(w) - steps0, 120);
     assert_true(tb_rigid_world_time(w) > t0 + 0.99 && tb_rigid_world_time(w) < t0 + 1.01);
@@ -446,7 +434,7 @@ static void asleep_world_takes_the_idle_path_and_counts_time(void **state)
     assert_null(tb_rigid_world_validate(w));
     /* with the fast path off, every step runs the pipeline: the counter stays at 0 */
     tb_rigid_world *full = resting_tower(true);
-    step_for(full, 1.0f);
+    tb_test_step_for(full, 1.0f);
     assert_int_equal(idle_steps(full), 0);
     tb_rigid_world_destroy(full);
     tb_rigid_world_destroy(w);
@@ -485,11 +473,11 @@ static void idle_path_is_bit_identical_to_the_full_step_through_every_wake(void 
                 steps++;
             }
             assert_int_equal(tb_rigid_world_awake_count(w[k]), 0);
-            step_for(w[k], 0.5f);
+            tb_test_step_for(w[k], 0.5f);
         }
         assert_true(idle_steps(w[0]) > 0 && idle_steps(w[2]) > 0);
-        assert_same_state(w[0], w[1]);
-        assert_same_state(w[0], w[2]);
+        tb_test_assert_same_saves(w[0], w[1]);
+        tb_test_assert_same_saves(w[0], w[2]);
     }
     for (int k = 0; k < 3; k++) tb_rigid_world_destroy(w[k]);
 }
