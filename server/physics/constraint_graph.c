@@ -8,7 +8,8 @@
  * solver index 0) never conflict. Contacts
  * that fit none of the TB_GRAPH_COLORS go to an overflow list solved one by
  * one. Each colour is then cut into groups of four lanes (the last one
- * padded with empty lanes that move nothing).
+ * padded with empty lanes that move nothing); contact_solver.c prepares the
+ * rows in the lanes.
  *
  * Gauss-Seidel order becomes colour by colour instead of contact by contact;
  * still a fixed order for a given state, so the step stays deterministic.
@@ -28,9 +29,10 @@ int tb_constraint_graph_init(tb_constraint_graph *g, int body_capacity, int cont
     g->body_colors = calloc((size_t)body_capacity + 1, sizeof *g->body_colors);
     g->color_of = malloc(sizeof *g->color_of * (size_t)contact_capacity);
     g->order = malloc(sizeof *g->order * (size_t)contact_capacity);
+    g->slot = malloc(sizeof *g->slot * (size_t)contact_capacity);
     g->overflow = malloc(sizeof *g->overflow * (size_t)contact_capacity);
     g->groups = aligned_alloc(64, ((sizeof *g->groups * (size_t)g->group_capacity) + 63) / 64 * 64);
-    if (!g->body_colors || !g->color_of || !g->order || !g->overflow || !g->groups) {
+    if (!g->body_colors || !g->color_of || !g->order || !g->slot || !g->overflow || !g->groups) {
         tb_constraint_graph_free(g);
         return TB_RIGID_ERR_NO_MEMORY;
     }
@@ -42,44 +44,10 @@ void tb_constraint_graph_free(tb_constraint_graph *g)
     free(g->body_colors);
     free(g->color_of);
     free(g->order);
+    free(g->slot);
     free(g->overflow);
     free(g->groups);
     memset(g, 0, sizeof *g);
-}
-
-/* The 15 vector rows of tb_contact (n .. ib_t2) and of tb_contact_wide, in
- * the same order, so one loop moves them all. */
-#define ROWS 15
-_Static_assert(offsetof(tb_contact, ib_t2) - offsetof(tb_contact, n) == (ROWS - 1) * sizeof(tb_vec3) &&
-                   offsetof(tb_contact, mass_n) == offsetof(tb_contact, ib_t2) + sizeof(tb_vec3),
-               "tb_contact rows n .. ib_t2 are contiguous and followed by a float (read as the pad)");
-_Static_assert(offsetof(tb_contact_wide, ib_t2) - offsetof(tb_contact_wide, n) == (ROWS - 1) * sizeof(tb_v3_4),
-               "tb_contact_wide rows n .. ib_t2 are contiguous");
-
-/* Four contacts (c[k] for lane k; an all-zero contact for an empty lane)
- * into one group: each row is a 4x4 transpose, the scalars lane by lane. */
-static void put_group(tb_contact_wide *g, const tb_contact *const c[TB_LANES], const int index[TB_LANES])
-{
-    tb_v3_4 *rows = &g->n;
-    for (int f = 0; f < ROWS; f++)
-        rows[f] = tb__transpose_in(tb__load_row(&c[0]->n + f), tb__load_row(&c[1]->n + f), tb__load_row(&c[2]->n + f),
-                                   tb__load_row(&c[3]->n + f));
-#define LANES(field) ((tb_f4){c[0]->field, c[1]->field, c[2]->field, c[3]->field})
-    g->ima = LANES(ima);
-    g->imb = LANES(imb);
-    g->mass_n = LANES(mass_n);
-    g->mass_t1 = LANES(mass_t1);
-    g->mass_t2 = LANES(mass_t2);
-    g->target = LANES(target);
-    g->jn = LANES(jn);
-    g->jt1 = LANES(jt1);
-    g->jt2 = LANES(jt2);
-#undef LANES
-    for (int k = 0; k < TB_LANES; k++) {
-        g->sa[k] = c[k]->sa;
-        g->sb[k] = c[k]->sb;
-        g->index[k] = index[k];
-    }
 }
 
 void tb_constraint_graph_build(tb_rigid_world *w)
@@ -94,6 +62,7 @@ void tb_constraint_graph_build(tb_rigid_world *w)
         uint32_t used = g->body_colors[c->sa] | g->body_colors[c->sb];
         if (used == 0xFFFFFFFFu) {
             g->color_of[i] = -1;
+            g->slot[i] = -1;
             g->overflow[g->overflow_count++] = i;
             continue;
         }
@@ -117,21 +86,21 @@ void tb_constraint_graph_build(tb_rigid_world *w)
         if (color >= 0) g->order[fill[color]++] = i;
     }
 
-    /* pack each colour into groups of four lanes */
-    tb_contact empty; /* zero masses and arms: a lane that moves nothing */
-    memset(&empty, 0, sizeof empty);
+    /* cut each colour into groups of four lanes (rows: tb_contact_solver_prepare) */
     int n = 0;
     for (int k = 0; k < TB_GRAPH_COLORS; k++) {
         for (int i = start[k]; i < start[k + 1]; i += TB_LANES) {
             assert(n < g->group_capacity);
-            const tb_contact *lane_contact[TB_LANES];
-            int lane_index[TB_LANES];
+            tb_contact_wide *group = &g->groups[n];
             for (int lane = 0; lane < TB_LANES; lane++) {
                 bool used = i + lane < start[k + 1];
-                lane_index[lane] = used ? g->order[i + lane] : -1;
-                lane_contact[lane] = used ? &w->contacts[lane_index[lane]] : &empty;
+                int index = used ? g->order[i + lane] : -1;
+                group->index[lane] = index;
+                group->sa[lane] = used ? w->contacts[index].sa : 0;
+                group->sb[lane] = used ? w->contacts[index].sb : 0;
+                if (used) g->slot[index] = n * TB_LANES + lane;
             }
-            put_group(&g->groups[n++], lane_contact, lane_index);
+            n++;
         }
     }
     g->group_count = n;

@@ -64,69 +64,100 @@ static inline void side_rows(tb_vec3 r, const tb_mat3 *inv_inertia, bool dynamic
     *i_t2 = tb_m3_mul_v3(*inv_inertia, *r_t2);
 }
 
-/* Per manifold (the run of points sharing a pair key): the tangents, the
- * bodies and their inverse inertia are common; per point: arms, effective
- * masses and the target velocity. */
-void tb_contact_solver_prepare(tb_rigid_world *w, float dt)
+/* Per manifold (the run of points sharing a pair key): solver bodies,
+ * inverse masses and the two tangents of every point, cleared impulses. The
+ * colouring needs the solver bodies; the rows are prepared after it, straight
+ * into the lanes (tb_contact_solver_prepare). */
+void tb_contact_solver_begin(tb_rigid_world *w)
 {
-    const float inv_dt = 1.0f / dt;
     int i = 0;
     while (i < w->contact_count) {
         const tb_contact_point *first = &w->points[i];
         int end = i + 1;
         while (end < w->contact_count && w->points[end].key == first->key) end++;
-
-        const tb_body *bb = &w->bodies[first->body_b];
-        const tb_body *ba = first->body_a >= 0 ? &w->bodies[first->body_a] : NULL;
-        int sa = ba ? w->solver_index[first->body_a] : 0;
+        int sa = first->body_a >= 0 ? w->solver_index[first->body_a] : 0;
         int sb = w->solver_index[first->body_b];
         tb_vec3 n = w->contacts[i].n;
         /* two tangents perpendicular to n (the seed's choice) */
         tb_vec3 t1 = fabsf(n.x) > 0.57f ? tb_v3_norm(tb_v3(n.y, -n.x, 0.0f)) : tb_v3_norm(tb_v3(0.0f, n.z, -n.y));
         tb_vec3 t2 = tb_v3_cross(n, t1);
-        const tb_mat3 *ia = &w->inv_inertia_world[sa], *ib = &w->inv_inertia_world[sb];
         float ima = w->inv_mass[sa], imb = w->inv_mass[sb];
-        const tb_solver_body *va = &w->solver_bodies[sa], *vb = &w->solver_bodies[sb];
-
         for (int k = i; k < end; k++) {
             tb_contact *c = &w->contacts[k];
-            const tb_contact_point *p = &w->points[k];
-            tb_vec3 ra = ba ? tb_v3_sub(p->point, ba->position) : tb_v3_zero();
-            tb_vec3 rb = tb_v3_sub(p->point, bb->position);
             c->sa = sa;
             c->sb = sb;
             c->ima = ima;
             c->imb = imb;
             c->t1 = t1;
             c->t2 = t2;
-            side_rows(ra, ia, sa != 0, n, t1, t2, &c->ra_n, &c->ra_t1, &c->ra_t2, &c->ia_n, &c->ia_t1, &c->ia_t2);
-            side_rows(rb, ib, sb != 0, n, t1, t2, &c->rb_n, &c->rb_t1, &c->rb_t2, &c->ib_n, &c->ib_t1, &c->ib_t2);
-            c->mass_n = effective_mass(ima, imb, c->ra_n, c->ia_n, c->rb_n, c->ib_n);
-            c->mass_t1 = effective_mass(ima, imb, c->ra_t1, c->ia_t1, c->rb_t1, c->ib_t1);
-            c->mass_t2 = effective_mass(ima, imb, c->ra_t2, c->ia_t2, c->rb_t2, c->ib_t2);
-
-            /* Seed warning: the bounce decision uses the velocity BEFORE warm
-             * starting (warm starting happens after every contact is
-             * prepared). Read after it, the big support impulse already given
-             * to a lower plank looks like a hard hit and the tower jumps. */
-            float vn = tb_v3_dot(tb_v3_sub(vb->v, va->v), n) + tb_v3_dot(vb->w, c->rb_n) - tb_v3_dot(va->w, c->ra_n);
-            float sep = p->separation;
-            float target = sep > 0.0f ? -sep * inv_dt : TB_BAUMGARTE * inv_dt * tb_maxf(0.0f, -sep - TB_LINEAR_SLOP);
-            if (vn < -TB_RESTITUTION_THRESHOLD && sep < -vn * dt) target = tb_maxf(target, -w->restitution * vn);
-            c->target = target;
             c->jn = c->jt1 = c->jt2 = 0.0f;
         }
         i = end;
     }
 }
 
+/* Seed warning: the bounce decision uses the velocity BEFORE warm starting
+ * (warm starting happens after every contact is prepared). Read after it,
+ * the big support impulse already given to a lower plank looks like a hard
+ * hit and the tower jumps. */
+static float normal_target(const tb_rigid_world *w, float vn, float sep, float dt)
+{
+    const float inv_dt = 1.0f / dt;
+    float target = sep > 0.0f ? -sep * inv_dt : TB_BAUMGARTE * inv_dt * tb_maxf(0.0f, -sep - TB_LINEAR_SLOP);
+    if (vn < -TB_RESTITUTION_THRESHOLD && sep < -vn * dt) target = tb_maxf(target, -w->restitution * vn);
+    return target;
+}
+
+/* One contact that fits no colour (solved one by one): arms, effective
+ * masses and target in its tb_contact. */
+static void prepare_one(tb_rigid_world *w, int k, float dt)
+{
+    tb_contact *c = &w->contacts[k];
+    const tb_contact_point *p = &w->points[k];
+    const tb_body *bb = &w->bodies[p->body_b];
+    const tb_body *ba = p->body_a >= 0 ? &w->bodies[p->body_a] : NULL;
+    const tb_solver_body *va = &w->solver_bodies[c->sa], *vb = &w->solver_bodies[c->sb];
+    tb_vec3 ra = ba ? tb_v3_sub(p->point, ba->position) : tb_v3_zero();
+    tb_vec3 rb = tb_v3_sub(p->point, bb->position);
+    tb_vec3 n = c->n, t1 = c->t1, t2 = c->t2;
+    side_rows(ra, &w->inv_inertia_world[c->sa], c->sa != 0, n, t1, t2, &c->ra_n, &c->ra_t1, &c->ra_t2, &c->ia_n,
+              &c->ia_t1, &c->ia_t2);
+    side_rows(rb, &w->inv_inertia_world[c->sb], c->sb != 0, n, t1, t2, &c->rb_n, &c->rb_t1, &c->rb_t2, &c->ib_n,
+              &c->ib_t1, &c->ib_t2);
+    c->mass_n = effective_mass(c->ima, c->imb, c->ra_n, c->ia_n, c->rb_n, c->ib_n);
+    c->mass_t1 = effective_mass(c->ima, c->imb, c->ra_t1, c->ia_t1, c->rb_t1, c->ib_t1);
+    c->mass_t2 = effective_mass(c->ima, c->imb, c->ra_t2, c->ia_t2, c->rb_t2, c->ib_t2);
+    float vn = tb_v3_dot(tb_v3_sub(vb->v, va->v), n) + tb_v3_dot(vb->w, c->rb_n) - tb_v3_dot(va->w, c->ra_n);
+    c->target = normal_target(w, vn, p->separation, dt);
+}
+
+static inline tb_vec3 lane_v3(const tb_v3_4 *r, int lane) { return tb_v3(r->x[lane], r->y[lane], r->z[lane]); }
+
+/* Applies contact index's impulses (jn, jt1, jt2 of its tb_contact) to both
+ * bodies, in contact order; the arms come from its group's lane (copied
+ * there too) or, for an overflow contact, from its tb_contact. */
 void tb_contact_solver_warm_apply(tb_rigid_world *w, int index)
 {
     tb_contact *c = &w->contacts[index];
     tb_solver_body *a = &w->solver_bodies[c->sa], *b = &w->solver_bodies[c->sb];
+    tb_vec3 ia_n = c->ia_n, ia_t1 = c->ia_t1, ia_t2 = c->ia_t2, ib_n = c->ib_n, ib_t1 = c->ib_t1, ib_t2 = c->ib_t2;
+    int slot = w->graph.slot[index];
+    if (slot >= 0) {
+        tb_contact_wide *g = &w->graph.groups[slot / TB_LANES];
+        int lane = slot % TB_LANES;
+        ia_n = lane_v3(&g->ia_n, lane);
+        ia_t1 = lane_v3(&g->ia_t1, lane);
+        ia_t2 = lane_v3(&g->ia_t2, lane);
+        ib_n = lane_v3(&g->ib_n, lane);
+        ib_t1 = lane_v3(&g->ib_t1, lane);
+        ib_t2 = lane_v3(&g->ib_t2, lane);
+        g->jn[lane] = c->jn;
+        g->jt1[lane] = c->jt1;
+        g->jt2[lane] = c->jt2;
+    }
     tb_vec3 p = tb_v3_add(tb_v3_add(tb_v3_scale(c->n, c->jn), tb_v3_scale(c->t1, c->jt1)), tb_v3_scale(c->t2, c->jt2));
-    tb_vec3 dwa = tb_v3_add(tb_v3_add(tb_v3_scale(c->ia_n, c->jn), tb_v3_scale(c->ia_t1, c->jt1)), tb_v3_scale(c->ia_t2, c->jt2));
-    tb_vec3 dwb = tb_v3_add(tb_v3_add(tb_v3_scale(c->ib_n, c->jn), tb_v3_scale(c->ib_t1, c->jt1)), tb_v3_scale(c->ib_t2, c->jt2));
+    tb_vec3 dwa = tb_v3_add(tb_v3_add(tb_v3_scale(ia_n, c->jn), tb_v3_scale(ia_t1, c->jt1)), tb_v3_scale(ia_t2, c->jt2));
+    tb_vec3 dwb = tb_v3_add(tb_v3_add(tb_v3_scale(ib_n, c->jn), tb_v3_scale(ib_t1, c->jt1)), tb_v3_scale(ib_t2, c->jt2));
     a->v = tb_v3_mad(a->v, p, -c->ima);
     a->w = tb_v3_sub(a->w, dwa);
     b->v = tb_v3_mad(b->v, p, c->imb);
@@ -182,6 +213,7 @@ static void solve_contact(tb_solver_body *bodies, tb_contact *c, float mu)
 /* ---- four lanes at once -------------------------------------------------------------- */
 
 static inline tb_f4 f4_splat(float x) { return (tb_f4){x, x, x, x}; }
+static inline tb_f4 f4_select(tb_i4 mask, tb_f4 a, tb_f4 b) { return (tb_f4)((mask & (tb_i4)a) | (~mask & (tb_i4)b)); }
 /* min/max exactly as a < b ? a : b and a > b ? a : b per lane (b on ties of
  * zeros and on NaN). SSE's minps/maxps are defined that way, one instruction
  * instead of compare, and, andnot, or. */
@@ -189,7 +221,6 @@ static inline tb_f4 f4_splat(float x) { return (tb_f4){x, x, x, x}; }
 static inline tb_f4 f4_min(tb_f4 a, tb_f4 b) { return (tb_f4)_mm_min_ps((__m128)a, (__m128)b); }
 static inline tb_f4 f4_max(tb_f4 a, tb_f4 b) { return (tb_f4)_mm_max_ps((__m128)a, (__m128)b); }
 #else
-static inline tb_f4 f4_select(tb_i4 mask, tb_f4 a, tb_f4 b) { return (tb_f4)((mask & (tb_i4)a) | (~mask & (tb_i4)b)); }
 static inline tb_f4 f4_min(tb_f4 a, tb_f4 b) { return f4_select(a < b, a, b); }
 static inline tb_f4 f4_max(tb_f4 a, tb_f4 b) { return f4_select(a > b, a, b); }
 #endif
@@ -266,6 +297,116 @@ TB_HOT_CLONES static void solve_group(tb_solver_body *bodies, tb_contact_wide *g
 
     scatter(bodies, g->sa, va, wa);
     scatter(bodies, g->sb, vb, wb);
+}
+
+/* ---- preparation straight into the lanes ---------------------------------------------
+ *
+ * The arithmetic of prepare_one per lane (same operations in the same order,
+ * no FMA), so a contact gets the same bits in a group as it would alone. A
+ * static side (solver slot 0) and an empty lane get all-zero arms, as
+ * side_rows gives them. */
+
+static inline tb_v3_4 keep4(tb_v3_4 a, tb_i4 mask)
+{
+    return (tb_v3_4){(tb_f4)((tb_i4)a.x & mask), (tb_f4)((tb_i4)a.y & mask), (tb_f4)((tb_i4)a.z & mask)};
+}
+static inline tb_v3_4 cross4(tb_v3_4 a, tb_v3_4 b)
+{
+    return (tb_v3_4){a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
+}
+static inline tb_v3_4 rows4(const tb_vec3 *const r[TB_LANES])
+{
+    return tb__transpose_in(tb__load_row(r[0]), tb__load_row(r[1]), tb__load_row(r[2]), tb__load_row(r[3]));
+}
+
+typedef struct side4 {
+    tb_v3_4 r;       /* contact point minus body position */
+    tb_v3_4 inv[3];  /* rows of the world inverse inertia */
+    tb_i4 dynamic;   /* all ones where the side is an awake body */
+} side4;
+
+/* r x d and I^-1 (r x d), zero where the side is static. */
+static inline void side_rows4(const side4 *s, tb_v3_4 d, tb_v3_4 *r_d, tb_v3_4 *i_d)
+{
+    tb_v3_4 rd = cross4(s->r, d);
+    tb_v3_4 id = {dot4(s->inv[0], rd), dot4(s->inv[1], rd), dot4(s->inv[2], rd)};
+    *r_d = keep4(rd, s->dynamic);
+    *i_d = keep4(id, s->dynamic);
+}
+
+static inline tb_f4 effective_mass4(tb_f4 ima, tb_f4 imb, tb_v3_4 ra_d, tb_v3_4 ia_d, tb_v3_4 rb_d, tb_v3_4 ib_d)
+{
+    tb_f4 k = ima + imb + dot4(ra_d, ia_d) + dot4(rb_d, ib_d);
+    tb_i4 ok = k > f4_splat(1e-9f);
+    return f4_select(ok, f4_splat(1.0f) / f4_select(ok, k, f4_splat(1.0f)), f4_splat(0.0f));
+}
+
+TB_HOT_CLONES static void prepare_group(const tb_rigid_world *w, tb_contact_wide *g, float dt)
+{
+    static const tb_contact empty; /* zero rows and masses: a lane that moves nothing */
+    static const tb_vec3 origin[2];  /* two, so the 16-byte row load stays inside */
+    const tb_contact *c[TB_LANES];
+    const tb_vec3 *point[TB_LANES], *pos_a[TB_LANES], *pos_b[TB_LANES];
+    const tb_vec3 *inv_a[3][TB_LANES], *inv_b[3][TB_LANES];
+    float sep[TB_LANES];
+    for (int k = 0; k < TB_LANES; k++) {
+        int idx = g->index[k];
+        const tb_contact_point *p = idx >= 0 ? &w->points[idx] : NULL;
+        c[k] = p ? &w->contacts[idx] : &empty;
+        point[k] = p ? &p->point : &origin[0];
+        /* a plane side: r = 0, masked anyway (slot 0) */
+        pos_a[k] = p && p->body_a >= 0 ? &w->bodies[p->body_a].position : point[k];
+        pos_b[k] = p ? &w->bodies[p->body_b].position : point[k];
+        sep[k] = p ? p->separation : 0.0f;
+        for (int r = 0; r < 3; r++) {
+            inv_a[r][k] = &w->inv_inertia_world[g->sa[k]].r[r];
+            inv_b[r][k] = &w->inv_inertia_world[g->sb[k]].r[r];
+        }
+    }
+    const tb_i4 lane_sa = {g->sa[0], g->sa[1], g->sa[2], g->sa[3]}, lane_sb = {g->sb[0], g->sb[1], g->sb[2], g->sb[3]};
+    const tb_i4 zero_i = {0, 0, 0, 0};
+    tb_v3_4 p4 = rows4(point);
+    side4 a = {sub4(p4, rows4(pos_a)), {rows4(inv_a[0]), rows4(inv_a[1]), rows4(inv_a[2])}, lane_sa != zero_i};
+    side4 b = {sub4(p4, rows4(pos_b)), {rows4(inv_b[0]), rows4(inv_b[1]), rows4(inv_b[2])}, lane_sb != zero_i};
+
+    g->n = tb__transpose_in(tb__load_row(&c[0]->n), tb__load_row(&c[1]->n), tb__load_row(&c[2]->n),
+                            tb__load_row(&c[3]->n));
+    g->t1 = tb__transpose_in(tb__load_row(&c[0]->t1), tb__load_row(&c[1]->t1), tb__load_row(&c[2]->t1),
+                             tb__load_row(&c[3]->t1));
+    g->t2 = tb__transpose_in(tb__load_row(&c[0]->t2), tb__load_row(&c[1]->t2), tb__load_row(&c[2]->t2),
+                             tb__load_row(&c[3]->t2));
+    side_rows4(&a, g->n, &g->ra_n, &g->ia_n);
+    side_rows4(&a, g->t1, &g->ra_t1, &g->ia_t1);
+    side_rows4(&a, g->t2, &g->ra_t2, &g->ia_t2);
+    side_rows4(&b, g->n, &g->rb_n, &g->ib_n);
+    side_rows4(&b, g->t1, &g->rb_t1, &g->ib_t1);
+    side_rows4(&b, g->t2, &g->rb_t2, &g->ib_t2);
+    g->ima = (tb_f4){c[0]->ima, c[1]->ima, c[2]->ima, c[3]->ima};
+    g->imb = (tb_f4){c[0]->imb, c[1]->imb, c[2]->imb, c[3]->imb};
+    g->mass_n = effective_mass4(g->ima, g->imb, g->ra_n, g->ia_n, g->rb_n, g->ib_n);
+    g->mass_t1 = effective_mass4(g->ima, g->imb, g->ra_t1, g->ia_t1, g->rb_t1, g->ib_t1);
+    g->mass_t2 = effective_mass4(g->ima, g->imb, g->ra_t2, g->ia_t2, g->rb_t2, g->ib_t2);
+
+    /* normal_target per lane (velocities before the warm start) */
+    tb_v3_4 va, wa, vb, wb;
+    gather(w->solver_bodies, g->sa, &va, &wa);
+    gather(w->solver_bodies, g->sb, &vb, &wb);
+    tb_f4 vn = WROW_VELOCITY(g->n, g->ra_n, g->rb_n);
+    const float inv_dt = 1.0f / dt;
+    const tb_f4 s = {sep[0], sep[1], sep[2], sep[3]}, zero = f4_splat(0.0f);
+    tb_f4 target = f4_select(s > zero, -s * f4_splat(inv_dt),
+                             f4_splat(TB_BAUMGARTE * inv_dt) * f4_max(zero, -s - f4_splat(TB_LINEAR_SLOP)));
+    tb_i4 bounce = (vn < f4_splat(-TB_RESTITUTION_THRESHOLD)) & (s < -vn * f4_splat(dt));
+    g->target = f4_select(bounce, f4_max(target, f4_splat(-w->restitution) * vn), target);
+    g->jn = g->jt1 = g->jt2 = zero;
+}
+
+/* Every group's rows in its lanes, the overflow contacts' in their tb_contact. */
+void tb_contact_solver_prepare(tb_rigid_world *w, float dt)
+{
+    tb_constraint_graph *graph = &w->graph;
+    for (int i = 0; i < graph->group_count; i++) prepare_group(w, &graph->groups[i], dt);
+    for (int i = 0; i < graph->overflow_count; i++) prepare_one(w, graph->overflow[i], dt);
 }
 
 /* Iterations: every colour group, then the overflow contacts one by one.

@@ -202,6 +202,7 @@ typedef struct tb_constraint_graph {
     uint32_t *body_colors;     /* per solver body: bit k set = colour k holds it */
     int32_t *color_of;         /* per contact: color, or -1 = overflow */
     int32_t *order;            /* contacts sorted by color */
+    int32_t *slot;             /* per contact: group * TB_LANES + lane, or -1 = overflow */
     tb_contact_wide *groups;
     int group_capacity, group_count;
     int32_t *overflow;         /* contacts solved one by one */
@@ -294,7 +295,9 @@ void tb_manifold_collide(tb_rigid_world *world);
 void tb_manifold_store_cache(tb_rigid_world *world);
 void tb_manifold_warm_start(tb_rigid_world *world);
 
-/* contact_solver.c */
+/* contact_solver.c: begin (solver bodies, tangents) before the colouring,
+ * prepare (arms, masses, targets into the groups' lanes) after it */
+void tb_contact_solver_begin(tb_rigid_world *world);
 void tb_contact_solver_prepare(tb_rigid_world *world, float dt);
 void tb_contact_solver_warm_apply(tb_rigid_world *world, int index);
 void tb_contact_solver_solve(tb_rigid_world *world);
@@ -302,7 +305,8 @@ void tb_contact_solver_solve(tb_rigid_world *world);
 /* constraint_graph.c */
 int tb_constraint_graph_init(tb_constraint_graph *g, int body_capacity, int contact_capacity);
 void tb_constraint_graph_free(tb_constraint_graph *g);
-/* Colors the prepared contacts and packs them into wide groups. */
+/* Colours the contacts (solver bodies set by tb_contact_solver_begin) and
+ * cuts the colours into groups of four lanes: index, sa, sb and the slot map. */
 void tb_constraint_graph_build(tb_rigid_world *world);
 
 /* rigid_world.c */

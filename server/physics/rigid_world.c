@@ -5,9 +5,10 @@
  *   2. frames: axes and velocity-expanded AABBs of every live body
  *   3. broad phase: candidate pairs (broad_phase.c)
  *   4. narrow phase + wake rule + plane contacts (manifold.c)
- *   5. solver: effective masses and targets (before warm start), warm start
- *      from the cache, colouring into groups of four (constraint_graph.c),
- *      then `iterations` sweeps (contact_solver.c)
+ *   5. solver: colouring into groups of four (constraint_graph.c), effective
+ *      masses and targets written into the groups' lanes (before warm
+ *      start), warm start from the cache, then `iterations` sweeps
+ *      (contact_solver.c)
  *   6. cache the impulses for the next step
  *   7. integrate positions and rotations; sleep timers
  * Sleeping bodies take no part except as static obstacles.
@@ -83,7 +84,8 @@ tb_rigid_world *tb_rigid_world_create(const tb_rigid_world_def *def)
     w->frames = calloc(cap, sizeof *w->frames);
     w->solver_index = calloc(cap, sizeof *w->solver_index);
     w->solver_bodies = calloc(cap + 1, sizeof *w->solver_bodies);
-    w->inv_inertia_world = calloc(cap + 1, sizeof *w->inv_inertia_world);
+    /* + 2: the wide preparation loads each matrix row as 16 bytes */
+    w->inv_inertia_world = calloc(cap + 2, sizeof *w->inv_inertia_world);
     w->inv_mass = calloc(cap + 1, sizeof *w->inv_mass);
     w->pairs = calloc((size_t)w->pair_capacity, sizeof *w->pairs);
     w->pairs_tmp = calloc((size_t)w->pair_capacity, sizeof *w->pairs_tmp);
@@ -419,9 +421,10 @@ int tb_rigid_world_step(tb_rigid_world *w, float dt)
     tb_broad_phase_update_pairs(w);
     tb_manifold_collide(w);
     build_solver_bodies(w);
+    tb_contact_solver_begin(w);
+    tb_constraint_graph_build(w);
     tb_contact_solver_prepare(w, dt);
     tb_manifold_warm_start(w);
-    tb_constraint_graph_build(w);
     tb_contact_solver_solve(w);
     tb_manifold_store_cache(w);
     integrate_positions(w, dt);
