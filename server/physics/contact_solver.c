@@ -34,6 +34,7 @@
  * colour; the few contacts that fit no colour are solved one by one after
  * the groups. The arithmetic per lane is exactly that of solve_contact.
  */
+#include <stddef.h>
 #include <string.h>
 #if defined(__SSE__)
 #include <xmmintrin.h>
@@ -228,32 +229,41 @@ static inline tb_f4 dot4(tb_v3_4 a, tb_v3_4 b) { return a.x * b.x + a.y * b.y + 
 static inline tb_v3_4 sub4(tb_v3_4 a, tb_v3_4 b) { return (tb_v3_4){a.x - b.x, a.y - b.y, a.z - b.z}; }
 static inline tb_v3_4 mad4(tb_v3_4 a, tb_v3_4 b, tb_f4 s) { return (tb_v3_4){a.x + b.x * s, a.y + b.y * s, a.z + b.z * s}; }
 
-static inline void gather(const tb_solver_body *bodies, const int32_t idx[TB_LANES], tb_v3_4 *v, tb_v3_4 *w)
+/* off[k]: byte offset of lane k's solver body (one load per lane, no index
+ * arithmetic; about 30 fewer instructions a group). */
+static inline const tb_solver_body *body_at(const tb_solver_body *bodies, uint32_t off)
 {
-    const tb_solver_body *b0 = bodies + idx[0], *b1 = bodies + idx[1], *b2 = bodies + idx[2], *b3 = bodies + idx[3];
+    return (const tb_solver_body *)(const void *)((const char *)bodies + off);
+}
+
+static inline void gather(const tb_solver_body *bodies, const uint32_t off[TB_LANES], tb_v3_4 *v, tb_v3_4 *w)
+{
+    const tb_solver_body *b0 = body_at(bodies, off[0]), *b1 = body_at(bodies, off[1]), *b2 = body_at(bodies, off[2]),
+                         *b3 = body_at(bodies, off[3]);
     *v = tb__transpose_in(tb__load_row(&b0->v), tb__load_row(&b1->v), tb__load_row(&b2->v), tb__load_row(&b3->v));
     *w = tb__transpose_in(tb__load_row(&b0->w), tb__load_row(&b1->w), tb__load_row(&b2->w), tb__load_row(&b3->w));
 }
 
 /* Lanes never share an awake body; they may share the static slot 0, whose
  * velocity every lane leaves at zero. */
-static inline void store_body(tb_solver_body *b, tb_f4 v, tb_f4 w)
+static inline void store_body(tb_solver_body *bodies, uint32_t off, tb_f4 v, tb_f4 w)
 {
-    memcpy(&b->v, &v, sizeof v);
-    memcpy(&b->w, &w, sizeof w);
+    char *b = (char *)bodies + off;
+    memcpy(b + offsetof(tb_solver_body, v), &v, sizeof v);
+    memcpy(b + offsetof(tb_solver_body, w), &w, sizeof w);
 }
 
 /* Written out lane by lane: as a loop, GCC -O2 keeps it rolled and sends the
  * transposed rows through the stack (about 40 more instructions a group). */
-static inline void scatter(tb_solver_body *bodies, const int32_t idx[TB_LANES], tb_v3_4 v, tb_v3_4 w)
+static inline void scatter(tb_solver_body *bodies, const uint32_t off[TB_LANES], tb_v3_4 v, tb_v3_4 w)
 {
     tb_f4 rv[4], rw[4];
     tb__transpose_out(v, rv);
     tb__transpose_out(w, rw);
-    store_body(bodies + idx[0], rv[0], rw[0]);
-    store_body(bodies + idx[1], rv[1], rw[1]);
-    store_body(bodies + idx[2], rv[2], rw[2]);
-    store_body(bodies + idx[3], rv[3], rw[3]);
+    store_body(bodies, off[0], rv[0], rw[0]);
+    store_body(bodies, off[1], rv[1], rw[1]);
+    store_body(bodies, off[2], rv[2], rw[2]);
+    store_body(bodies, off[3], rv[3], rw[3]);
 }
 _Static_assert(TB_LANES == 4, "scatter() writes four lanes");
 
@@ -272,8 +282,8 @@ _Static_assert(TB_LANES == 4, "scatter() writes four lanes");
 TB_HOT_CLONES static void solve_group(tb_solver_body *bodies, tb_contact_wide *g, tb_f4 mu)
 {
     tb_v3_4 va, wa, vb, wb;
-    gather(bodies, g->sa, &va, &wa);
-    gather(bodies, g->sb, &vb, &wb);
+    gather(bodies, g->off_a, &va, &wa);
+    gather(bodies, g->off_b, &vb, &wb);
     const tb_f4 zero = f4_splat(0.0f);
     tb_f4 max_friction = mu * g->jn;
 
@@ -295,8 +305,8 @@ TB_HOT_CLONES static void solve_group(tb_solver_body *bodies, tb_contact_wide *g
     WROW_APPLY(g->n, g->ia_n, g->ib_n, dj);
     g->jn = j;
 
-    scatter(bodies, g->sa, va, wa);
-    scatter(bodies, g->sb, vb, wb);
+    scatter(bodies, g->off_a, va, wa);
+    scatter(bodies, g->off_b, vb, wb);
 }
 
 /* ---- preparation straight into the lanes ---------------------------------------------
@@ -389,8 +399,8 @@ TB_HOT_CLONES static void prepare_group(const tb_rigid_world *w, tb_contact_wide
 
     /* normal_target per lane (velocities before the warm start) */
     tb_v3_4 va, wa, vb, wb;
-    gather(w->solver_bodies, g->sa, &va, &wa);
-    gather(w->solver_bodies, g->sb, &vb, &wb);
+    gather(w->solver_bodies, g->off_a, &va, &wa);
+    gather(w->solver_bodies, g->off_b, &vb, &wb);
     tb_f4 vn = WROW_VELOCITY(g->n, g->ra_n, g->rb_n);
     const float inv_dt = 1.0f / dt;
     const tb_f4 s = {sep[0], sep[1], sep[2], sep[3]}, zero = f4_splat(0.0f);

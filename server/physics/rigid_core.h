@@ -195,6 +195,7 @@ typedef struct tb_contact_wide {
     tb_f4 mass_n, mass_t1, mass_t2, target;
     tb_f4 jn, jt1, jt2;
     int32_t sa[TB_LANES], sb[TB_LANES];
+    uint32_t off_a[TB_LANES], off_b[TB_LANES]; /* sa, sb times sizeof(tb_solver_body) */
     int32_t index[TB_LANES]; /* contact index, -1 for an empty lane */
 } tb_contact_wide;
 
