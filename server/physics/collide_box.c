@@ -167,17 +167,23 @@ typedef struct face_vertex {
  * calls pass constant along_w and sign, which then fold away. */
 static inline int clip_face(const face_vertex *in, int n, face_vertex *out, int along_w, float sign, float limit)
 {
+    if (n == 0) return 0;
     int m = 0;
+    /* each vertex's distance computed once and carried to the next edge */
+    face_vertex p = in[0];
+    const float d0 = sign * (along_w ? p.w : p.u) - limit;
+    float dp = d0;
     for (int i = 0; i < n; i++) {
-        face_vertex p = in[i], q = in[i + 1 < n ? i + 1 : 0];
-        float dp = sign * (along_w ? p.w : p.u) - limit;
-        float dq = sign * (along_w ? q.w : q.u) - limit;
+        face_vertex q = in[i + 1 < n ? i + 1 : 0];
+        float dq = i + 1 < n ? sign * (along_w ? q.w : q.u) - limit : d0;
         if (dp <= 0.0f) out[m++] = p;
         if ((dp <= 0.0f) != (dq <= 0.0f)) {
             float t = dp / (dp - dq);
             face_vertex r = {p.u + (q.u - p.u) * t, p.w + (q.w - p.w) * t, p.h + (q.h - p.h) * t};
             out[m++] = r;
         }
+        p = q;
+        dp = dq;
     }
     return m;
 }
