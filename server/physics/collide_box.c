@@ -43,6 +43,9 @@
 
 static inline float sign_of(float x) { return x < 0.0f ? -1.0f : 1.0f; }
 
+/* (i + 1) % 3 and (i + 2) % 3 without the division */
+static const int next[3] = {1, 2, 0}, after[3] = {2, 0, 1};
+
 tb_collide_box tb_collide_box_make(tb_vec3 center, tb_quat rotation, tb_vec3 half_extents)
 {
     tb_collide_box box;
@@ -95,8 +98,8 @@ bool tb_box_box_sat(const tb_collide_box *a, const tb_collide_box *b, float marg
     if (best_b > best_a + FACE_TIE) use_b = true;
     else if (best_a > best_b + FACE_TIE) use_b = false;
     else {
-        float area_a = a->half[(ia + 1) % 3] * a->half[(ia + 2) % 3];
-        float area_b = b->half[(ib + 1) % 3] * b->half[(ib + 2) % 3];
+        float area_a = a->half[next[ia]] * a->half[after[ia]];
+        float area_b = b->half[next[ib]] * b->half[after[ib]];
         use_b = area_b > area_a;
     }
     float best_face = use_b ? best_b : best_a;
@@ -110,7 +113,6 @@ bool tb_box_box_sat(const tb_collide_box *a, const tb_collide_box *b, float marg
      *   rA |L| = hA_(i+1) |r_(i+2)j| + hA_(i+2) |r_(i+1)j|
      *   rB |L| = hB_(j+1) |r_i(j+2)| + hB_(j+2) |r_i(j+1)|
      * Swapping A and B transposes r and negates L and t: the same numbers. */
-    static const int next[3] = {1, 2, 0}, after[3] = {2, 0, 1}; /* (i + 1) % 3, (i + 2) % 3 */
     /* An edge whose numerator |t.L| - (ra + rb) is <= 0 has s <= 0 (same sign,
      * inv_len > 0). When 0 <= margin and 0 <= best_face + EDGE_PREFERENCE it
      * can neither separate nor win (only the largest edge s matters, and the
@@ -259,13 +261,13 @@ static int face_manifold(const tb_collide_box *ref, const tb_collide_box *inc, i
         if (di > kd) { kd = di; k = i; }
     }
     tb_vec3 fc = tb_v3_mad(inc->center, inc->axis[k], -sign_of(tb_v3_dot(inc->axis[k], n)) * inc->half[k]);
-    tb_vec3 e1 = tb_v3_scale(inc->axis[(k + 1) % 3], inc->half[(k + 1) % 3]);
-    tb_vec3 e2 = tb_v3_scale(inc->axis[(k + 2) % 3], inc->half[(k + 2) % 3]);
+    tb_vec3 e1 = tb_v3_scale(inc->axis[next[k]], inc->half[next[k]]);
+    tb_vec3 e2 = tb_v3_scale(inc->axis[after[k]], inc->half[after[k]]);
 
     /* the incident quad in the reference face's frame (u, w, n), then
      * clipped by the four side planes |u| <= hu, |w| <= hw */
-    tb_vec3 u = ref->axis[(axis + 1) % 3], w = ref->axis[(axis + 2) % 3];
-    float hu = ref->half[(axis + 1) % 3], hw = ref->half[(axis + 2) % 3];
+    tb_vec3 u = ref->axis[next[axis]], w = ref->axis[after[axis]];
+    float hu = ref->half[next[axis]], hw = ref->half[after[axis]];
     tb_vec3 rel = tb_v3_sub(fc, face_center);
     face_vertex c = {tb_v3_dot(rel, u), tb_v3_dot(rel, w), tb_v3_dot(rel, n)};
     face_vertex a1 = {tb_v3_dot(e1, u), tb_v3_dot(e1, w), tb_v3_dot(e1, n)};
