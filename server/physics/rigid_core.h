@@ -95,8 +95,11 @@ typedef struct tb_pair {
     int32_t a, b; /* body ids, a < b */
 } tb_pair;
 
-/* One contact point as the solver sees it (hot). For each direction d in
- * {n, t1, t2}: the r x d arms and I^-1 (r x d) of both bodies, precomputed. */
+/* One contact point as the solver sees it. For each direction d in
+ * {n, t1, t2}: the r x d arms and I^-1 (r x d) of both bodies, precomputed.
+ * sa .. t2 and the impulses are always set; the arms, masses and target only
+ * for an overflow contact (graph.slot < 0): a contact in a group has those
+ * only in its group's lane (tb_contact_wide). */
 typedef struct tb_contact {
     int32_t sa, sb;       /* solver body indices (0 = static) */
     float ima, imb;       /* inverse masses (0 when static) */
