@@ -144,9 +144,8 @@ static tb_msg *tb__finish(msgpack_sbuffer *sb, int rc)
         return tb__finish(&sb, rc_);                                                                         \
     } while (0)
 
-tb_msg *tb_wire_welcome(tb_room *room, uint32_t client, const char *instance, int type)
+tb_msg *tb_wire_welcome(tb_room *room, tb_proto_welcome *w, uint32_t client, const char *instance, int type)
 {
-    tb_proto_welcome *w = room->describe_scratch;
     if (!w || !room->encoder)
         return NULL;
     memset(w, 0, sizeof *w);
