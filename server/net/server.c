@@ -478,13 +478,11 @@ static void tb__on_message(tb_session *s, const unsigned char *data, size_t len)
         tb__push_ctl(s, tb_wire_pong(m.ping_time, (double)now / 1e6));
         return;
     case TB_CLIENT_LOBBY: {
-        int cap = server->cfg->max_rooms + 8;
-        tb_room_row *rows = calloc((size_t)cap, sizeof *rows);
-        if (!rows)
-            return;
-        int n = tb_registry_rows(server->registry, rows, cap);
-        tb__push_ctl(s, tb_wire_lobby(rows, n < cap ? n : cap));
-        free(rows);
+        /* a lobby message lists at most TB_PROTO_MAX_ROOMS: copy only those,
+         * whatever the number of rooms open */
+        static tb_room_row rows[TB_PROTO_MAX_ROOMS]; /* network thread only */
+        int n = tb_registry_rows(server->registry, rows, TB_PROTO_MAX_ROOMS);
+        tb__push_ctl(s, tb_wire_lobby(rows, n < TB_PROTO_MAX_ROOMS ? n : TB_PROTO_MAX_ROOMS));
         return;
     }
     case TB_CLIENT_RESYNC:
