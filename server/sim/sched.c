@@ -298,6 +298,14 @@ static void tb__snapshot(tb_worker *w, tb_room *room)
     }
 }
 
+/* The queued inputs, in arrival order, before the room's next step. */
+static void tb__apply_inputs(tb_worker *w, tb_room *room)
+{
+    tb_input in;
+    for (int i = 0; i < TB__INPUTS_PER_STEP && tb_ring_pop(&room->inputs, &in); i++)
+        tb__apply_input(w, room, &in);
+}
+
 static void tb__step_room(tb_worker *w, tb_room *room, int64_t now)
 {
     tb_metrics *m = w->sched->metrics;
@@ -312,9 +320,7 @@ static void tb__step_room(tb_worker *w, tb_room *room, int64_t now)
 
     const float dt = 1.0f / (float)TB_STEP_HZ;
     for (int s = 0; s < owed; s++) {
-        tb_input in;
-        for (int i = 0; i < TB__INPUTS_PER_STEP && tb_ring_pop(&room->inputs, &in); i++)
-            tb__apply_input(w, room, &in);
+        tb__apply_inputs(w, room);
 
         int64_t t0 = tb_clock_now_ns();
         room->ops->step(room->world, dt);
@@ -417,7 +423,20 @@ static void *tb__worker_main(void *arg)
         if (w->overflow_count)
             tb__flush_overflow(w);
 
+        /* Inputs of every due room first (they belong before its next
+         * step anyway), and what they produced (welcomes, replies) is sent
+         * before the stepping: a join is answered within the slot even when
+         * stepping hundreds of rooms takes the worker most of it. */
         uint64_t before = w->out_seq;
+        int64_t slot_start = tb_clock_now_ns();
+        for (int i = 0; i < w->room_count; i++)
+            if (w->rooms[i]->pace.next_ns <= slot_start)
+                tb__apply_inputs(w, w->rooms[i]);
+        if (w->out_seq != before) {
+            sched->wake_cb(sched->wake_data);
+            atomic_fetch_add_explicit(&w->wakes, 1, memory_order_relaxed);
+            before = w->out_seq;
+        }
         for (int i = 0; i < w->room_count; i++)
             tb__step_room(w, w->rooms[i], tb_clock_now_ns());
         if (w->out_seq != before || tb_ring_count(&w->out) > 0 || tb_ring_count(&w->ctl) > 0) {

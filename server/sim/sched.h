@@ -114,7 +114,8 @@ void tb_sched_close(tb_sched *sched);
 
 uint64_t tb_sched_worker_steps(const tb_sched *sched, int worker);
 int tb_sched_worker_load(const tb_sched *sched, int worker);
-/* Slots in which the worker woke the network thread. */
+/* Times the worker woke the network thread: at most one per slot for the
+ * stepping, plus one in slots where inputs produced replies. */
 uint64_t tb_sched_worker_wakes(const tb_sched *sched, int worker);
 
 #endif
