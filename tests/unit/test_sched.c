@@ -61,6 +61,23 @@ static void join(tb_room *room, uint32_t client)
     assert_int_equal(tb_room_push_input(room, &in), 0);
 }
 
+/* n dice rooms "<prefix><i>", each with one client (first_client + i) joined. */
+static void open_joined_rooms(fixture *f, const char *prefix, int n, tb_room **rooms, uint32_t first_client)
+{
+    for (int i = 0; i < n; i++) {
+        char id[TB_ROOM_ID_MAX + 1];
+        snprintf(id, sizeof id, "%.16s%d", prefix, i);
+        rooms[i] = open_room(f, id, "dice");
+        join(rooms[i], first_client + (uint32_t)i);
+    }
+}
+
+static void close_rooms(tb_room **rooms, int n)
+{
+    for (int i = 0; i < n; i++)
+        tb_room_unref(rooms[i]);
+}
+
 static uint64_t count(const atomic_uint_fast64_t *c) { return atomic_load((atomic_uint_fast64_t *)c); }
 
 static void release(tb_out *out)
@@ -157,12 +174,7 @@ static void welcome_arrives_while_the_snapshot_ring_is_full(void **state)
     fixture_start(&f, 1, 120);
     enum { ROOMS = 64 };
     tb_room *rooms[ROOMS];
-    for (int i = 0; i < ROOMS; i++) {
-        char id[16];
-        snprintf(id, sizeof id, "busy%d", i);
-        rooms[i] = open_room(&f, id, "dice");
-        join(rooms[i], (uint32_t)(100 + i));
-    }
+    open_joined_rooms(&f, "busy", ROOMS, rooms, 100);
     /* nobody polls: 64 rooms x 120 snapshots/s fill the 8192 ring */
     int64_t end = tb_clock_now_ns() + 60 * TB_NS_PER_SEC;
     while (count(&f.metrics.snapshots_dropped_total) == 0 && tb_clock_now_ns() < end)
@@ -176,8 +188,7 @@ static void welcome_arrives_while_the_snapshot_ring_is_full(void **state)
     assert_int_equal(welcome.msg->type, TB_MSG_WELCOME);
     release(&welcome);
     assert_int_equal(count(&f.metrics.events_dropped_total), 0);
-    for (int i = 0; i < ROOMS; i++)
-        tb_room_unref(rooms[i]);
+    close_rooms(rooms, ROOMS);
     fixture_stop(&f);
 }
 
@@ -188,12 +199,7 @@ static void rooms_of_a_worker_share_one_wake_per_slot(void **state)
     fixture_start(&f, 1, 60);
     enum { ROOMS = 20 };
     tb_room *rooms[ROOMS];
-    for (int i = 0; i < ROOMS; i++) {
-        char id[16];
-        snprintf(id, sizeof id, "grid%d", i);
-        rooms[i] = open_room(&f, id, "dice");
-        join(rooms[i], (uint32_t)(200 + i));
-    }
+    open_joined_rooms(&f, "grid", ROOMS, rooms, 200);
     sleep_ms(200);
     uint64_t steps0 = tb_sched_worker_steps(&f.sched, 0), wakes0 = tb_sched_worker_wakes(&f.sched, 0);
     int64_t t0 = tb_clock_now_ns();
@@ -212,8 +218,7 @@ static void rooms_of_a_worker_share_one_wake_per_slot(void **state)
     /* ... in at most one wake-up per 120 Hz slot, not one per room */
     assert_true((double)wakes <= 121 * seconds + 5);
     assert_true(wakes * 10 < steps);
-    for (int i = 0; i < ROOMS; i++)
-        tb_room_unref(rooms[i]);
+    close_rooms(rooms, ROOMS);
     fixture_stop(&f);
 }
 
