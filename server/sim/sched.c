@@ -21,6 +21,7 @@
 #include "sim/wire.h"
 
 #define TB__INPUTS_PER_STEP 256
+#define TB__INPUT_PASS_NS (2 * TB_NS_PER_MS)
 
 static void tb__release_out(tb_out *out)
 {
@@ -359,6 +360,25 @@ static void tb__step_room(tb_worker *w, tb_room *room, int64_t now)
     atomic_store_explicit(&room->awake, info.awake, memory_order_relaxed);
 }
 
+static void tb__wake(tb_worker *w)
+{
+    w->sched->wake_cb(w->sched->wake_data);
+    atomic_fetch_add_explicit(&w->wakes, 1, memory_order_relaxed);
+    w->woken_seq = w->out_seq;
+}
+
+/* Applies every room's queued inputs; wakes the network thread if that
+ * produced anything. */
+static void tb__input_pass(tb_worker *w)
+{
+    uint64_t before = w->out_seq;
+    for (int i = 0; i < w->room_count; i++)
+        if (tb_ring_count(&w->rooms[i]->inputs))
+            tb__apply_inputs(w, w->rooms[i]);
+    if (w->out_seq != before)
+        tb__wake(w);
+}
+
 static void tb__take_adoptions(tb_worker *w)
 {
     pthread_mutex_lock(&w->lock);
@@ -423,26 +443,25 @@ static void *tb__worker_main(void *arg)
         if (w->overflow_count)
             tb__flush_overflow(w);
 
-        /* Inputs of every due room first (they belong before its next
-         * step anyway), and what they produced (welcomes, replies) is sent
-         * before the stepping: a join is answered within the slot even when
-         * stepping hundreds of rooms takes the worker most of it. */
-        uint64_t before = w->out_seq;
-        int64_t slot_start = tb_clock_now_ns();
-        for (int i = 0; i < w->room_count; i++)
-            if (w->rooms[i]->pace.next_ns <= slot_start)
-                tb__apply_inputs(w, w->rooms[i]);
-        if (w->out_seq != before) {
-            sched->wake_cb(sched->wake_data);
-            atomic_fetch_add_explicit(&w->wakes, 1, memory_order_relaxed);
-            before = w->out_seq;
+        /* Inputs of every room first (they belong before its next step
+         * anyway), and what they produced (welcomes, replies) is sent
+         * before the stepping; the pass is repeated every
+         * TB__INPUT_PASS_NS while the stepping goes on, so a join is
+         * answered within milliseconds even when an overloaded worker takes
+         * seconds to step all its rooms. */
+        tb__input_pass(w);
+        int64_t next_pass = tb_clock_now_ns() + TB__INPUT_PASS_NS;
+        for (int i = 0; i < w->room_count; i++) {
+            int64_t t = tb_clock_now_ns();
+            if (t >= next_pass) {
+                tb__input_pass(w);
+                next_pass = t + TB__INPUT_PASS_NS;
+            }
+            tb__step_room(w, w->rooms[i], t);
         }
-        for (int i = 0; i < w->room_count; i++)
-            tb__step_room(w, w->rooms[i], tb_clock_now_ns());
-        if (w->out_seq != before || tb_ring_count(&w->out) > 0 || tb_ring_count(&w->ctl) > 0) {
-            sched->wake_cb(sched->wake_data); /* once for the whole slot */
-            atomic_fetch_add_explicit(&w->wakes, 1, memory_order_relaxed);
-        }
+        /* once for everything the slot's stepping produced */
+        if (w->out_seq != w->woken_seq || tb_ring_count(&w->out) > 0 || tb_ring_count(&w->ctl) > 0)
+            tb__wake(w);
 
         /* Next slot: the grid moves in whole steps, so rooms (whose pace
          * also moves in whole steps) stay on it after a stall too. */

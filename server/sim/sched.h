@@ -76,6 +76,7 @@ typedef struct tb_worker {
     /* worker thread only */
     int64_t slot_ns;           /* due time of the worker's next grid slot */
     uint64_t out_seq;          /* next tb_out.seq */
+    uint64_t woken_seq;        /* out_seq when the network thread was last woken */
     tb_out *overflow;          /* control messages waiting for room in ctl */
     int overflow_count, overflow_cap;
     tb_proto_welcome *scratch; /* welcome/scene builder, shared by the rooms (large) */
@@ -115,7 +116,7 @@ void tb_sched_close(tb_sched *sched);
 uint64_t tb_sched_worker_steps(const tb_sched *sched, int worker);
 int tb_sched_worker_load(const tb_sched *sched, int worker);
 /* Times the worker woke the network thread: at most one per slot for the
- * stepping, plus one in slots where inputs produced replies. */
+ * stepping, plus one per input pass whose inputs produced replies. */
 uint64_t tb_sched_worker_wakes(const tb_sched *sched, int worker);
 
 #endif
