@@ -26,11 +26,13 @@
 #define TB_ROOM_ID_MAX 32
 /* Inputs queued for the next step. A worker drains the queue every step
  * (8.33 ms) and each client is held to --input-rate (120/s, one a step,
- * bursts of 240), so 128 holds a step's inputs from every possible peer
- * (TB_ROOM_MAX_PEERS, 64) twice over. A full queue refuses the input with
- * `rate_limited` ("room input queue full"); a LEAVE waits on the network
- * thread and is retried. 128 x 152 B = 19 kB a room (512 was 78 kB). */
-#define TB_ROOM_INPUT_CAPACITY 128
+ * bursts of 240), so 256 holds one client's whole burst arriving within a
+ * step (the rate limiter, not the queue, answers a flood) and a step's
+ * inputs from every possible peer (TB_ROOM_MAX_PEERS, 64) four times over.
+ * A full queue refuses the input with `rate_limited` ("room input queue
+ * full"); a LEAVE waits on the network thread and is retried.
+ * 256 x 152 B = 39 kB a room (512 was 78 kB). */
+#define TB_ROOM_INPUT_CAPACITY 256
 #define TB_ROOM_MAX_PEERS TB_PROTO_MAX_PEERS
 
 /* A client in the room as the worker knows it (names for events, views). */
