@@ -139,12 +139,13 @@ static int tb__encode_state(tb_room *room)
 
 /* (Re)build the encoder for the world's frame (bounds, meshes) and prime it
  * with the current state, so welcome and scene messages have a keyframe. */
-static int tb__start_encoder(tb_worker *w, tb_room *room)
+static int tb__start_encoder(tb_room *room)
 {
-    memset(w->scratch, 0, sizeof *w->scratch);
-    room->ops->describe(room->world, w->scratch);
+    tb_proto_welcome *scratch = tb_wire_scratch();
+    memset(scratch, 0, sizeof *scratch);
+    room->ops->describe(room->world, scratch);
     tb_proto_frame frame;
-    tb_proto_frame_from_static(&frame, &w->scratch->st);
+    tb_proto_frame_from_static(&frame, &scratch->st);
     if (room->encoder)
         tb_snap_encoder_destroy(room->encoder);
     room->encoder = tb_snap_encoder_create(&frame, room->ops->max_bodies(room->world));
@@ -154,7 +155,7 @@ static int tb__start_encoder(tb_worker *w, tb_room *room)
 }
 
 /* Rebuild the room's world (another scene of the same kind). */
-static int tb__rebuild(tb_worker *w, tb_room *room, const char *scene_name)
+static int tb__rebuild(tb_room *room, const char *scene_name)
 {
     const tb_scene *scene = tb_scene_find(scene_name);
     if (!scene)
@@ -169,7 +170,7 @@ static int tb__rebuild(tb_worker *w, tb_room *room, const char *scene_name)
     room->world = world;
     snprintf(room->scene, sizeof room->scene, "%s", scene->name);
     atomic_store(&room->scene_def, scene);
-    return tb__start_encoder(w, room);
+    return tb__start_encoder(room);
 }
 
 static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *in)
@@ -194,7 +195,7 @@ static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *in)
             snprintf(p->name, sizeof p->name, "%s", in->by_name);
             p->contacts = false;
         }
-        tb_msg *welcome = tb_wire_welcome(room, w->scratch, in->client, w->sched->instance, TB_MSG_WELCOME);
+        tb_msg *welcome = tb_wire_welcome(room, in->client, w->sched->instance, TB_MSG_WELCOME);
         if (!welcome) { /* no encoder (out of memory at adoption): say so rather than leave it waiting */
             tb__emit(w, TB_OUT_CLIENT, in->client, room,
                      tb_wire_error(TB_ERR_INTERNAL, "room cannot encode its state", -1));
@@ -230,9 +231,9 @@ static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *in)
                      tb_wire_reset(in->name[0] ? in->name : "reset", in->client, tb__peer_name(room, in->client)));
         break;
     case TB_INPUT_SCENE:
-        rc = tb__rebuild(w, room, in->name);
+        rc = tb__rebuild(room, in->name);
         if (rc == 0) /* everyone needs the new static description and a keyframe */
-            tb__emit(w, TB_OUT_SCENE, 0, room, tb_wire_welcome(room, w->scratch, 0, w->sched->instance, TB_MSG_SCENE));
+            tb__emit(w, TB_OUT_SCENE, 0, room, tb_wire_welcome(room, 0, w->sched->instance, TB_MSG_SCENE));
         break;
     case TB_INPUT_CONTACTS: {
         tb_peer *p = tb__peer(room, in->client);
@@ -398,7 +399,7 @@ static void tb__take_adoptions(tb_worker *w)
         }
         /* on the worker's grid: first due at its next slot */
         tb_pace_init(&room->pace, w->slot_ns - TB_STEP_NS, TB_STEP_NS, TB_MAX_BEHIND_NS);
-        if (!room->encoder && tb__start_encoder(w, room) < 0) /* no snapshots; joins get no welcome */
+        if (!room->encoder && tb__start_encoder(room) < 0) /* no snapshots; joins get no welcome */
             atomic_fetch_add(&w->sched->metrics->events_dropped_total, 1);
         if (w->sched->record_dir[0] && !room->record && room->ops->hash) {
             char why[160];
@@ -499,8 +500,7 @@ int tb_sched_init(tb_sched *sched, int workers, int snapshot_rate_hz, const char
         w->sched = sched;
         w->index = i;
         pthread_mutex_init(&w->lock, NULL);
-        w->scratch = calloc(1, sizeof *w->scratch);
-        if (!w->scratch || tb_ring_init(&w->out, TB_WORKER_OUT_CAPACITY, sizeof(tb_out)) != 0 ||
+        if (tb_ring_init(&w->out, TB_WORKER_OUT_CAPACITY, sizeof(tb_out)) != 0 ||
             tb_ring_init(&w->ctl, TB_WORKER_CTL_CAPACITY, sizeof(tb_out)) != 0) {
             tb_sched_close(sched);
             return TB_ENOMEM;
@@ -605,7 +605,6 @@ void tb_sched_close(tb_sched *sched)
         for (int k = 0; k < w->overflow_count; k++)
             tb__release_out(&w->overflow[k]);
         free(w->overflow);
-        free(w->scratch);
         for (int r = 0; r < w->room_count; r++) {
             tb_room *room = w->rooms[r];
             room->ops->destroy(room->world);

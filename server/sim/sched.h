@@ -79,7 +79,6 @@ typedef struct tb_worker {
     uint64_t woken_seq;        /* out_seq when the network thread was last woken */
     tb_out *overflow;          /* control messages waiting for room in ctl */
     int overflow_count, overflow_cap;
-    tb_proto_welcome *scratch; /* welcome/scene builder, shared by the rooms (large) */
     /* network thread only (tb_sched_poll): the head of each ring, popped */
     tb_out held_out, held_ctl;
     bool has_out, has_ctl;
