@@ -86,17 +86,21 @@ static int tb__index_reserve(tb_registry *reg)
 }
 
 /* Adds room to the array and the index; the caller made room in both. */
-static void tb__add(tb_registry *reg, tb_room *room)
+tb_room *tb_registry_find(tb_registry *reg, const char *id)
 {
-    reg->rooms[reg->count++] = room;
-    tb__index_put(reg->index, reg->index_cap, room);
-    reg->index_used++;
-    atomic_fetch_add(&reg->metrics->rooms, 1);
+    pthread_mutex_lock(&reg->lock);
+    tb_room *room = tb__lookup(reg, id);
+    if (room)
+        tb_room_ref(room);
+    pthread_mutex_unlock(&reg->lock);
+    return room;
 }
 
-/* Room for one more in the array and the index. */
-static int tb__reserve(tb_registry *reg)
+/* Space for one more room (lock held): 0, TB_EMAXROOMS or TB_ENOMEM. */
+static int tb__make_space(tb_registry *reg)
 {
+    if (reg->count >= reg->max_rooms)
+        return TB_EMAXROOMS;
     if (reg->count == reg->cap) {
         int cap = reg->cap ? reg->cap * 2 : 16;
         tb_room **rooms = realloc(reg->rooms, (size_t)cap * sizeof *rooms);
@@ -108,14 +112,22 @@ static int tb__reserve(tb_registry *reg)
     return tb__index_reserve(reg);
 }
 
-tb_room *tb_registry_find(tb_registry *reg, const char *id)
+/* Publishes the world's counts, hands the room to a worker and lists it,
+ * taking over the caller's reference (lock held, space made). */
+static int tb__adopt(tb_registry *reg, tb_room *room)
 {
-    pthread_mutex_lock(&reg->lock);
-    tb_room *room = tb__lookup(reg, id);
-    if (room)
-        tb_room_ref(room);
-    pthread_mutex_unlock(&reg->lock);
-    return room;
+    tb_world_info info = {0, 0};
+    room->ops->info(room->world, &info);
+    atomic_store(&room->bodies, info.bodies);
+    atomic_store(&room->awake, info.awake);
+    int rc = tb_sched_adopt(reg->sched, room);
+    if (rc < 0)
+        return rc;
+    reg->rooms[reg->count++] = room;
+    tb__index_put(reg->index, reg->index_cap, room);
+    reg->index_used++;
+    atomic_fetch_add(&reg->metrics->rooms, 1);
+    return 0;
 }
 
 int tb_registry_get_or_create(tb_registry *reg, const char *id, const char *scene_name, bool keep,
@@ -133,34 +145,20 @@ int tb_registry_get_or_create(tb_registry *reg, const char *id, const char *scen
         pthread_mutex_unlock(&reg->lock);
         return 0;
     }
-    int rc = 0;
     tb_room *room = NULL;
-    if (reg->count >= reg->max_rooms) {
-        rc = TB_EMAXROOMS;
-        goto done;
-    }
-    rc = tb__reserve(reg);
+    int rc = tb__make_space(reg);
     if (rc < 0)
         goto done;
     rc = tb_room_new(id, scene_name, reg->next_seed++, keep, &room);
     if (rc < 0)
         goto done;
     rc = room->ops->create(room->scene, room->seed, &room->world);
+    if (rc == 0)
+        rc = tb__adopt(reg, room); /* the registry keeps tb_room_new's reference */
     if (rc < 0) {
         tb_room_unref(room);
         goto done;
     }
-    tb_world_info info = {0, 0};
-    room->ops->info(room->world, &info);
-    atomic_store(&room->bodies, info.bodies);
-    atomic_store(&room->awake, info.awake);
-    rc = tb_sched_adopt(reg->sched, room);
-    if (rc < 0) {
-        tb_room_unref(room);
-        goto done;
-    }
-    rc = 0;
-    tb__add(reg, room); /* the registry's reference */
     *out = tb_room_ref(room);
     if (created)
         *created = true;
@@ -172,28 +170,13 @@ done:
 int tb_registry_insert(tb_registry *reg, tb_room *room)
 {
     pthread_mutex_lock(&reg->lock);
-    int rc = 0;
-    if (tb__lookup(reg, room->id))
-        rc = TB_EBUSY;
-    else if (reg->count >= reg->max_rooms)
-        rc = TB_EMAXROOMS;
-    else
-        rc = tb__reserve(reg);
-    if (rc == 0) {
-        tb_world_info info = {0, 0};
-        room->ops->info(room->world, &info);
-        atomic_store(&room->bodies, info.bodies);
-        atomic_store(&room->awake, info.awake);
-        rc = tb_sched_adopt(reg->sched, room);
-    }
-    if (rc < 0) {
-        pthread_mutex_unlock(&reg->lock);
-        tb_room_unref(room);
-        return rc;
-    }
-    tb__add(reg, room);
+    int rc = tb__lookup(reg, room->id) ? TB_EBUSY : tb__make_space(reg);
+    if (rc == 0)
+        rc = tb__adopt(reg, room);
     pthread_mutex_unlock(&reg->lock);
-    return 0;
+    if (rc < 0)
+        tb_room_unref(room);
+    return rc;
 }
 
 int tb_registry_open_defaults(tb_registry *reg)
