@@ -23,8 +23,13 @@
  * blob with a small per-client prefix (its last input seq the state
  * includes), composed at write time.
  *
- * lws allows one write per WRITEABLE callback: ctl first, then a slot, then
- * ask for another callback if anything is left. A session that has had data
+ * Writing: a session asks lws for one WRITEABLE callback when it has
+ * something queued (write_asked: not again until that callback came), and
+ * in it writes every queued frame, ctl first, then the slots, one
+ * lws_write per frame, while lws_send_pipe_choked() says the socket takes
+ * more (at most TB__WRITES_PER_CALLBACK, for fairness). So a client costs
+ * one POLLOUT round per batch, not per message (each POLLOUT toggle is
+ * a uv_poll_start: two epoll_ctl calls). A session that has had data
  * waiting and written nothing for --slow-reader-timeout seconds is
  * disconnected by the housekeeping timer.
  *
@@ -53,6 +58,7 @@ _Static_assert(TB_MSG_HEADROOM >= LWS_PRE, "tb_msg headroom must hold LWS_PRE");
 
 #define TB__CTL_CAP 128
 #define TB__SNAP_SLOTS 4
+#define TB__WRITES_PER_CALLBACK 32
 #define TB__SEQ_FIFO 64
 #define TB__ERROR_BURST 32.0
 /* Messages taken from one socket per loop turn before its reading pauses
@@ -84,6 +90,7 @@ typedef struct tb_session {
     uint32_t sent_tick;   /* the state the client holds once ctl is written */
     uint32_t queued_tick; /* ... and once the slots are written too */
     int64_t last_write_ns;
+    bool write_asked;     /* lws_callback_on_writable called, callback not yet run */
     /* slow-reader watch (housekeeping): bytes handed to the socket, and what
      * the kernel still held unacknowledged at the last look */
     uint64_t wire_bytes, wire_bytes_checked;
@@ -139,11 +146,19 @@ static void tb__clear_ctl(tb_session *s)
     }
 }
 
+static void tb__ask_writable(tb_session *s)
+{
+    if (s->write_asked)
+        return;
+    s->write_asked = true;
+    lws_callback_on_writable(s->wsi);
+}
+
 static void tb__want_write(tb_session *s)
 {
     if (!tb__has_output(s) && !s->closing)
         return;
-    lws_callback_on_writable(s->wsi);
+    tb__ask_writable(s);
 }
 
 static void tb__begin_close(tb_session *s, int code, const char *reason)
@@ -153,7 +168,7 @@ static void tb__begin_close(tb_session *s, int code, const char *reason)
     s->closing = true;
     s->close_code = code;
     snprintf(s->close_reason, sizeof s->close_reason, "%s", reason);
-    lws_callback_on_writable(s->wsi);
+    tb__ask_writable(s);
 }
 
 /* Queue a must-deliver message (takes the caller's reference). */
@@ -463,13 +478,11 @@ static void tb__on_message(tb_session *s, const unsigned char *data, size_t len)
         tb__push_ctl(s, tb_wire_pong(m.ping_time, (double)now / 1e6));
         return;
     case TB_CLIENT_LOBBY: {
-        int cap = server->cfg->max_rooms + 8;
-        tb_room_row *rows = calloc((size_t)cap, sizeof *rows);
-        if (!rows)
-            return;
-        int n = tb_registry_rows(server->registry, rows, cap);
-        tb__push_ctl(s, tb_wire_lobby(rows, n < cap ? n : cap));
-        free(rows);
+        /* a lobby message lists at most TB_PROTO_MAX_ROOMS: copy only those,
+         * whatever the number of rooms open */
+        static tb_room_row rows[TB_PROTO_MAX_ROOMS]; /* network thread only */
+        int n = tb_registry_rows(server->registry, rows, TB_PROTO_MAX_ROOMS);
+        tb__push_ctl(s, tb_wire_lobby(rows, n < TB_PROTO_MAX_ROOMS ? n : TB_PROTO_MAX_ROOMS));
         return;
     }
     case TB_CLIENT_RESYNC:
@@ -832,11 +845,17 @@ static int tb__ws_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
         return 0;
     }
     case LWS_CALLBACK_SERVER_WRITEABLE:
+        s->write_asked = false;
         if (s->ctl_count || (s->slot_count && !s->closing)) {
-            if (tb__write_one(s) < 0)
-                return -1;
+            /* everything queued, one lws_write per frame, while the socket takes it */
+            int n = 0;
+            do {
+                if (tb__write_one(s) < 0)
+                    return -1;
+            } while ((s->ctl_count || (s->slot_count && !s->closing)) && ++n < TB__WRITES_PER_CALLBACK &&
+                     !lws_send_pipe_choked(wsi));
             if (tb__has_output(s) || s->closing)
-                lws_callback_on_writable(wsi);
+                tb__ask_writable(s);
             return 0;
         }
         if (s->closing && !s->close_sent) {
@@ -922,6 +941,8 @@ static void tb__housekeeping(uv_timer_t *timer)
     if (server->leave_count)
         tb__retry_leaves(server);
     for (tb_session *s = server->sessions; s; s = s->next) {
+        if (s->write_asked && tb__has_output(s) && now - s->last_write_ns >= TB_NS_PER_SEC)
+            lws_callback_on_writable(s->wsi); /* ask again: a request lws dropped must not stall it */
         if (tb__reader_progressed(s))
             s->last_progress_ns = now;
         /* stuck: nothing drained for the timeout, or lws holds data it could

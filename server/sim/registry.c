@@ -22,19 +22,76 @@ int tb_registry_init(tb_registry *reg, tb_sched *sched, tb_metrics *metrics, int
     return 0;
 }
 
-static int tb__index(const tb_registry *reg, const char *id)
+/* ---- the id index: linear probing, tombstones, grown at 3/4 full ---- */
+
+static tb_room tb__tombstone_room;
+#define TB__TOMBSTONE (&tb__tombstone_room)
+
+static uint32_t tb__hash(const char *id)
 {
-    for (int i = 0; i < reg->count; i++)
-        if (strcmp(reg->rooms[i]->id, id) == 0)
-            return i;
-    return -1;
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (; *id; id++)
+        h = (h ^ (unsigned char)*id) * 16777619u;
+    return h;
 }
 
+/* The slot holding id, or -1. */
+static int tb__slot(const tb_registry *reg, const char *id)
+{
+    if (!reg->index_cap)
+        return -1;
+    uint32_t mask = (uint32_t)reg->index_cap - 1;
+    for (uint32_t i = tb__hash(id) & mask;; i = (i + 1) & mask) {
+        tb_room *r = reg->index[i];
+        if (!r)
+            return -1;
+        if (r != TB__TOMBSTONE && strcmp(r->id, id) == 0)
+            return (int)i;
+    }
+}
+
+static tb_room *tb__lookup(const tb_registry *reg, const char *id)
+{
+    int i = tb__slot(reg, id);
+    return i >= 0 ? reg->index[i] : NULL;
+}
+
+static void tb__index_put(tb_room **index, int cap, tb_room *room)
+{
+    uint32_t mask = (uint32_t)cap - 1;
+    uint32_t i = tb__hash(room->id) & mask;
+    while (index[i] && index[i] != TB__TOMBSTONE)
+        i = (i + 1) & mask;
+    index[i] = room;
+}
+
+/* Room for one more entry (rebuilt without tombstones when 3/4 used). */
+static int tb__index_reserve(tb_registry *reg)
+{
+    if ((reg->index_used + 1) * 4 <= reg->index_cap * 3)
+        return 0;
+    int cap = 64;
+    while ((reg->count + 1) * 2 > cap)
+        cap *= 2;
+    tb_room **index = calloc((size_t)cap, sizeof *index);
+    if (!index)
+        return TB_ENOMEM;
+    for (int i = 0; i < reg->count; i++)
+        tb__index_put(index, cap, reg->rooms[i]);
+    free(reg->index);
+    reg->index = index;
+    reg->index_cap = cap;
+    reg->index_used = reg->count;
+    return 0;
+}
+
+/* Adds room to the array and the index; the caller made room in both. */
 tb_room *tb_registry_find(tb_registry *reg, const char *id)
 {
     pthread_mutex_lock(&reg->lock);
-    int i = tb__index(reg, id);
-    tb_room *room = i >= 0 ? tb_room_ref(reg->rooms[i]) : NULL;
+    tb_room *room = tb__lookup(reg, id);
+    if (room)
+        tb_room_ref(room);
     pthread_mutex_unlock(&reg->lock);
     return room;
 }
@@ -52,7 +109,7 @@ static int tb__make_space(tb_registry *reg)
         reg->rooms = rooms;
         reg->cap = cap;
     }
-    return 0;
+    return tb__index_reserve(reg);
 }
 
 /* Publishes the world's counts, hands the room to a worker and lists it,
@@ -67,6 +124,8 @@ static int tb__adopt(tb_registry *reg, tb_room *room)
     if (rc < 0)
         return rc;
     reg->rooms[reg->count++] = room;
+    tb__index_put(reg->index, reg->index_cap, room);
+    reg->index_used++;
     atomic_fetch_add(&reg->metrics->rooms, 1);
     return 0;
 }
@@ -80,9 +139,9 @@ int tb_registry_get_or_create(tb_registry *reg, const char *id, const char *scen
     if (!tb_room_id_valid(id))
         return TB_EBADID;
     pthread_mutex_lock(&reg->lock);
-    int i = tb__index(reg, id);
-    if (i >= 0) {
-        *out = tb_room_ref(reg->rooms[i]);
+    tb_room *found = tb__lookup(reg, id);
+    if (found) {
+        *out = tb_room_ref(found);
         pthread_mutex_unlock(&reg->lock);
         return 0;
     }
@@ -111,7 +170,7 @@ done:
 int tb_registry_insert(tb_registry *reg, tb_room *room)
 {
     pthread_mutex_lock(&reg->lock);
-    int rc = tb__index(reg, room->id) >= 0 ? TB_EBUSY : tb__make_space(reg);
+    int rc = tb__lookup(reg, room->id) ? TB_EBUSY : tb__make_space(reg);
     if (rc == 0)
         rc = tb__adopt(reg, room);
     pthread_mutex_unlock(&reg->lock);
@@ -150,6 +209,7 @@ int tb_registry_sweep(tb_registry *reg, int64_t now_ns)
             continue;
         }
         atomic_store_explicit(&room->retire, true, memory_order_release);
+        reg->index[tb__slot(reg, room->id)] = TB__TOMBSTONE; /* still counted in index_used */
         reg->rooms[i] = reg->rooms[--reg->count];
         atomic_fetch_sub(&reg->metrics->rooms, 1);
         tb_room_unref(room);
@@ -200,6 +260,9 @@ void tb_registry_close(tb_registry *reg)
     reg->count = 0;
     free(reg->rooms);
     reg->rooms = NULL;
+    free(reg->index);
+    reg->index = NULL;
+    reg->index_cap = reg->index_used = 0;
     pthread_mutex_unlock(&reg->lock);
     pthread_mutex_destroy(&reg->lock);
 }

@@ -7,6 +7,10 @@
  * dough) are opened at start and kept. A room without clients for the idle
  * timeout is retired: removed from the registry and dropped by its worker.
  * A mutex guards the table; it is only contended by /api/rooms.
+ *
+ * Rooms are kept twice: in a dense array (listing, idle sweep) and in an
+ * open-addressing hash index by id, so a join's lookup costs the same with
+ * 10 or 10,000 rooms open.
  */
 #ifndef TB_REGISTRY_H
 #define TB_REGISTRY_H
@@ -22,6 +26,9 @@ typedef struct tb_registry {
     pthread_mutex_t lock;
     tb_room **rooms;
     int count, cap;
+    tb_room **index;      /* hash of id -> room; NULL empty, or the tombstone */
+    int index_cap;        /* power of two */
+    int index_used;       /* live entries + tombstones */
     int max_rooms;
     int64_t idle_timeout_ns;
     uint64_t next_seed;

@@ -66,7 +66,6 @@ void tb_room_unref(tb_room *room)
         room->ops->destroy(room->world);
     if (room->encoder)
         tb_snap_encoder_destroy(room->encoder);
-    free(room->describe_scratch);
     tb_record_close(room->record);
     tb_ring_close(&room->inputs);
     free(room);

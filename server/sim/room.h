@@ -24,7 +24,15 @@
 #include "tb_proto.h"
 
 #define TB_ROOM_ID_MAX 32
-#define TB_ROOM_INPUT_CAPACITY 512
+/* Inputs queued for the next step. A worker drains the queue every step
+ * (8.33 ms) and each client is held to --input-rate (120/s, one a step,
+ * bursts of 240), so 256 holds one client's whole burst arriving within a
+ * step (the rate limiter, not the queue, answers a flood) and a step's
+ * inputs from every possible peer (TB_ROOM_MAX_PEERS, 64) four times over.
+ * A full queue refuses the input with `rate_limited` ("room input queue
+ * full"); a LEAVE waits on the network thread and is retried.
+ * 256 x 152 B = 39 kB a room (512 was 78 kB). */
+#define TB_ROOM_INPUT_CAPACITY 256
 #define TB_ROOM_MAX_PEERS TB_PROTO_MAX_PEERS
 
 /* A client in the room as the worker knows it (names for events, views). */
@@ -55,7 +63,6 @@ typedef struct tb_room {
     int snapshot_every;   /* steps per snapshot (120 / snapshot rate) */
     tb_snap_encoder *encoder;  /* quantized state of the last snapshot tick */
     uint32_t encoder_tick;     /* the tick that state is from */
-    tb_proto_welcome *describe_scratch; /* welcome/scene builder (large) */
     tb_peer peers[TB_ROOM_MAX_PEERS];
     int peer_count;
     uint64_t applied_serial;   /* last input (by arrival number) applied */

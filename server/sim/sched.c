@@ -1,11 +1,12 @@
 /* sched.c: worker threads stepping rooms at 120 Hz (see sched.h).
  *
  * Why the loop looks like this: a 120 Hz step is 8.333 ms, finer than a
- * libuv timer can express, and several rooms on one worker must keep their
- * own cadence. So each room carries its own due time (tb_pace), the worker
- * sleeps with clock_nanosleep(TIMER_ABSTIME) until the earliest one, and a
- * late wake-up only shortens the next sleep. The sleep is capped at 4 ms so a
- * newly adopted room or a stop request is noticed quickly.
+ * libuv timer can express. So the worker keeps one grid of slots 8.333 ms
+ * apart, every room's due time (tb_pace) sits on that grid, and the worker
+ * sleeps with clock_nanosleep(TIMER_ABSTIME) until the next slot; a late
+ * wake-up only shortens the next sleep. One wake-up per slot, whatever the
+ * number of rooms, and one uv_async_send for everything the slot produced.
+ * A newly adopted room or a stop request waits at most one slot.
  */
 #define _GNU_SOURCE
 #include "sim/sched.h"
@@ -19,8 +20,61 @@
 #include "sim/record.h"
 #include "sim/wire.h"
 
-#define TB__MAX_SLEEP_NS (4 * TB_NS_PER_MS)
 #define TB__INPUTS_PER_STEP 256
+#define TB__INPUT_PASS_NS (2 * TB_NS_PER_MS)
+
+static void tb__release_out(tb_out *out)
+{
+    tb_msg_unref(out->msg);
+    tb_msg_unref(out->key);
+    tb_room_unref(out->room);
+}
+
+/* Move waiting control messages into the ctl ring, oldest first. */
+static void tb__flush_overflow(tb_worker *w)
+{
+    int done = 0;
+    while (done < w->overflow_count) {
+        tb_out *out = &w->overflow[done];
+        out->seq = w->out_seq;
+        if (tb_ring_push(&w->ctl, out) != 0)
+            break;
+        w->out_seq++;
+        done++;
+    }
+    if (done) {
+        memmove(w->overflow, w->overflow + done, (size_t)(w->overflow_count - done) * sizeof *w->overflow);
+        w->overflow_count -= done;
+    }
+}
+
+/* A control message must arrive: behind others already waiting, or in the
+ * ring, or (ring full) at the end of the overflow list. Only a failed
+ * allocation of that list drops it. */
+static void tb__push_ctl(tb_worker *w, tb_out *out)
+{
+    if (w->overflow_count)
+        tb__flush_overflow(w);
+    if (w->overflow_count == 0) {
+        out->seq = w->out_seq;
+        if (tb_ring_push(&w->ctl, out) == 0) {
+            w->out_seq++;
+            return;
+        }
+    }
+    if (w->overflow_count == w->overflow_cap) {
+        int cap = w->overflow_cap ? w->overflow_cap * 2 : 256;
+        tb_out *list = realloc(w->overflow, (size_t)cap * sizeof *list);
+        if (!list) {
+            TB_COUNT(w->sched->metrics, events_dropped_total);
+            tb__release_out(out);
+            return;
+        }
+        w->overflow = list;
+        w->overflow_cap = cap;
+    }
+    w->overflow[w->overflow_count++] = *out;
+}
 
 static void tb__emit2(tb_worker *w, int kind, uint32_t client, tb_room *room, tb_msg *msg, tb_msg *key)
 {
@@ -28,16 +82,18 @@ static void tb__emit2(tb_worker *w, int kind, uint32_t client, tb_room *room, tb
         tb_msg_unref(key);
         return;
     }
-    tb_out out = {kind, client, tb_room_ref(room), msg, key};
-    if (tb_ring_push(&w->out, &out) != 0) {
-        if (kind == TB_OUT_SNAPSHOT)
-            TB_COUNT(w->sched->metrics, snapshots_dropped_total);
-        else
-            TB_COUNT(w->sched->metrics, events_dropped_total);
-        tb_room_unref(room);
-        tb_msg_unref(msg);
-        tb_msg_unref(key);
+    tb_out out = {kind, client, tb_room_ref(room), msg, key, 0};
+    if (kind != TB_OUT_SNAPSHOT) {
+        tb__push_ctl(w, &out);
+        return;
     }
+    out.seq = w->out_seq;
+    if (tb_ring_push(&w->out, &out) == 0) {
+        w->out_seq++;
+        return;
+    }
+    TB_COUNT(w->sched->metrics, snapshots_dropped_total); /* a newer one follows */
+    tb__release_out(&out);
 }
 
 static void tb__emit(tb_worker *w, int kind, uint32_t client, tb_room *room, tb_msg *msg)
@@ -85,15 +141,11 @@ static int tb__encode_state(tb_room *room)
  * with the current state, so welcome and scene messages have a keyframe. */
 static int tb__start_encoder(tb_room *room)
 {
-    if (!room->describe_scratch) {
-        room->describe_scratch = calloc(1, sizeof *room->describe_scratch);
-        if (!room->describe_scratch)
-            return TB_ENOMEM;
-    }
-    memset(room->describe_scratch, 0, sizeof *room->describe_scratch);
-    room->ops->describe(room->world, room->describe_scratch);
+    tb_proto_welcome *scratch = tb_wire_scratch();
+    memset(scratch, 0, sizeof *scratch);
+    room->ops->describe(room->world, scratch);
     tb_proto_frame frame;
-    tb_proto_frame_from_static(&frame, &room->describe_scratch->st);
+    tb_proto_frame_from_static(&frame, &scratch->st);
     if (room->encoder)
         tb_snap_encoder_destroy(room->encoder);
     room->encoder = tb_snap_encoder_create(&frame, room->ops->max_bodies(room->world));
@@ -133,6 +185,10 @@ static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *in)
         room->unsent_input_ns = in->recv_ns;
     switch (in->type) {
     case TB_INPUT_JOIN: {
+        /* An empty room is not encoded (tb__snapshot): the first one in
+         * gets the current state, and later deltas chain from it. */
+        if (room->peer_count == 0 && room->encoder && room->encoder_tick != (uint32_t)room->tick)
+            tb__encode_state(room);
         if (!tb__peer(room, in->client) && room->peer_count < TB_ROOM_MAX_PEERS) {
             tb_peer *p = &room->peers[room->peer_count++];
             p->id = in->client;
@@ -210,6 +266,8 @@ static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *in)
 static void tb__snapshot(tb_worker *w, tb_room *room)
 {
     tb_metrics *m = w->sched->metrics;
+    if (room->peer_count == 0) /* nobody to send it to; a join encodes afresh */
+        return;
     if (!room->encoder || tb__encode_state(room) < 0)
         return;
     const tb_snap_blob *delta = tb_snap_encoder_delta(room->encoder);
@@ -247,6 +305,14 @@ static void tb__snapshot(tb_worker *w, tb_room *room)
     }
 }
 
+/* The queued inputs, in arrival order, before the room's next step. */
+static void tb__apply_inputs(tb_worker *w, tb_room *room)
+{
+    tb_input in;
+    for (int i = 0; i < TB__INPUTS_PER_STEP && tb_ring_pop(&room->inputs, &in); i++)
+        tb__apply_input(w, room, &in);
+}
+
 static void tb__step_room(tb_worker *w, tb_room *room, int64_t now)
 {
     tb_metrics *m = w->sched->metrics;
@@ -261,9 +327,7 @@ static void tb__step_room(tb_worker *w, tb_room *room, int64_t now)
 
     const float dt = 1.0f / (float)TB_STEP_HZ;
     for (int s = 0; s < owed; s++) {
-        tb_input in;
-        for (int i = 0; i < TB__INPUTS_PER_STEP && tb_ring_pop(&room->inputs, &in); i++)
-            tb__apply_input(w, room, &in);
+        tb__apply_inputs(w, room);
 
         int64_t t0 = tb_clock_now_ns();
         room->ops->step(room->world, dt);
@@ -302,7 +366,26 @@ static void tb__step_room(tb_worker *w, tb_room *room, int64_t now)
     atomic_store_explicit(&room->awake, info.awake, memory_order_relaxed);
 }
 
-static void tb__take_adoptions(tb_worker *w, int64_t now)
+static void tb__wake(tb_worker *w)
+{
+    w->sched->wake_cb(w->sched->wake_data);
+    atomic_fetch_add_explicit(&w->wakes, 1, memory_order_relaxed);
+    w->woken_seq = w->out_seq;
+}
+
+/* Applies every room's queued inputs; wakes the network thread if that
+ * produced anything. */
+static void tb__input_pass(tb_worker *w)
+{
+    uint64_t before = w->out_seq;
+    for (int i = 0; i < w->room_count; i++)
+        if (tb_ring_count(&w->rooms[i]->inputs))
+            tb__apply_inputs(w, w->rooms[i]);
+    if (w->out_seq != before)
+        tb__wake(w);
+}
+
+static void tb__take_adoptions(tb_worker *w)
 {
     pthread_mutex_lock(&w->lock);
     for (int i = 0; i < w->adopt_count; i++) {
@@ -319,7 +402,8 @@ static void tb__take_adoptions(tb_worker *w, int64_t now)
             w->rooms = rooms;
             w->room_cap = cap;
         }
-        tb_pace_init(&room->pace, now, TB_STEP_NS, TB_MAX_BEHIND_NS);
+        /* on the worker's grid: first due at its next slot */
+        tb_pace_init(&room->pace, w->slot_ns - TB_STEP_NS, TB_STEP_NS, TB_MAX_BEHIND_NS);
         if (!room->encoder && tb__start_encoder(room) < 0) /* no snapshots; joins get no welcome */
             atomic_fetch_add(&w->sched->metrics->events_dropped_total, 1);
         if (w->sched->record_dir[0] && !room->record && room->ops->hash) {
@@ -358,18 +442,39 @@ static void *tb__worker_main(void *arg)
     snprintf(name, sizeof name, "tb-worker-%d", w->index);
     pthread_setname_np(pthread_self(), name);
 
+    w->slot_ns = tb_clock_now_ns() + TB_STEP_NS;
     while (!atomic_load_explicit(&sched->stop, memory_order_acquire)) {
-        int64_t now = tb_clock_now_ns();
-        tb__take_adoptions(w, now);
+        tb__take_adoptions(w);
         tb__drop_retired(w);
+        if (w->overflow_count)
+            tb__flush_overflow(w);
 
-        size_t before = tb_ring_count(&w->out);
-        for (int i = 0; i < w->room_count; i++)
-            tb__step_room(w, w->rooms[i], tb_clock_now_ns());
-        if (tb_ring_count(&w->out) != before || before > 0)
-            sched->wake_cb(sched->wake_data);
+        /* Inputs of every room first (they belong before its next step
+         * anyway), and what they produced (welcomes, replies) is sent
+         * before the stepping; the pass is repeated every
+         * TB__INPUT_PASS_NS while the stepping goes on, so a join is
+         * answered within milliseconds even when an overloaded worker takes
+         * seconds to step all its rooms. */
+        tb__input_pass(w);
+        int64_t next_pass = tb_clock_now_ns() + TB__INPUT_PASS_NS;
+        for (int i = 0; i < w->room_count; i++) {
+            int64_t t = tb_clock_now_ns();
+            if (t >= next_pass) {
+                tb__input_pass(w);
+                next_pass = t + TB__INPUT_PASS_NS;
+            }
+            tb__step_room(w, w->rooms[i], t);
+        }
+        /* once for everything the slot's stepping produced */
+        if (w->out_seq != w->woken_seq || tb_ring_count(&w->out) > 0 || tb_ring_count(&w->ctl) > 0)
+            tb__wake(w);
 
-        int64_t next = tb_clock_now_ns() + TB__MAX_SLEEP_NS;
+        /* Next slot: the grid moves in whole steps, so rooms (whose pace
+         * also moves in whole steps) stay on it after a stall too. */
+        int64_t now = tb_clock_now_ns();
+        if (w->slot_ns <= now)
+            w->slot_ns += ((now - w->slot_ns) / TB_STEP_NS + 1) * TB_STEP_NS;
+        int64_t next = w->slot_ns;
         for (int i = 0; i < w->room_count; i++)
             if (w->rooms[i]->pace.next_ns < next)
                 next = w->rooms[i]->pace.next_ns;
@@ -400,7 +505,8 @@ int tb_sched_init(tb_sched *sched, int workers, int snapshot_rate_hz, const char
         w->sched = sched;
         w->index = i;
         pthread_mutex_init(&w->lock, NULL);
-        if (tb_ring_init(&w->out, TB_WORKER_OUT_CAPACITY, sizeof(tb_out)) != 0) {
+        if (tb_ring_init(&w->out, TB_WORKER_OUT_CAPACITY, sizeof(tb_out)) != 0 ||
+            tb_ring_init(&w->ctl, TB_WORKER_CTL_CAPACITY, sizeof(tb_out)) != 0) {
             tb_sched_close(sched);
             return TB_ENOMEM;
         }
@@ -448,10 +554,35 @@ int tb_sched_adopt(tb_sched *sched, tb_room *room)
     return best;
 }
 
+/* The worker pushes in seq order across its two rings. Popping the
+ * snapshot ring before the control ring means any control record older
+ * than the snapshot held is already visible (and vice versa), so handing
+ * out the lower seq of the two heads keeps the worker's order. */
+static int tb__poll_worker(tb_worker *w, tb_out *out)
+{
+    if (!w->out.cells || !w->ctl.cells) /* tb_sched_init failed part way */
+        return 0;
+    if (!w->has_out)
+        w->has_out = tb_ring_pop(&w->out, &w->held_out);
+    if (!w->has_ctl)
+        w->has_ctl = tb_ring_pop(&w->ctl, &w->held_ctl);
+    if (w->has_ctl && (!w->has_out || w->held_ctl.seq < w->held_out.seq)) {
+        *out = w->held_ctl;
+        w->has_ctl = false;
+        return 1;
+    }
+    if (w->has_out) {
+        *out = w->held_out;
+        w->has_out = false;
+        return 1;
+    }
+    return 0;
+}
+
 int tb_sched_poll(tb_sched *sched, tb_out *out)
 {
     for (int i = 0; i < sched->worker_count; i++)
-        if (tb_ring_pop(&sched->workers[i].out, out))
+        if (tb__poll_worker(&sched->workers[i], out))
             return 1;
     return 0;
 }
@@ -472,13 +603,13 @@ void tb_sched_close(tb_sched *sched)
     if (!sched->workers)
         return;
     tb_out out;
-    while (tb_sched_poll(sched, &out)) {
-        tb_msg_unref(out.msg);
-        tb_msg_unref(out.key);
-        tb_room_unref(out.room);
-    }
+    while (tb_sched_poll(sched, &out))
+        tb__release_out(&out);
     for (int i = 0; i < sched->worker_count; i++) {
         tb_worker *w = &sched->workers[i];
+        for (int k = 0; k < w->overflow_count; k++)
+            tb__release_out(&w->overflow[k]);
+        free(w->overflow);
         for (int r = 0; r < w->room_count; r++) {
             tb_room *room = w->rooms[r];
             room->ops->destroy(room->world);
@@ -490,6 +621,7 @@ void tb_sched_close(tb_sched *sched)
         free(w->rooms);
         free(w->adopt);
         tb_ring_close(&w->out);
+        tb_ring_close(&w->ctl);
         pthread_mutex_destroy(&w->lock);
     }
     free(sched->workers);
@@ -504,4 +636,9 @@ uint64_t tb_sched_worker_steps(const tb_sched *sched, int worker)
 int tb_sched_worker_load(const tb_sched *sched, int worker)
 {
     return atomic_load(&((tb_sched *)sched)->workers[worker].load);
+}
+
+uint64_t tb_sched_worker_wakes(const tb_sched *sched, int worker)
+{
+    return atomic_load(&((tb_sched *)sched)->workers[worker].wakes);
 }

@@ -32,7 +32,8 @@
 #define TB_STEP_HZ 120
 #define TB_STEP_NS (1000000000LL / TB_STEP_HZ)
 #define TB_MAX_BEHIND_NS 250000000LL
-#define TB_WORKER_OUT_CAPACITY 8192
+#define TB_WORKER_OUT_CAPACITY 8192 /* snapshots */
+#define TB_WORKER_CTL_CAPACITY 4096 /* control messages; overflow waits, never dropped */
 
 typedef enum tb_out_kind {
     TB_OUT_SNAPSHOT = 1, /* newest-wins: to every up-to-date session of the room */
@@ -52,6 +53,7 @@ typedef struct tb_out {
     tb_room *room;
     tb_msg *msg;
     tb_msg *key;
+    uint64_t seq;   /* the worker's push order across both rings */
 } tb_out;
 
 typedef void (*tb_sched_wake_cb)(void *data);
@@ -68,7 +70,18 @@ typedef struct tb_worker {
     int room_count, room_cap;
     atomic_int load;           /* rooms owned or being adopted */
     atomic_uint_fast64_t steps;
-    tb_ring out;               /* tb_out, worker -> network */
+    atomic_uint_fast64_t wakes;  /* slots that woke the network thread */
+    tb_ring out;               /* tb_out snapshots, worker -> network */
+    tb_ring ctl;               /* tb_out control messages, worker -> network */
+    /* worker thread only */
+    int64_t slot_ns;           /* due time of the worker's next grid slot */
+    uint64_t out_seq;          /* next tb_out.seq */
+    uint64_t woken_seq;        /* out_seq when the network thread was last woken */
+    tb_out *overflow;          /* control messages waiting for room in ctl */
+    int overflow_count, overflow_cap;
+    /* network thread only (tb_sched_poll): the head of each ring, popped */
+    tb_out held_out, held_ctl;
+    bool has_out, has_ctl;
 } tb_worker;
 
 typedef struct tb_sched {
@@ -101,5 +114,8 @@ void tb_sched_close(tb_sched *sched);
 
 uint64_t tb_sched_worker_steps(const tb_sched *sched, int worker);
 int tb_sched_worker_load(const tb_sched *sched, int worker);
+/* Times the worker woke the network thread: at most one per slot for the
+ * stepping, plus one per input pass whose inputs produced replies. */
+uint64_t tb_sched_worker_wakes(const tb_sched *sched, int worker);
 
 #endif

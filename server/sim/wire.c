@@ -144,10 +144,16 @@ static tb_msg *tb__finish(msgpack_sbuffer *sb, int rc)
         return tb__finish(&sb, rc_);                                                                         \
     } while (0)
 
+tb_proto_welcome *tb_wire_scratch(void)
+{
+    static _Thread_local tb_proto_welcome scratch;
+    return &scratch;
+}
+
 tb_msg *tb_wire_welcome(tb_room *room, uint32_t client, const char *instance, int type)
 {
-    tb_proto_welcome *w = room->describe_scratch;
-    if (!w || !room->encoder)
+    tb_proto_welcome *w = tb_wire_scratch();
+    if (!room->encoder)
         return NULL;
     memset(w, 0, sizeof *w);
     const tb_scene *scene = tb_scene_find(room->scene);

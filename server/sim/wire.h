@@ -45,6 +45,9 @@ int tb_wire_decode(const void *data, size_t len, tb_client_msg *out, tb_proto_er
 /* Welcome (type TB_MSG_WELCOME) or scene change (TB_MSG_SCENE) with the
  * room's static description and a keyframe of its encoder's current state. */
 tb_msg *tb_wire_welcome(struct tb_room *room, uint32_t client, const char *instance, int type);
+/* The calling thread's welcome builder (large: one per worker thread, not
+ * one per room); tb_wire_welcome fills it too. */
+tb_proto_welcome *tb_wire_scratch(void);
 /* A snapshot blob of the room's encoder as a shared message. */
 tb_msg *tb_wire_snap_blob(const tb_snap_blob *blob, uint64_t serial);
 /* One client's frame for a blob message: bytes written into out (with

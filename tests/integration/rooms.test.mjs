@@ -1,9 +1,9 @@
 // rooms.test.mjs: room limits and lifetime against a real server: max rooms,
 // max clients per room, idle rooms disposed while the default rooms stay,
-// and metrics counting the refusals.
+// metrics counting the refusals, and empty rooms costing no snapshot encoding.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, stopAll, connect, join, sleep, metrics } from './harness.mjs';
+import { startServer, stopAll, connect, join, sleep, metrics, roomSteps } from './harness.mjs';
 
 after(stopAll);
 
@@ -99,4 +99,27 @@ test('a client that stops reading is disconnected after --slow-reader-timeout; o
   assert.ok(good.inbox.filter((x) => x.type === 'snap_delta' || x.type === 'snap_key').length >= 25);
   good.close();
   await srv.stop();
+});
+
+test('empty rooms are stepped but never encoded; a join gets the current state and deltas that decode', async () => {
+  const srv = await startServer();
+  const m0 = await metrics(srv.url);
+  await sleep(600);
+  const m1 = await metrics(srv.url);
+  assert.ok(m1.tumble_steps_total - m0.tumble_steps_total >= 5 * 30, 'the 5 default rooms are stepped');
+  assert.equal(m1.tumble_snapshots_total, m0.tumble_snapshots_total, 'no snapshot is encoded for an empty room');
+
+  const before = await roomSteps(srv.url, 'dice');
+  const a = await connect(srv.port);
+  await join(a, 'dice');
+  // the welcome's keyframe is the state at the join, not the room's start
+  assert.ok(a.state.tick >= before.steps, `welcome tick ${a.state.tick}, room had stepped ${before.steps}`);
+  const welcomeTick = a.state.tick;
+  for (let i = 0; i < 10; i++) await a.snapshot();
+  assert.deepEqual(a.snapErrors, [], 'every delta applied on top of the welcome');
+  assert.ok(a.state.tick > welcomeTick);
+  const m2 = await metrics(srv.url);
+  assert.ok(m2.tumble_snapshots_total > m1.tumble_snapshots_total, 'the occupied room is encoded');
+  a.close();
+  assert.equal((await srv.stop()).code, 0);
 });

@@ -226,6 +226,51 @@ static void registry_limits_rooms_and_retires_idle_ones(void **state)
     tb_sched_close(&sched);
 }
 
+static void registry_finds_each_of_many_rooms_across_retirements(void **state)
+{
+    (void)state;
+    tb_metrics m;
+    tb_metrics_init(&m);
+    tb_sched sched;
+    assert_int_equal(tb_sched_init(&sched, 1, 60, "test", &m, wake_nothing, NULL), 0);
+    tb_registry reg;
+    tb_registry_init(&reg, &sched, &m, 1000, 1000, 1);
+    enum { N = 300 };
+    char id[24];
+    for (int i = 0; i < N; i++) {
+        tb_room *room = NULL;
+        snprintf(id, sizeof id, "room-%d", i);
+        assert_int_equal(tb_registry_get_or_create(&reg, id, "dice", false, &room, NULL), 0);
+        if (i % 2) /* odd rooms have a client and stay */
+            atomic_store(&room->clients, 1);
+        tb_room_unref(room);
+    }
+    assert_int_equal(tb_registry_count(&reg), N);
+    assert_int_equal(tb_registry_sweep(&reg, 10000), 0);
+    assert_int_equal(tb_registry_sweep(&reg, 12000), N / 2);
+    for (int i = 0; i < N; i++) {
+        snprintf(id, sizeof id, "room-%d", i);
+        tb_room *room = tb_registry_find(&reg, id);
+        if (i % 2) {
+            assert_non_null(room);
+            assert_string_equal(room->id, id);
+            tb_room_unref(room);
+        } else {
+            assert_null(room);
+        }
+    }
+    /* a retired id can be opened again, and is a new room */
+    tb_room *again = NULL;
+    bool created = false;
+    assert_int_equal(tb_registry_get_or_create(&reg, "room-0", "tower", false, &again, &created), 0);
+    assert_true(created);
+    assert_string_equal(again->scene, "tower");
+    tb_room_unref(again);
+    assert_int_equal(tb_registry_count(&reg), N / 2 + 1);
+    tb_registry_close(&reg);
+    tb_sched_close(&sched);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -237,6 +282,7 @@ int main(void)
         cmocka_unit_test(pace_caps_catch_up_at_a_quarter_second_and_counts_overruns),
         cmocka_unit_test(histogram_quantiles_fall_in_the_right_bucket),
         cmocka_unit_test(registry_limits_rooms_and_retires_idle_ones),
+        cmocka_unit_test(registry_finds_each_of_many_rooms_across_retirements),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
