@@ -19,6 +19,7 @@
 #include <uv.h>
 
 #include "net/config.h"
+#include "net/fatal.h"
 #include "net/log.h"
 #include "net/server.h"
 #include "sim/clock.h"
@@ -63,7 +64,8 @@ static void tb__on_signal(uv_signal_t *handle, int signum)
     tb_app *app = handle->data;
     if (app->server.stopping)
         return;
-    tb_log_info("signal %d: stopping", signum);
+    /* warn, not info: a stop is rare, and a log that ends should say why */
+    tb_log_warn("signal %d (%s): stopping", signum, signum == SIGTERM ? "SIGTERM" : "SIGINT");
     pthread_t watchdog;
     if (pthread_create(&watchdog, NULL, tb__watchdog, NULL) == 0)
         pthread_detach(watchdog);
@@ -129,6 +131,8 @@ int main(int argc, char **argv)
     if (cfg->replay_file[0])
         return tb__replay(cfg->replay_file);
     signal(SIGPIPE, SIG_IGN);
+    if (tb_fatal_install() < 0)
+        tb_log_warn("cannot install the fatal-signal reporter");
 
     uv_loop_init(&app.loop);
     app.loop.data = &app;
@@ -180,6 +184,10 @@ int main(int argc, char **argv)
     }
 
     uv_run(&app.loop, UV_RUN_DEFAULT);
+    if (!app.server.stopping) { /* only a stop may end the loop: say so if anything else did */
+        tb_log_error("event loop ended without a stop request");
+        exit_code = 1;
+    }
     if (uv_loop_close(&app.loop) == UV_EBUSY) {
         uv_walk(&app.loop, tb__walk_close, NULL);
         uv_run(&app.loop, UV_RUN_DEFAULT);
