@@ -71,7 +71,8 @@ typedef struct tb_session {
     struct lws *wsi;
     tb_server *server;
     uint32_t id;
-    char addr[48];
+    char addr[48];        /* what per-address limits count: peer, or X-Forwarded-For via a trusted proxy */
+    char path_room[40];   /* the room of a /ws/<room> URL; "" for any other path */
     struct tb_session *next, *prev;           /* server->sessions */
     tb_room *room;
     struct tb_session *room_next, *room_prev; /* room->net list */
@@ -330,6 +331,15 @@ static void tb__join(tb_session *s, const tb_client_msg *m)
     }
     if (!tb_room_id_valid(m->room)) {
         tb__refuse(s, TB_REFUSE_BAD_ROOM_ID, TB_ERR_BAD_ROOM, tb_strerror(TB_EBADID));
+        return;
+    }
+    if (s->path_room[0] && strcmp(s->path_room, m->room) != 0) {
+        /* A router placed this connection by the room in its URL: a hello
+         * for another room would land it on a server that does not own it. */
+        char why[192];
+        snprintf(why, sizeof why, "hello names room '%s' but this WebSocket was opened for /ws/%s", m->room,
+                 s->path_room);
+        tb__refuse(s, TB_REFUSE_ROOM_MISMATCH, TB_ERR_BAD_ROOM, why);
         return;
     }
     tb_room *room = tb_registry_find(server->registry, m->room);
@@ -735,6 +745,30 @@ static bool tb__origin_allowed(tb_server *server, struct lws *wsi)
     return false;
 }
 
+/* The address per-address limits count this connection as (net/proxy.h). */
+static void tb__client_addr(tb_server *server, struct lws *wsi, char *out, size_t cap)
+{
+    char peer[48] = "", xff[256] = "";
+    lws_get_peer_simple(wsi, peer, sizeof peer);
+    if (server->proxies.count && lws_hdr_copy(wsi, xff, sizeof xff, WSI_TOKEN_X_FORWARDED_FOR) <= 0)
+        xff[0] = 0;
+    tb_proxy_client_addr(&server->proxies, peer, xff, out, cap);
+}
+
+/* "/ws/<room>" or "/ws/<room>/" -> room; anything else -> "" (any room). */
+static void tb__path_room(struct lws *wsi, char *out, size_t cap)
+{
+    char uri[128];
+    out[0] = 0;
+    if (lws_hdr_copy(wsi, uri, sizeof uri, WSI_TOKEN_GET_URI) <= 0 || strncmp(uri, "/ws/", 4) != 0)
+        return;
+    size_t n = strcspn(uri + 4, "/?");
+    if (n == 0 || n >= cap)
+        return;
+    memcpy(out, uri + 4, n);
+    out[n] = 0;
+}
+
 static int tb__ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len)
 {
     tb_server *server = lws_context_user(lws_get_context(wsi));
@@ -742,7 +776,7 @@ static int tb__ws_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
     switch (reason) {
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION: {
         char addr[48] = "";
-        lws_get_peer_simple(wsi, addr, sizeof addr);
+        tb__client_addr(server, wsi, addr, sizeof addr);
         if (server->stopping) {
             TB_COUNT(server->metrics, connections_refused_total[TB_REFUSE_SHUTTING_DOWN]);
             return 1;
@@ -767,7 +801,8 @@ static int tb__ws_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
         int sndbuf = TB__SNDBUF, fd = lws_get_socket_fd(wsi);
         if (fd >= 0)
             setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
-        lws_get_peer_simple(wsi, s->addr, sizeof s->addr);
+        tb__client_addr(server, wsi, s->addr, sizeof s->addr);
+        tb__path_room(wsi, s->path_room, sizeof s->path_room);
         tb_addr_count *a = tb__addr(server, s->addr, true);
         if (a)
             a->count++;
@@ -952,6 +987,9 @@ int tb_server_init(tb_server *server, uv_loop_t *loop, const tb_config *cfg, tb_
     server->started_ns = tb_clock_now_ns();
     if (!realpath(cfg->client_dir, server->root_real))
         server->root_real[0] = 0;
+    char err[160];
+    if (tb_proxy_parse(&server->proxies, cfg->trusted_proxies, err, sizeof err) < 0) /* checked by config */
+        server->proxies.count = 0;
     uv_async_init(loop, &server->wake, tb__on_wake);
     server->wake.data = server;
     uv_timer_init(loop, &server->housekeeping);

@@ -13,7 +13,7 @@ _Static_assert(TB_ERR__COUNT <= TB_REJECT_COUNT, "reject counters cover every pr
 
 const char *const tb_refuse_names[TB_REFUSE_COUNT] = {
     "per_address", "shutting_down", "max_rooms", "room_full", "bad_room_id",
-    "bad_scene", "origin", "slow_reader",
+    "bad_scene", "origin", "slow_reader", "room_mismatch",
 };
 
 void tb_metrics_init(tb_metrics *m)

@@ -47,6 +47,7 @@ typedef enum tb_refuse_reason {
     TB_REFUSE_BAD_SCENE,
     TB_REFUSE_ORIGIN,
     TB_REFUSE_SLOW_READER,  /* disconnected: did not read for 10 s */
+    TB_REFUSE_ROOM_MISMATCH, /* hello for another room than the /ws/<room> URL */
     TB_REFUSE_COUNT
 } tb_refuse_reason;
 extern const char *const tb_refuse_names[TB_REFUSE_COUNT];

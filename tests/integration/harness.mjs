@@ -192,9 +192,9 @@ export function rawGet(port, rawPath) {
 // as they arrive, and each snapshot message gets .state = {tick, ...} copies
 // of what a test usually checks. A delta that does not fit is recorded in
 // client.snapErrors and answered with a resync, like a real client.
-export function connect(port, { protocol = 'tumble.v1', headers, name = 'test' } = {}) {
+export function connect(port, { protocol = 'tumble.v1', headers, name = 'test', path: urlPath = '/' } = {}) {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`ws://127.0.0.1:${port}/`, protocol ? [protocol] : [], { headers });
+    const ws = new WebSocket(`ws://127.0.0.1:${port}${urlPath}`, protocol ? [protocol] : [], { headers });
     const client = {
       ws,
       name,
