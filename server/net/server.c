@@ -23,10 +23,10 @@
  * blob with a small per-client prefix (its last input seq the state
  * includes), composed at write time.
  *
- * lws allows one write per WRITEABLE callback: ctl first, then a slot, then
- * ask for another callback if anything is left. A session that has had data
- * waiting and written nothing for --slow-reader-timeout seconds is
- * disconnected by the housekeeping timer.
+ * lws allows one write per WRITEABLE callback: a due ping, then ctl, then a
+ * slot, then ask for another callback if anything is left. The housekeeping
+ * timer disconnects a slow reader (--slow-reader-timeout): see
+ * tb__housekeeping for the three ways one shows.
  *
  * Data comes from the workers through their output rings; tb_server_wake
  * (uv_async_send, thread-safe) makes the loop drain them in on_wake().
@@ -66,6 +66,9 @@ _Static_assert(TB_MSG_HEADROOM >= LWS_PRE, "tb_msg headroom must hold LWS_PRE");
 #define TB__SNDBUF (256 * 1024)
 /* lws keeps opcode 4 (close) out of the public enum; lws_write() takes it. */
 #define TB__LWS_WRITE_CLOSE ((enum lws_write_protocol)4)
+/* A WebSocket ping per client this often: its pong tells the client has read
+ * everything sent before it (see tb__housekeeping). */
+#define TB__PING_INTERVAL_NS (1000 * TB_NS_PER_MS)
 
 typedef struct tb_session {
     struct lws *wsi;
@@ -90,6 +93,14 @@ typedef struct tb_session {
     uint64_t wire_bytes, wire_bytes_checked;
     int prev_outq;
     int64_t last_progress_ns;
+    /* read-through check: a ping goes out every TB__PING_INTERVAL_NS; once
+     * the kernel has had it acknowledged (in the client's receive buffer) the
+     * client has --slow-reader-timeout seconds to read up to it and pong */
+    bool ping_wanted;
+    int64_t ping_sent_ns;      /* 0: no ping outstanding */
+    uint64_t ping_end;         /* wire_bytes just past the ping frame */
+    int64_t ping_delivered_ns; /* when it was seen acknowledged; 0: not yet */
+    int64_t last_ping_ns;
     unsigned char *tx;    /* LWS_PRE + composed snapshot frame */
     size_t tx_cap;
 
@@ -867,6 +878,20 @@ static int tb__ws_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
         return 0;
     }
     case LWS_CALLBACK_SERVER_WRITEABLE:
+        if (s->ping_wanted && !s->closing) {
+            unsigned char ping[LWS_PRE + 4] = {0};
+            memcpy(ping + LWS_PRE, "tb\0\0", 4);
+            s->ping_wanted = false;
+            if (lws_write(wsi, ping + LWS_PRE, 4, LWS_WRITE_PING) < 4)
+                return -1;
+            s->wire_bytes += 2 + 4;
+            s->ping_end = s->wire_bytes;
+            s->ping_sent_ns = tb_clock_now_ns();
+            s->ping_delivered_ns = 0;
+            if (tb__has_output(s))
+                lws_callback_on_writable(wsi);
+            return 0;
+        }
         if (s->ctl_count || (s->slot_count && !s->closing)) {
             if (tb__write_one(s) < 0)
                 return -1;
@@ -889,6 +914,13 @@ static int tb__ws_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
             if (lws_write(wsi, frame + LWS_PRE, 2 + n, TB__LWS_WRITE_CLOSE) < 0)
                 return -1;
             lws_set_timeout(wsi, PENDING_TIMEOUT_CLOSE_ACK, 1);
+        }
+        return 0;
+    case LWS_CALLBACK_RECEIVE_PONG:
+        if (s->ping_sent_ns) { /* read everything up to the ping */
+            s->ping_sent_ns = 0;
+            s->ping_delivered_ns = 0;
+            s->last_progress_ns = tb_clock_now_ns();
         }
         return 0;
     case LWS_CALLBACK_CLOSED: {
@@ -932,12 +964,15 @@ static struct lws_protocols tb__protocols[] = {
 
 /* ---- housekeeping and lifecycle ----------------------------------------- */
 
-/* Has the client read anything lately? The kernel acknowledges data into
- * the client's receive buffer even when the application does not read, so
- * the sign of a client that stopped reading is a send queue that no longer
- * drains (its receive window closed). Each look: drained = what the queue
- * held last time + what we wrote since - what it holds now. */
-static bool tb__reader_progressed(tb_session *s)
+/* Has the client read anything lately, by the kernel send queue? The kernel
+ * acknowledges data into the client's receive buffer even when the
+ * application does not read, so this only sees a stalled client once that
+ * buffer is full: a send queue that no longer drains (its receive window
+ * closed). Each look: drained = what the queue held last time + what we
+ * wrote since - what it holds now. Also notes when an outstanding ping has
+ * been acknowledged (everything up to ping_end left the queue while lws
+ * itself holds nothing back). */
+static bool tb__reader_progressed(tb_session *s, int64_t now)
 {
     int fd = lws_get_socket_fd(s->wsi), outq = 0;
     if (fd < 0 || ioctl(fd, SIOCOUTQ, &outq) != 0)
@@ -946,6 +981,9 @@ static bool tb__reader_progressed(tb_session *s)
     long long drained = (long long)s->prev_outq + written - outq;
     s->wire_bytes_checked = s->wire_bytes;
     s->prev_outq = outq;
+    if (s->ping_sent_ns && !s->ping_delivered_ns && !lws_send_pipe_choked(s->wsi) &&
+        s->wire_bytes - (uint64_t)outq >= s->ping_end)
+        s->ping_delivered_ns = now;
     return outq == 0 || drained > 0;
 }
 
@@ -957,11 +995,22 @@ static void tb__housekeeping(uv_timer_t *timer)
     if (server->leave_count)
         tb__retry_leaves(server);
     for (tb_session *s = server->sessions; s; s = s->next) {
-        if (tb__reader_progressed(s))
+        if (tb__reader_progressed(s, now))
             s->last_progress_ns = now;
-        /* stuck: nothing drained for the timeout, or lws holds data it could
-         * not write at all (no WRITEABLE) for as long */
-        bool stuck = now - s->last_progress_ns >= limit ||
+        if (!s->ping_sent_ns && !s->ping_wanted && !s->closing && now - s->last_ping_ns >= TB__PING_INTERVAL_NS) {
+            s->last_ping_ns = now;
+            s->ping_wanted = true;
+            lws_callback_on_writable(s->wsi);
+        }
+        /* stuck, one of:
+         *  - a ping reached the client's kernel (acknowledged) the timeout ago
+         *    and no pong came: the application has not read that far. This
+         *    sees a stalled reader while its receive buffer is still filling,
+         *    even from a room that sends a trickle;
+         *  - nothing drained from the send queue for the timeout;
+         *  - lws holds data it could not write at all (no WRITEABLE) as long. */
+        bool stuck = (s->ping_delivered_ns && now - s->ping_delivered_ns >= limit) ||
+                     now - s->last_progress_ns >= limit ||
                      ((tb__has_output(s) || s->closing) && now - s->last_write_ns >= limit);
         if (!stuck)
             continue;
@@ -969,6 +1018,7 @@ static void tb__housekeeping(uv_timer_t *timer)
                     server->cfg->slow_reader_timeout);
         TB_COUNT(server->metrics, connections_refused_total[TB_REFUSE_SLOW_READER]);
         s->last_write_ns = s->last_progress_ns = now; /* once */
+        s->ping_sent_ns = s->ping_delivered_ns = 0;
         lws_set_timeout(s->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
     }
     if (!server->stopping) {
