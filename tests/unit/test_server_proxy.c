@@ -61,30 +61,22 @@ static void forwarded_for_counts_only_through_a_trusted_peer(void **state)
     tb_proxy_list l;
     char err[160], out[48];
     assert_int_equal(tb_proxy_parse(&l, "10.0.0.0/8", err, sizeof err), 0);
-    /* untrusted peer: the header is ignored */
-    tb_proxy_client_addr(&l, "198.51.100.4", "203.0.113.1", out, sizeof out);
-    assert_string_equal(out, "198.51.100.4");
-    /* trusted peer, one hop */
-    tb_proxy_client_addr(&l, "10.0.0.2", "203.0.113.1", out, sizeof out);
-    assert_string_equal(out, "203.0.113.1");
-    /* the rightmost untrusted address wins; what the client wrote left of it does not */
-    tb_proxy_client_addr(&l, "10.0.0.2", "1.1.1.1, 203.0.113.1, 10.9.9.9", out, sizeof out);
-    assert_string_equal(out, "203.0.113.1");
-    /* missing, empty or unparseable header: the peer counts */
-    tb_proxy_client_addr(&l, "10.0.0.2", NULL, out, sizeof out);
-    assert_string_equal(out, "10.0.0.2");
-    tb_proxy_client_addr(&l, "10.0.0.2", "", out, sizeof out);
-    assert_string_equal(out, "10.0.0.2");
-    tb_proxy_client_addr(&l, "10.0.0.2", "203.0.113.1, unknown", out, sizeof out);
-    assert_string_equal(out, "10.0.0.2");
-    tb_proxy_client_addr(&l, "10.0.0.2", "203.0.113.1,,", out, sizeof out);
-    assert_string_equal(out, "10.0.0.2");
-    /* IPv6 client through the proxy */
-    tb_proxy_client_addr(&l, "10.0.0.2", " 2001:db8::5 ", out, sizeof out);
-    assert_string_equal(out, "2001:db8::5");
-    /* only proxies in the chain: the leftmost is as far as it goes */
-    tb_proxy_client_addr(&l, "10.0.0.2", "10.0.0.9, 10.0.0.8", out, sizeof out);
-    assert_string_equal(out, "10.0.0.9");
+    static const struct { const char *peer, *xff, *counts_as, *why; } cases[] = {
+        {"198.51.100.4", "203.0.113.1", "198.51.100.4", "untrusted peer: the header is ignored"},
+        {"10.0.0.2", "203.0.113.1", "203.0.113.1", "trusted peer, one hop"},
+        {"10.0.0.2", "1.1.1.1, 203.0.113.1, 10.9.9.9", "203.0.113.1", "the rightmost untrusted address wins"},
+        {"10.0.0.2", NULL, "10.0.0.2", "no header: the peer"},
+        {"10.0.0.2", "", "10.0.0.2", "empty header: the peer"},
+        {"10.0.0.2", "203.0.113.1, unknown", "10.0.0.2", "unparseable: the peer"},
+        {"10.0.0.2", "203.0.113.1,,", "10.0.0.2", "empty item: the peer"},
+        {"10.0.0.2", " 2001:db8::5 ", "2001:db8::5", "IPv6 client through the proxy"},
+        {"10.0.0.2", "10.0.0.9, 10.0.0.8", "10.0.0.9", "only proxies: the leftmost is as far as it goes"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tb_proxy_client_addr(&l, cases[i].peer, cases[i].xff, out, sizeof out);
+        if (strcmp(out, cases[i].counts_as) != 0)
+            fail_msg("%s: got %s, want %s", cases[i].why, out, cases[i].counts_as);
+    }
 }
 
 int main(void)
