@@ -20,7 +20,7 @@
 // connect() opens a `tumble.v1` WebSocket (package `ws`: Node 18 has no
 // global WebSocket) and buffers decoded msgpack messages so a test can wait
 // for the next message of a type.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -78,9 +78,16 @@ function exitReport(srv) {
   let cores = [];
   try { cores = fs.readdirSync(srv.cwd).filter((f) => /^core/.test(f)).map((f) => path.join(srv.cwd, f)); } catch { /* none */ }
   const tail = srv.stderr.split('\n').slice(-40).join('\n');
+  // The kernel names what it killed (OOM) or faulted; say what it says of this pid.
+  let kernel = '';
+  try {
+    kernel = execFileSync('dmesg', { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 2000 })
+      .split('\n').filter((l) => new RegExp(`\\b${srv.proc.pid}\\b`).test(l)).slice(-5).join('\n');
+  } catch { kernel = '(dmesg not readable)'; }
   return `tumble-server pid ${srv.proc.pid} (${path.basename(SERVER_BIN)} ${srv.args.join(' ')}) exited while in use: ` +
     `code ${srv.exitCode} signal ${srv.exitSignal} after ${secs} s, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}` +
-    `${cores.length ? `, core file ${cores.join(' ')}` : ', no core file'}\n--- its stderr (last 40 lines) ---\n${tail}\n---`;
+    `${cores.length ? `, core file ${cores.join(' ')}` : ', no core file'}\n--- kernel log about it ---\n${kernel || '(nothing)'}` +
+    `\n--- its stderr (last 40 lines) ---\n${tail}\n---`;
 }
 
 // The report for a server that ended on its own, if the one at url did.
