@@ -126,6 +126,7 @@ typedef struct tb_session {
     int64_t error_ns;
 
     bool closing, close_sent;
+    bool slow_counted;
     int close_code;
     char close_reason[64];
 } tb_session;
@@ -168,6 +169,16 @@ static void tb__begin_close(tb_session *s, int code, const char *reason)
     lws_callback_on_writable(s->wsi);
 }
 
+/* A slow reader is counted once, however it shows (a must-deliver queue that
+ * overflows, then the cut of the connection that could not take the close). */
+static void tb__count_slow_reader(tb_session *s)
+{
+    if (s->slow_counted)
+        return;
+    s->slow_counted = true;
+    TB_COUNT(s->server->metrics, connections_refused_total[TB_REFUSE_SLOW_READER]);
+}
+
 /* Queue a must-deliver message (takes the caller's reference). */
 static void tb__push_ctl(tb_session *s, tb_msg *msg)
 {
@@ -179,7 +190,7 @@ static void tb__push_ctl(tb_session *s, tb_msg *msg)
     }
     if (s->ctl_count == TB__CTL_CAP) {
         tb_msg_unref(msg);
-        TB_COUNT(s->server->metrics, connections_refused_total[TB_REFUSE_SLOW_READER]);
+        tb__count_slow_reader(s);
         tb__begin_close(s, LWS_CLOSE_STATUS_POLICY_VIOLATION, "not reading fast enough");
         return;
     }
@@ -1016,7 +1027,7 @@ static void tb__housekeeping(uv_timer_t *timer)
             continue;
         tb_log_info("client %u (%s) has not read for %d s: disconnecting", s->id, s->addr,
                     server->cfg->slow_reader_timeout);
-        TB_COUNT(server->metrics, connections_refused_total[TB_REFUSE_SLOW_READER]);
+        tb__count_slow_reader(s);
         s->last_write_ns = s->last_progress_ns = now; /* once */
         s->ping_sent_ns = s->ping_delivered_ns = 0;
         lws_set_timeout(s->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
