@@ -33,6 +33,10 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 export const ROOT = path.resolve(here, '../..');
 export const SERVER_BIN = process.env.TUMBLE_SERVER_BIN ? path.resolve(process.env.TUMBLE_SERVER_BIN) : path.join(ROOT, 'build/tumble-server');
 
+const IS_ASAN = /asan/.test(SERVER_BIN);
+// What an ASan build's own bookkeeping (quarantine, shadow) may add to RSS
+// beyond the server's memory: suites that bound RSS allow this much more.
+export const ALLOCATOR_SLACK_KB = IS_ASAN ? 24576 : 0;
 const running = new Set();
 const tempDirs = new Set();
 const finished = []; // servers that ended: their stderr is checked for sanitizer reports
@@ -103,8 +107,13 @@ export async function startServer({ args = [], env = {}, clientDir, index = true
   const fullArgs = ['--port', '0', '--bind', '127.0.0.1', '--client-dir', dir, '--log-level', LOG_LEVEL, ...args];
   // sh raises the core limit (the hard limit allows it here) and execs the
   // server, so proc.pid is the server's pid.
+  // An ASan build keeps freed blocks in a quarantine (256 MB by default) and so
+  // grows its RSS with every allocation a flood makes; the suites bound the
+  // server's own memory, so the quarantine is kept small (use-after-free of
+  // recent blocks is still caught).
+  const asan = IS_ASAN ? { ASAN_OPTIONS: [process.env.ASAN_OPTIONS, 'quarantine_size_mb=16'].filter(Boolean).join(':') } : {};
   const proc = spawn('/bin/sh', ['-c', 'ulimit -c unlimited 2>/dev/null; exec "$0" "$@"', SERVER_BIN, ...fullArgs], {
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...asan, ...env },
     cwd,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
