@@ -19,6 +19,7 @@
 #include <uv.h>
 
 #include "net/config.h"
+#include "net/fatal.h"
 #include "net/log.h"
 #include "net/server.h"
 #include "sim/clock.h"
@@ -49,6 +50,51 @@ static void *tb__watchdog(void *arg)
     return NULL;
 }
 
+/* Who sent SIGTERM/SIGINT? libuv's signal handler does not say, so a handler
+ * of ours in front of it notes the sender (async-signal-safe: one store)
+ * and passes the signal on; tb__on_signal logs it. A stop nobody expected
+ * then names its sender in the log. */
+static volatile sig_atomic_t tb__stop_sender;
+static struct sigaction tb__uv_sigterm, tb__uv_sigint;
+
+static void tb__note_sender(int signum, siginfo_t *info, void *context)
+{
+    tb__stop_sender = info ? (sig_atomic_t)info->si_pid : 0;
+    const struct sigaction *uv = signum == SIGTERM ? &tb__uv_sigterm : &tb__uv_sigint;
+    if (uv->sa_flags & SA_SIGINFO)
+        uv->sa_sigaction(signum, info, context);
+    else if (uv->sa_handler != SIG_DFL && uv->sa_handler != SIG_IGN)
+        uv->sa_handler(signum);
+}
+
+static void tb__wrap_signal(int signum, struct sigaction *uv)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    if (sigaction(signum, NULL, uv) != 0)
+        return;
+    sa.sa_sigaction = tb__note_sender;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sa.sa_mask = uv->sa_mask;
+    sigaction(signum, &sa, NULL);
+}
+
+/* "pid 123 (node --test ...)": the sender's command line, best effort. */
+static void tb__describe_pid(long pid, char *out, size_t cap)
+{
+    char path[64], cmd[160] = "";
+    snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+    FILE *f = pid > 0 ? fopen(path, "r") : NULL;
+    size_t n = f ? fread(cmd, 1, sizeof cmd - 1, f) : 0;
+    if (f)
+        fclose(f);
+    for (size_t i = 0; i + 1 < n; i++)
+        if (!cmd[i])
+            cmd[i] = ' ';
+    cmd[n] = 0;
+    snprintf(out, cap, "pid %ld (%s)", pid, n ? cmd : pid > 0 ? "gone" : "the kernel or unknown");
+}
+
 static void tb__signal_closed(uv_handle_t *handle) { (void)handle; }
 
 static void tb__server_closed(tb_server *server)
@@ -63,7 +109,10 @@ static void tb__on_signal(uv_signal_t *handle, int signum)
     tb_app *app = handle->data;
     if (app->server.stopping)
         return;
-    tb_log_info("signal %d: stopping", signum);
+    /* warn, not info: a stop is rare, and a log that ends should say why */
+    char sender[200];
+    tb__describe_pid((long)tb__stop_sender, sender, sizeof sender);
+    tb_log_warn("signal %d (%s) from %s: stopping", signum, signum == SIGTERM ? "SIGTERM" : "SIGINT", sender);
     pthread_t watchdog;
     if (pthread_create(&watchdog, NULL, tb__watchdog, NULL) == 0)
         pthread_detach(watchdog);
@@ -129,6 +178,8 @@ int main(int argc, char **argv)
     if (cfg->replay_file[0])
         return tb__replay(cfg->replay_file);
     signal(SIGPIPE, SIG_IGN);
+    if (tb_fatal_install() < 0)
+        tb_log_warn("cannot install the fatal-signal reporter");
 
     uv_loop_init(&app.loop);
     app.loop.data = &app;
@@ -167,6 +218,8 @@ int main(int argc, char **argv)
     uv_signal_init(&app.loop, &app.sigint);
     app.sigint.data = &app;
     uv_signal_start(&app.sigint, tb__on_signal, SIGINT);
+    tb__wrap_signal(SIGTERM, &tb__uv_sigterm);
+    tb__wrap_signal(SIGINT, &tb__uv_sigint);
 
     int exit_code = 0;
     if (tb_server_start(&app.server) < 0) {
@@ -180,6 +233,10 @@ int main(int argc, char **argv)
     }
 
     uv_run(&app.loop, UV_RUN_DEFAULT);
+    if (!app.server.stopping) { /* only a stop may end the loop: say so if anything else did */
+        tb_log_error("event loop ended without a stop request");
+        exit_code = 1;
+    }
     if (uv_loop_close(&app.loop) == UV_EBUSY) {
         uv_walk(&app.loop, tb__walk_close, NULL);
         uv_run(&app.loop, UV_RUN_DEFAULT);

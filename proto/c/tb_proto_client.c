@@ -50,6 +50,8 @@ static int decode_fields(const msgpack_object *root, tb_proto_client_msg *m, tb_
     case TB_MSG_PING:
         TRY(need(root, 2, name, err));
         TRY(tb_proto__num(&f[1], 9007199254740991.0, &m->u.ping.client_time, "ping.client_time", err));
+        if (m->u.ping.client_time < 0) /* PROTOCOL.md: 0 <= t <= 2^53-1 */
+            return tb_proto__fail(err, TB_ERR_BAD_VALUE, "ping.client_time: %g below 0", m->u.ping.client_time);
         return TB_OK;
     case TB_MSG_RESYNC: case TB_MSG_LOBBY_REQ:
         return TB_OK;

@@ -112,6 +112,18 @@ export function prescan(bytes, maxDepth = LIMITS.depth) {
   if (pos !== len) fail(ERR.malformed, `${len - pos} trailing bytes after the message`);
 }
 
+// msgpack integers and floats both decode to JS numbers. So that a float where an integer
+// is due is refused as in C (1.0 is not a uint), the decoder hands back integral floats
+// boxed as IntegralFloat: num() unboxes them, uint() and the type check refuse them.
+class IntegralFloat {
+  constructor(value) { this.value = value; }
+}
+const boxIntegral = (v) => (Number.isInteger(v) ? new IntegralFloat(v) : v);
+class StrictDecoder extends Decoder {
+  readF32() { return boxIntegral(super.readF32()); }
+  readF64() { return boxIntegral(super.readF64()); }
+}
+
 const decoders = new Map();
 
 function parse(bytes, maxLen, maxDepth) {
@@ -121,7 +133,7 @@ function parse(bytes, maxLen, maxDepth) {
   }
   if (bytes.length > maxLen) fail(ERR.too_big, `frame of ${bytes.length} bytes, limit ${maxLen}`);
   prescan(bytes, maxDepth);
-  const dec = decoders.get(maxLen) ?? decoders.set(maxLen, new Decoder({
+  const dec = decoders.get(maxLen) ?? decoders.set(maxLen, new StrictDecoder({
     maxStrLength: maxLen, maxBinLength: maxLen, maxArrayLength: maxLen, maxMapLength: maxLen, maxExtLength: 0,
   })).get(maxLen);
   let v;
@@ -130,8 +142,8 @@ function parse(bytes, maxLen, maxDepth) {
 }
 
 // ---- field readers ------------------------------------------------------------------------
-// Note: msgpack integers and floats both decode to JS numbers, so where C insists on an
-// integer this decoder also accepts an integral float (PROTOCOL.md "Numbers").
+// Where C insists on an integer a float is refused, even an integral one (see
+// IntegralFloat above), with the same code as C.
 
 function uint(v, max, what) {
   if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) fail(ERR.bad_message, `${what}: expected unsigned integer`);
@@ -139,6 +151,7 @@ function uint(v, max, what) {
   return v;
 }
 function num(v, absmax, what) {
+  if (v instanceof IntegralFloat) v = v.value;
   if (typeof v !== 'number') fail(ERR.bad_message, `${what}: expected a number`);
   if (!Number.isFinite(v)) fail(ERR.bad_value, `${what}: not finite`);
   if (Math.abs(v) > absmax) fail(ERR.bad_value, `${what}: |${v}| above ${absmax}`);
@@ -195,7 +208,11 @@ const CLIENT_FIELDS = {
   param: [['seq'], ['name', (v) => str(v, 'token', L.name, 'param.name')], ['value', (v) => num(v, L.paramAbs, 'param.value')]],
   action: [['seq'], ['action', (v) => str(v, 'token', L.name, 'action.action')], ['scene', (v) => optStr(v, 'token', 'action.scene')]],
   contacts_view: [['seq'], ['on', (v) => bool(v, 'contacts_view.on')]],
-  ping: [['client_time', (v) => num(v, Number.MAX_SAFE_INTEGER, 'ping.client_time')]],
+  ping: [['client_time', (v) => {
+    const t = num(v, Number.MAX_SAFE_INTEGER, 'ping.client_time');
+    if (t < 0) fail(ERR.bad_value, `ping.client_time: ${t} below 0`);
+    return t;
+  }]],
   resync: [],
   lobby_req: [],
 };

@@ -1,6 +1,7 @@
 /* config.c: the settings table, parsing and --help (see config.h). */
 #define _GNU_SOURCE
 #include "net/config.h"
+#include "net/proxy.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -43,6 +44,8 @@ static const tb__opt tb__opts[] = {
      "folder where rooms are saved on shutdown (empty: off)"},
     {"allowed-origins", "TUMBLE_ALLOWED_ORIGINS", TB__STR, OFF(allowed_origins), SZ(allowed_origins), 0, 0,
      "comma-separated WebSocket Origin allow-list (empty: any)"},
+    {"trusted-proxies", "TUMBLE_TRUSTED_PROXIES", TB__STR, OFF(trusted_proxies), SZ(trusted_proxies), 0, 0,
+     "comma-separated CIDRs of proxies whose X-Forwarded-For names the client (empty: none)"},
     {"max-message-bytes", "TUMBLE_MAX_MESSAGE_BYTES", TB__INT, OFF(max_message_bytes), 0, 256, 16 << 20,
      "largest client message, after reassembly"},
     {"input-rate", "TUMBLE_INPUT_RATE", TB__INT, OFF(input_rate), 0, 1, 100000,
@@ -178,6 +181,9 @@ int tb_config_parse(tb_config *cfg, int argc, char **argv, tb_config_getenv_fn g
                  cfg->snapshot_rate);
         return TB_CONFIG_ERROR;
     }
+    tb_proxy_list proxies;
+    if (tb_proxy_parse(&proxies, cfg->trusted_proxies, err, err_cap) < 0)
+        return TB_CONFIG_ERROR;
     if (!cfg->bind[0]) {
         snprintf(err, err_cap, "--bind must not be empty");
         return TB_CONFIG_ERROR;

@@ -28,6 +28,7 @@ typedef struct tb_config {
     char instance[64];
     char state_dir[TB_CONFIG_PATH_MAX];
     char allowed_origins[1024];
+    char trusted_proxies[1024]; /* CIDRs whose X-Forwarded-For is believed (net/proxy.h) */
     /* limits */
     int max_message_bytes;
     int input_rate;          /* inputs per second per client (burst: 2x) */

@@ -84,6 +84,10 @@ typedef struct {
 static void tb__sb_printf(tb__sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void tb__sb_printf(tb__sb *b, const char *fmt, ...)
 {
+    if (b->len > b->cap) { /* never: but a wrapped size_t below would write anywhere */
+        b->failed = true;
+        return;
+    }
     for (;;) {
         va_list ap;
         va_start(ap, fmt);
@@ -172,13 +176,10 @@ static int tb__healthz(tb_server *server, struct lws *wsi, tb_http_session *h)
 
 static int tb__metrics(tb_server *server, struct lws *wsi, tb_http_session *h)
 {
-    size_t need = tb_metrics_write(server->metrics, NULL, 0);
     tb__sb b = {0};
-    b.buf = malloc(need + 1);
+    b.buf = tb_metrics_render(server->metrics, 1024, &b.len, &b.cap);
     if (!b.buf)
         return tb__respond_text(wsi, h, 500, "out of memory\n");
-    b.cap = need + 1;
-    b.len = tb_metrics_write(server->metrics, b.buf, b.cap);
     /* per worker: how rooms are spread and how much each one steps */
     tb__sb_printf(&b, "# HELP tumble_worker_rooms Rooms owned by each worker thread.\n"
                       "# TYPE tumble_worker_rooms gauge\n");

@@ -31,7 +31,9 @@
  * one POLLOUT round per batch, not per message (each POLLOUT toggle is
  * a uv_poll_start: two epoll_ctl calls). A session that has had data
  * waiting and written nothing for --slow-reader-timeout seconds is
- * disconnected by the housekeeping timer.
+ * disconnected by the housekeeping timer (see tb__housekeeping for the
+ * three ways a slow reader shows; a due ping goes out alone in its own
+ * WRITEABLE callback, before the queued frames).
  *
  * Data comes from the workers through their output rings; tb_server_wake
  * (uv_async_send, thread-safe) makes the loop drain them in on_wake().
@@ -72,12 +74,16 @@ _Static_assert(TB_MSG_HEADROOM >= LWS_PRE, "tb_msg headroom must hold LWS_PRE");
 #define TB__SNDBUF (256 * 1024)
 /* lws keeps opcode 4 (close) out of the public enum; lws_write() takes it. */
 #define TB__LWS_WRITE_CLOSE ((enum lws_write_protocol)4)
+/* A WebSocket ping per client this often: its pong tells the client has read
+ * everything sent before it (see tb__housekeeping). */
+#define TB__PING_INTERVAL_NS (1000 * TB_NS_PER_MS)
 
 typedef struct tb_session {
     struct lws *wsi;
     tb_server *server;
     uint32_t id;
-    char addr[48];
+    char addr[48];        /* what per-address limits count: peer, or X-Forwarded-For via a trusted proxy */
+    char path_room[40];   /* the room of a /ws/<room> URL; "" for any other path */
     struct tb_session *next, *prev;           /* server->sessions */
     tb_room *room;
     struct tb_session *room_next, *room_prev; /* room->net list */
@@ -96,6 +102,14 @@ typedef struct tb_session {
     uint64_t wire_bytes, wire_bytes_checked;
     int prev_outq;
     int64_t last_progress_ns;
+    /* read-through check: a ping goes out every TB__PING_INTERVAL_NS; once
+     * the kernel has had it acknowledged (in the client's receive buffer) the
+     * client has --slow-reader-timeout seconds to read up to it and pong */
+    bool ping_wanted;
+    int64_t ping_sent_ns;      /* 0: no ping outstanding */
+    uint64_t ping_end;         /* wire_bytes just past the ping frame */
+    int64_t ping_delivered_ns; /* when it was seen acknowledged; 0: not yet */
+    int64_t last_ping_ns;
     unsigned char *tx;    /* LWS_PRE + composed snapshot frame */
     size_t tx_cap;
 
@@ -121,6 +135,7 @@ typedef struct tb_session {
     int64_t error_ns;
 
     bool closing, close_sent;
+    bool slow_counted;
     int close_code;
     char close_reason[64];
 } tb_session;
@@ -171,6 +186,16 @@ static void tb__begin_close(tb_session *s, int code, const char *reason)
     tb__ask_writable(s);
 }
 
+/* A slow reader is counted once, however it shows (a must-deliver queue that
+ * overflows, then the cut of the connection that could not take the close). */
+static void tb__count_slow_reader(tb_session *s)
+{
+    if (s->slow_counted)
+        return;
+    s->slow_counted = true;
+    TB_COUNT(s->server->metrics, connections_refused_total[TB_REFUSE_SLOW_READER]);
+}
+
 /* Queue a must-deliver message (takes the caller's reference). */
 static void tb__push_ctl(tb_session *s, tb_msg *msg)
 {
@@ -182,7 +207,7 @@ static void tb__push_ctl(tb_session *s, tb_msg *msg)
     }
     if (s->ctl_count == TB__CTL_CAP) {
         tb_msg_unref(msg);
-        TB_COUNT(s->server->metrics, connections_refused_total[TB_REFUSE_SLOW_READER]);
+        tb__count_slow_reader(s);
         tb__begin_close(s, LWS_CLOSE_STATUS_POLICY_VIOLATION, "not reading fast enough");
         return;
     }
@@ -345,6 +370,15 @@ static void tb__join(tb_session *s, const tb_client_msg *m)
     }
     if (!tb_room_id_valid(m->room)) {
         tb__refuse(s, TB_REFUSE_BAD_ROOM_ID, TB_ERR_BAD_ROOM, tb_strerror(TB_EBADID));
+        return;
+    }
+    if (s->path_room[0] && strcmp(s->path_room, m->room) != 0) {
+        /* A router placed this connection by the room in its URL: a hello
+         * for another room would land it on a server that does not own it. */
+        char why[192];
+        snprintf(why, sizeof why, "hello names room '%s' but this WebSocket was opened for /ws/%s", m->room,
+                 s->path_room);
+        tb__refuse(s, TB_REFUSE_ROOM_MISMATCH, TB_ERR_BAD_ROOM, why);
         return;
     }
     tb_room *room = tb_registry_find(server->registry, m->room);
@@ -748,6 +782,30 @@ static bool tb__origin_allowed(tb_server *server, struct lws *wsi)
     return false;
 }
 
+/* The address per-address limits count this connection as (net/proxy.h). */
+static void tb__client_addr(tb_server *server, struct lws *wsi, char *out, size_t cap)
+{
+    char peer[48] = "", xff[256] = "";
+    lws_get_peer_simple(wsi, peer, sizeof peer);
+    if (server->proxies.count && lws_hdr_copy(wsi, xff, sizeof xff, WSI_TOKEN_X_FORWARDED_FOR) <= 0)
+        xff[0] = 0;
+    tb_proxy_client_addr(&server->proxies, peer, xff, out, cap);
+}
+
+/* "/ws/<room>" or "/ws/<room>/" -> room; anything else -> "" (any room). */
+static void tb__path_room(struct lws *wsi, char *out, size_t cap)
+{
+    char uri[128];
+    out[0] = 0;
+    if (lws_hdr_copy(wsi, uri, sizeof uri, WSI_TOKEN_GET_URI) <= 0 || strncmp(uri, "/ws/", 4) != 0)
+        return;
+    size_t n = strcspn(uri + 4, "/?");
+    if (n == 0 || n >= cap)
+        return;
+    memcpy(out, uri + 4, n);
+    out[n] = 0;
+}
+
 static int tb__ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len)
 {
     tb_server *server = lws_context_user(lws_get_context(wsi));
@@ -755,7 +813,7 @@ static int tb__ws_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
     switch (reason) {
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION: {
         char addr[48] = "";
-        lws_get_peer_simple(wsi, addr, sizeof addr);
+        tb__client_addr(server, wsi, addr, sizeof addr);
         if (server->stopping) {
             TB_COUNT(server->metrics, connections_refused_total[TB_REFUSE_SHUTTING_DOWN]);
             return 1;
@@ -780,7 +838,8 @@ static int tb__ws_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
         int sndbuf = TB__SNDBUF, fd = lws_get_socket_fd(wsi);
         if (fd >= 0)
             setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
-        lws_get_peer_simple(wsi, s->addr, sizeof s->addr);
+        tb__client_addr(server, wsi, s->addr, sizeof s->addr);
+        tb__path_room(wsi, s->path_room, sizeof s->path_room);
         tb_addr_count *a = tb__addr(server, s->addr, true);
         if (a)
             a->count++;
@@ -846,6 +905,20 @@ static int tb__ws_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
     }
     case LWS_CALLBACK_SERVER_WRITEABLE:
         s->write_asked = false;
+        if (s->ping_wanted && !s->closing) {
+            unsigned char ping[LWS_PRE + 4] = {0};
+            memcpy(ping + LWS_PRE, "tb\0\0", 4);
+            s->ping_wanted = false;
+            if (lws_write(wsi, ping + LWS_PRE, 4, LWS_WRITE_PING) < 4)
+                return -1;
+            s->wire_bytes += 2 + 4;
+            s->ping_end = s->wire_bytes;
+            s->ping_sent_ns = tb_clock_now_ns();
+            s->ping_delivered_ns = 0;
+            if (tb__has_output(s) || s->closing)
+                tb__ask_writable(s);
+            return 0;
+        }
         if (s->ctl_count || (s->slot_count && !s->closing)) {
             /* everything queued, one lws_write per frame, while the socket takes it */
             int n = 0;
@@ -873,6 +946,13 @@ static int tb__ws_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
             if (lws_write(wsi, frame + LWS_PRE, 2 + n, TB__LWS_WRITE_CLOSE) < 0)
                 return -1;
             lws_set_timeout(wsi, PENDING_TIMEOUT_CLOSE_ACK, 1);
+        }
+        return 0;
+    case LWS_CALLBACK_RECEIVE_PONG:
+        if (s->ping_sent_ns) { /* read everything up to the ping */
+            s->ping_sent_ns = 0;
+            s->ping_delivered_ns = 0;
+            s->last_progress_ns = tb_clock_now_ns();
         }
         return 0;
     case LWS_CALLBACK_CLOSED: {
@@ -916,12 +996,15 @@ static struct lws_protocols tb__protocols[] = {
 
 /* ---- housekeeping and lifecycle ----------------------------------------- */
 
-/* Has the client read anything lately? The kernel acknowledges data into
- * the client's receive buffer even when the application does not read, so
- * the sign of a client that stopped reading is a send queue that no longer
- * drains (its receive window closed). Each look: drained = what the queue
- * held last time + what we wrote since - what it holds now. */
-static bool tb__reader_progressed(tb_session *s)
+/* Has the client read anything lately, by the kernel send queue? The kernel
+ * acknowledges data into the client's receive buffer even when the
+ * application does not read, so this only sees a stalled client once that
+ * buffer is full: a send queue that no longer drains (its receive window
+ * closed). Each look: drained = what the queue held last time + what we
+ * wrote since - what it holds now. Also notes when an outstanding ping has
+ * been acknowledged (everything up to ping_end left the queue while lws
+ * itself holds nothing back). */
+static bool tb__reader_progressed(tb_session *s, int64_t now)
 {
     int fd = lws_get_socket_fd(s->wsi), outq = 0;
     if (fd < 0 || ioctl(fd, SIOCOUTQ, &outq) != 0)
@@ -930,6 +1013,9 @@ static bool tb__reader_progressed(tb_session *s)
     long long drained = (long long)s->prev_outq + written - outq;
     s->wire_bytes_checked = s->wire_bytes;
     s->prev_outq = outq;
+    if (s->ping_sent_ns && !s->ping_delivered_ns && !lws_send_pipe_choked(s->wsi) &&
+        s->wire_bytes - (uint64_t)outq >= s->ping_end)
+        s->ping_delivered_ns = now;
     return outq == 0 || drained > 0;
 }
 
@@ -943,18 +1029,30 @@ static void tb__housekeeping(uv_timer_t *timer)
     for (tb_session *s = server->sessions; s; s = s->next) {
         if (s->write_asked && tb__has_output(s) && now - s->last_write_ns >= TB_NS_PER_SEC)
             lws_callback_on_writable(s->wsi); /* ask again: a request lws dropped must not stall it */
-        if (tb__reader_progressed(s))
+        if (tb__reader_progressed(s, now))
             s->last_progress_ns = now;
-        /* stuck: nothing drained for the timeout, or lws holds data it could
-         * not write at all (no WRITEABLE) for as long */
-        bool stuck = now - s->last_progress_ns >= limit ||
+        if (!s->ping_sent_ns && !s->ping_wanted && !s->closing && now - s->last_ping_ns >= TB__PING_INTERVAL_NS) {
+            s->last_ping_ns = now;
+            s->ping_wanted = true;
+            tb__ask_writable(s);
+        }
+        /* stuck, one of:
+         *  - a ping reached the client's kernel (acknowledged) the timeout ago
+         *    and no pong came: the application has not read that far. This
+         *    sees a stalled reader while its receive buffer is still filling,
+         *    even from a room that sends a trickle;
+         *  - nothing drained from the send queue for the timeout;
+         *  - lws holds data it could not write at all (no WRITEABLE) as long. */
+        bool stuck = (s->ping_delivered_ns && now - s->ping_delivered_ns >= limit) ||
+                     now - s->last_progress_ns >= limit ||
                      ((tb__has_output(s) || s->closing) && now - s->last_write_ns >= limit);
         if (!stuck)
             continue;
         tb_log_info("client %u (%s) has not read for %d s: disconnecting", s->id, s->addr,
                     server->cfg->slow_reader_timeout);
-        TB_COUNT(server->metrics, connections_refused_total[TB_REFUSE_SLOW_READER]);
+        tb__count_slow_reader(s);
         s->last_write_ns = s->last_progress_ns = now; /* once */
+        s->ping_sent_ns = s->ping_delivered_ns = 0;
         lws_set_timeout(s->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
     }
     if (!server->stopping) {
@@ -973,6 +1071,9 @@ int tb_server_init(tb_server *server, uv_loop_t *loop, const tb_config *cfg, tb_
     server->started_ns = tb_clock_now_ns();
     if (!realpath(cfg->client_dir, server->root_real))
         server->root_real[0] = 0;
+    char err[160];
+    if (tb_proxy_parse(&server->proxies, cfg->trusted_proxies, err, sizeof err) < 0) /* checked by config */
+        server->proxies.count = 0;
     uv_async_init(loop, &server->wake, tb__on_wake);
     server->wake.data = server;
     uv_timer_init(loop, &server->housekeeping);

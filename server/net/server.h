@@ -22,6 +22,7 @@
 
 #include "net/config.h"
 #include "net/limits.h"
+#include "net/proxy.h"
 #include "sim/metrics.h"
 #include "sim/registry.h"
 #include "sim/sched.h"
@@ -65,6 +66,7 @@ struct tb_server {
     struct tb_pending_leave *leaves; /* LEAVEs a full room ring refused: retried */
     int leave_count, leave_cap;
     tb_rate_table create_rates; /* room creations per address (--room-create-rate) */
+    tb_proxy_list proxies;      /* --trusted-proxies */
 
     bool started, stopping, workers_stopped;
     int64_t started_ns;

@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const double tb_hist_bounds_us[TB_HIST_BUCKETS] = {
@@ -13,7 +14,7 @@ _Static_assert(TB_ERR__COUNT <= TB_REJECT_COUNT, "reject counters cover every pr
 
 const char *const tb_refuse_names[TB_REFUSE_COUNT] = {
     "per_address", "shutting_down", "max_rooms", "room_full", "bad_room_id",
-    "bad_scene", "origin", "slow_reader",
+    "bad_scene", "origin", "slow_reader", "room_mismatch",
 };
 
 void tb_metrics_init(tb_metrics *m)
@@ -152,4 +153,22 @@ size_t tb_metrics_write(const tb_metrics *cm, char *buf, size_t cap)
                 "Room creations refused by the per-connection limit (--max-room-creations).",
                 LOAD(m->room_creations_refused_total));
     return o.len;
+}
+
+char *tb_metrics_render(const tb_metrics *m, size_t spare, size_t *len, size_t *cap)
+{
+    size_t size = tb_metrics_write(m, NULL, 0) + spare + 256;
+    for (;;) {
+        char *buf = malloc(size);
+        if (!buf)
+            return NULL;
+        size_t n = tb_metrics_write(m, buf, size);
+        if (n + spare < size) {
+            *len = n;
+            *cap = size;
+            return buf;
+        }
+        free(buf); /* grew past the slack meanwhile: again, bigger */
+        size = n + spare + 1024;
+    }
 }

@@ -47,6 +47,7 @@ typedef enum tb_refuse_reason {
     TB_REFUSE_BAD_SCENE,
     TB_REFUSE_ORIGIN,
     TB_REFUSE_SLOW_READER,  /* disconnected: did not read for 10 s */
+    TB_REFUSE_ROOM_MISMATCH, /* hello for another room than the /ws/<room> URL */
     TB_REFUSE_COUNT
 } tb_refuse_reason;
 extern const char *const tb_refuse_names[TB_REFUSE_COUNT];
@@ -90,5 +91,14 @@ void tb_metrics_init(tb_metrics *m);
 /* Prometheus text exposition into buf; returns bytes written (<= cap) or
  * the size needed when cap is too small (snprintf semantics). */
 size_t tb_metrics_write(const tb_metrics *m, char *buf, size_t cap);
+
+/* The same text in a malloc'ed buffer of *cap bytes (at least spare bytes
+ * beyond the text, for the caller to append), *len bytes long; NULL when out
+ * of memory. The workers keep counting while it is written, so the text may
+ * come out longer than a measuring pass said (a counter gains a digit, a
+ * %g sum another decimal): it is written again into a bigger buffer until
+ * it fits. Never size a buffer with tb_metrics_write(NULL, 0) and trust the
+ * second pass to fit: that overflowed the heap (issue 9's silent exits). */
+char *tb_metrics_render(const tb_metrics *m, size_t spare, size_t *len, size_t *cap);
 
 #endif

@@ -8,10 +8,19 @@
 // `after` hook) kills what is left, and a process 'exit' handler SIGKILLs
 // anything still running even if a test threw or the runner is interrupted.
 //
+// A server that ends while a test still uses it (not through srv.stop(),
+// stopAll() or the exit handler) is reported at once on stderr with its exit
+// code or signal, its uptime, the load average, any core file and the tail
+// of its stderr; metrics() and stopAll() then fail with that report rather
+// than a bare "fetch failed". TUMBLE_TEST_LOG_LEVEL (default warn) sets the
+// servers' --log-level. Servers run with `ulimit -c unlimited` in a folder
+// of their own under build/test-cores/ so that a crash leaves a core file
+// (kept, and named in the report; the folder is removed when empty).
+//
 // connect() opens a `tumble.v1` WebSocket (package `ws`: Node 18 has no
 // global WebSocket) and buffers decoded msgpack messages so a test can wait
 // for the next message of a type.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -22,14 +31,22 @@ import WebSocket from 'ws';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const ROOT = path.resolve(here, '../..');
-export const SERVER_BIN = process.env.TUMBLE_SERVER_BIN || path.join(ROOT, 'build/tumble-server');
+export const SERVER_BIN = process.env.TUMBLE_SERVER_BIN ? path.resolve(process.env.TUMBLE_SERVER_BIN) : path.join(ROOT, 'build/tumble-server');
 
+const IS_ASAN = /asan/.test(SERVER_BIN);
+// What an ASan build's own bookkeeping (quarantine, shadow) may add to RSS
+// beyond the server's memory: suites that bound RSS allow this much more.
+export const ALLOCATOR_SLACK_KB = IS_ASAN ? 24576 : 0;
 const running = new Set();
 const tempDirs = new Set();
 const finished = []; // servers that ended: their stderr is checked for sanitizer reports
+const unexpected = []; // reports of servers that ended on their own
+const LOG_LEVEL = process.env.TUMBLE_TEST_LOG_LEVEL || 'warn';
+const CORE_ROOT = path.join(ROOT, 'build/test-cores');
 
 function killAllNow() {
   for (const srv of running) {
+    srv.stopping = true;
     try { srv.proc.kill('SIGKILL'); } catch { /* already gone */ }
   }
   running.clear();
@@ -59,17 +76,68 @@ export function makeClientDir({ index = true } = {}) {
   return dir;
 }
 
+// What a server that ended on its own leaves behind, as one readable text.
+function exitReport(srv) {
+  const secs = ((performance.now() - srv.startedAt) / 1000).toFixed(1);
+  let cores = [];
+  try { cores = fs.readdirSync(srv.cwd).filter((f) => /^core/.test(f)).map((f) => path.join(srv.cwd, f)); } catch { /* none */ }
+  const tail = srv.stderr.split('\n').slice(-40).join('\n');
+  // The kernel names what it killed (OOM) or faulted; say what it says of this pid.
+  let kernel = '';
+  try {
+    kernel = execFileSync('dmesg', { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 2000 })
+      .split('\n').filter((l) => new RegExp(`\\b${srv.proc.pid}\\b`).test(l)).slice(-5).join('\n');
+  } catch { kernel = '(dmesg not readable)'; }
+  return `tumble-server pid ${srv.proc.pid} (${path.basename(SERVER_BIN)} ${srv.args.join(' ')}) exited while in use: ` +
+    `code ${srv.exitCode} signal ${srv.exitSignal} after ${secs} s, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}` +
+    `${cores.length ? `, core file ${cores.join(' ')}` : ', no core file'}\n--- kernel log about it ---\n${kernel || '(nothing)'}` +
+    `\n--- its stderr (last 40 lines) ---\n${tail}\n---`;
+}
+
+// The report for a server that ended on its own, if the one at url did.
+export function unexpectedExit(url) {
+  const srv = [...finished, ...unexpected.map((u) => u.srv)].find((x) => x.url === url && x.report);
+  return srv ? srv.report : null;
+}
+
 export async function startServer({ args = [], env = {}, clientDir, index = true, timeoutMs = 5000 } = {}) {
   const dir = clientDir ?? makeClientDir({ index });
-  const proc = spawn(SERVER_BIN, ['--port', '0', '--bind', '127.0.0.1', '--client-dir', dir, '--log-level', 'warn', ...args], {
-    env: { ...process.env, ...env },
+  fs.mkdirSync(CORE_ROOT, { recursive: true });
+  const cwd = fs.mkdtempSync(path.join(CORE_ROOT, 'srv-'));
+  const fullArgs = ['--port', '0', '--bind', '127.0.0.1', '--client-dir', dir, '--log-level', LOG_LEVEL, ...args];
+  // sh raises the core limit (the hard limit allows it here) and execs the
+  // server, so proc.pid is the server's pid.
+  // An ASan build keeps freed blocks in a quarantine (256 MB by default) and so
+  // grows its RSS with every allocation a flood makes; the suites bound the
+  // server's own memory, so the quarantine is kept small (use-after-free of
+  // recent blocks is still caught).
+  const asan = IS_ASAN ? { ASAN_OPTIONS: [process.env.ASAN_OPTIONS, 'quarantine_size_mb=16'].filter(Boolean).join(':') } : {};
+  const proc = spawn('/bin/sh', ['-c', 'ulimit -c unlimited 2>/dev/null; exec "$0" "$@"', SERVER_BIN, ...fullArgs], {
+    env: { ...process.env, ...asan, ...env },
+    cwd,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const srv = { proc, stdout: '', stderr: '', port: 0, url: '', clientDir: dir, exitCode: null, exitSignal: null };
+  const srv = { proc, args: fullArgs, cwd, stdout: '', stderr: '', port: 0, url: '', clientDir: dir, exitCode: null, exitSignal: null,
+    stopping: false, report: null, startedAt: performance.now() };
+  // Any signal sent from this process (srv.stop, stopAll, a test calling
+  // srv.proc.kill) marks the end as expected.
+  const kill = proc.kill.bind(proc);
+  proc.kill = (signal) => { srv.stopping = true; return kill(signal); };
   running.add(srv);
   srv.exited = new Promise((resolve) => {
     proc.on('exit', (code, signal) => {
-      srv.exitCode = code; srv.exitSignal = signal; running.delete(srv); finished.push(srv); resolve({ code, signal });
+      srv.exitCode = code; srv.exitSignal = signal; running.delete(srv); finished.push(srv);
+      // stdio may still hold the last lines: read them before reporting
+      const settle = () => {
+        if (!srv.stopping && srv.port) {
+          srv.report = exitReport(srv);
+          unexpected.push({ srv });
+          process.stderr.write(`\n[harness] ${srv.report}\n`);
+        }
+        try { fs.rmdirSync(cwd); } catch { /* a core file is kept */ }
+        resolve({ code, signal });
+      };
+      if (proc.stderr.readableEnded) settle(); else { proc.stderr.once('end', settle); setTimeout(settle, 200).unref(); }
     });
   });
   proc.stderr.on('data', (d) => { srv.stderr += d; });
@@ -89,6 +157,7 @@ export async function startServer({ args = [], env = {}, clientDir, index = true
   });
   srv.stop = async (signal = 'SIGTERM') => {
     if (srv.exitCode !== null || srv.exitSignal !== null) return srv.exited;
+    srv.stopping = true;
     proc.kill(signal);
     return srv.exited;
   };
@@ -101,6 +170,7 @@ export async function startServer({ args = [], env = {}, clientDir, index = true
 export async function stopAll() {
   const all = [...running];
   await Promise.all(all.map(async (srv) => {
+    srv.stopping = true;
     srv.proc.kill('SIGTERM');
     const t = setTimeout(() => srv.proc.kill('SIGKILL'), 2500);
     await srv.exited;
@@ -109,7 +179,9 @@ export async function stopAll() {
   killAllNow();
   const reports = finished.filter((srv) => /ERROR: (Address|Leak|Thread)Sanitizer|runtime error:/.test(srv.stderr));
   finished.length = 0;
+  const gone = unexpected.splice(0);
   if (reports.length) throw new Error(`sanitizer report from tumble-server:\n${reports[0].stderr.slice(0, 4000)}`);
+  if (gone.length) throw new Error(gone.map((u) => u.srv.report).join('\n'));
 }
 
 // A raw HTTP/1.1 GET that sends the path byte for byte (fetch would
@@ -136,9 +208,9 @@ export function rawGet(port, rawPath) {
 // as they arrive, and each snapshot message gets .state = {tick, ...} copies
 // of what a test usually checks. A delta that does not fit is recorded in
 // client.snapErrors and answered with a resync, like a real client.
-export function connect(port, { protocol = 'tumble.v1', headers, name = 'test' } = {}) {
+export function connect(port, { protocol = 'tumble.v1', headers, name = 'test', path: urlPath = '/' } = {}) {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`ws://127.0.0.1:${port}/`, protocol ? [protocol] : [], { headers });
+    const ws = new WebSocket(`ws://127.0.0.1:${port}${urlPath}`, protocol ? [protocol] : [], { headers });
     const client = {
       ws,
       name,
@@ -228,7 +300,14 @@ export async function join(client, room, scene, extra = {}) {
 }
 
 export async function metrics(url) {
-  const text = await (await fetch(`${url}/metrics`)).text();
+  let text;
+  try {
+    text = await (await fetch(`${url}/metrics`)).text();
+  } catch (e) {
+    await sleep(300); // let the exit, if that is what happened, be seen
+    const report = unexpectedExit(url);
+    throw report ? new Error(`${e.message}: ${report}`, { cause: e }) : e;
+  }
   const values = {};
   for (const line of text.split('\n')) {
     if (!line || line.startsWith('#')) continue;

@@ -3,7 +3,7 @@
 // /metrics, and refusal of every path that leads outside the client folder.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, stopAll, rawGet, metrics } from './harness.mjs';
+import { startServer, stopAll, rawGet, metrics, connect, join, sleep } from './harness.mjs';
 
 let srv;
 before(async () => { srv = await startServer(); });
@@ -109,4 +109,51 @@ test('without a built client, / serves the built-in lobby page', async () => {
   assert.equal((await fetch(`${bare.url}/r/tower`)).status, 200);
   const exit = await bare.stop();
   assert.equal(exit.code, 0);
+});
+
+// Issue 9's silent exits: /metrics was written into a buffer sized by an
+// earlier measuring pass while the workers kept counting; when the text grew
+// in between, the rest was written past the heap block (ASan: heap-buffer-
+// overflow in tb__metrics; plain build: a later malloc abort). Every response
+// must be whole and the server must live, while rooms step and a client's
+// inputs move the counters.
+async function metricsText(server) {
+  try {
+    return await (await fetch(`${server.url}/metrics`)).text();
+  } catch (e) {
+    await sleep(300); // the harness sees the exit, if that is what happened
+    throw new Error(`${e.message}: ${server.report ?? 'server still running'}`);
+  }
+}
+
+test('/metrics stays whole while the counters change under it', async () => {
+  const busy = await startServer({ args: ['--workers', '2'] });
+  const c = await connect(busy.port);
+  await join(c, 'counting', 'pile');
+  let stop = false;
+  const churn = (async () => {
+    for (let i = 0; !stop; i++) {
+      c.send({ type: 'ping', client_time: i });
+      if (i % 50 === 0) c.send({ type: 'action', action: 'reset', scene: null });
+      await sleep(2);
+    }
+  })();
+  const t0 = performance.now();
+  let n = 0;
+  try {
+    while (performance.now() - t0 < 4000) {
+      const batch = await Promise.all(Array.from({ length: 8 }, () => metricsText(busy)));
+      for (const text of batch) {
+        n++;
+        assert.ok(text.endsWith('\n') && text.includes('tumble_worker_steps_total{worker="1"}'), `response ${n} is cut short:\n${text.slice(-200)}`);
+      }
+    }
+  } finally {
+    stop = true;
+    await churn;
+  }
+  assert.ok(n >= 100, `${n} responses`);
+  assert.equal(busy.exitCode, null, busy.report ?? 'server exited');
+  c.close();
+  assert.equal((await busy.stop()).code, 0);
 });

@@ -62,3 +62,64 @@ test('room ids outside [A-Za-z0-9_-]{1,32} are refused (bad_room, or bad_value f
   assert.equal(refused + rejected, bad.length);
   c.close();
 });
+
+test('a hello for another room than the /ws/<room> URL is refused with bad_room and counted', async () => {
+  const headers = { Origin: 'https://play.example' };
+  const m0 = await metrics(srv.url);
+  const c = await connect(srv.port, { headers, path: '/ws/tower' });
+  c.send({ type: 'hello', version: 1, room: 'dice', kind: null, scene: null, name: 'x' });
+  const e = await c.error('bad_room');
+  assert.match(e.message, /dice.*\/ws\/tower/);
+  // the connection stays open and unjoined: the right room is still welcome
+  c.send({ type: 'hello', version: 1, room: 'tower', kind: null, scene: null, name: 'x' });
+  assert.equal((await c.type('welcome')).room, 'tower');
+  c.close();
+  // a trailing slash is the same room; any other path leaves the room to the hello
+  const d = await connect(srv.port, { headers, path: '/ws/flag/' });
+  d.send({ type: 'hello', version: 1, room: 'flag', kind: null, scene: null, name: 'x' });
+  assert.equal((await d.type('welcome')).room, 'flag');
+  d.close();
+  const other = await connect(srv.port, { headers, path: '/anything' });
+  other.send({ type: 'hello', version: 1, room: 'dice', kind: null, scene: null, name: 'x' });
+  assert.equal((await other.type('welcome')).room, 'dice');
+  other.close();
+  const m1 = await metrics(srv.url);
+  const k = 'tumble_connections_refused_total{reason="room_mismatch"}';
+  assert.equal(m1[k] - (m0[k] ?? 0), 1);
+});
+
+test('--trusted-proxies: X-Forwarded-For names the client only when the peer is a trusted proxy', async () => {
+  const xff = (a) => ({ 'X-Forwarded-For': a });
+  // Trusted (the test connects from 127.0.0.1): each forwarded address has its own limit of 2.
+  const trusted = await startServer({ args: ['--max-conns-per-address', '2', '--trusted-proxies', '10.0.0.0/8, 127.0.0.1/32'] });
+  const open = [];
+  for (let i = 0; i < 2; i++) open.push(await connect(trusted.port, { headers: xff('203.0.113.7') }));
+  await assert.rejects(connect(trusted.port, { headers: xff('203.0.113.7') }), '203.0.113.7 is over its limit');
+  // the rightmost untrusted hop counts: "spoofed, real, proxy" is real
+  await assert.rejects(connect(trusted.port, { headers: xff('198.51.100.1, 203.0.113.7, 10.1.2.3') }), 'still 203.0.113.7');
+  open.push(await connect(trusted.port, { headers: xff('203.0.113.8') }));
+  open.push(await connect(trusted.port, { headers: xff('203.0.113.7, 198.51.100.9') }));
+  let m = await metrics(trusted.url);
+  assert.equal(m['tumble_connections_refused_total{reason="per_address"}'], 2);
+  open.forEach((c) => c.close());
+  await trusted.stop();
+  // Not trusted (default): the header is ignored, the peer address counts.
+  const plain = await startServer({ args: ['--max-conns-per-address', '2'] });
+  const a = await connect(plain.port, { headers: xff('203.0.113.1') });
+  const b = await connect(plain.port, { headers: xff('203.0.113.2') });
+  await assert.rejects(connect(plain.port, { headers: xff('203.0.113.3') }), 'a client cannot pick its address');
+  m = await metrics(plain.url);
+  assert.equal(m['tumble_connections_refused_total{reason="per_address"}'], 1);
+  a.close(); b.close();
+  await plain.stop();
+});
+
+test('--trusted-proxies with a malformed range: one clear line, exit status 2', async () => {
+  for (const bad of ['10.0.0.0/33', 'not-an-ip', '::1/129', '10.0.0.0/']) {
+    await assert.rejects(startServer({ args: ['--trusted-proxies', bad] }), (e) => {
+      assert.match(e.message, /server exited \(2\) before listening/);
+      assert.match(e.message, /--trusted-proxies: /);
+      return true;
+    }, bad);
+  }
+});

@@ -529,6 +529,15 @@ static void hostile_client(void)
     /* [9, 1, 1] contacts_view.on not a boolean */
     static const uint8_t notbool[] = {0x93, 0x09, 0x01, 0x01};
     raw_client_vector("x_not_bool", notbool, sizeof notbool, TB_ERR_BAD_MESSAGE);
+    /* [10, -1.5]: a ping's client_time is 0 <= t <= 2^53-1 */
+    static const uint8_t ping_negative[] = {0x92, 0x0a, 0xcb, 0xbf, 0xf8, 0, 0, 0, 0, 0, 0};
+    raw_client_vector("x_ping_negative", ping_negative, sizeof ping_negative, TB_ERR_BAD_VALUE);
+    /* [6, 1.0, 1]: grab_end whose seq is the float 1.0, not an integer */
+    static const uint8_t float_seq[] = {0x93, 0x06, 0xcb, 0x3f, 0xf0, 0, 0, 0, 0, 0, 0, 0x01};
+    raw_client_vector("x_float_for_uint", float_seq, sizeof float_seq, TB_ERR_BAD_MESSAGE);
+    /* [4, 1, 2.0, [0, 0, 0], nil]: grab_start whose pointer is the float 2.0 */
+    static const uint8_t float_pointer[] = {0x95, 0x04, 0x01, 0xcb, 0x40, 0, 0, 0, 0, 0, 0, 0, 0x93, 0x00, 0x00, 0x00, 0xc0};
+    raw_client_vector("x_float_pointer", float_pointer, sizeof float_pointer, TB_ERR_BAD_MESSAGE);
     /* extra trailing fields are ignored: [11, "later"] */
     static const uint8_t extra[] = {0x92, 0x0b, 0xa5, 'l', 'a', 't', 'e', 'r'};
     raw_client_vector("x_extra_fields_ignored", extra, sizeof extra, TB_OK);
@@ -580,6 +589,9 @@ static void hostile_server(void)
     raw_server_vector("y_delta_without_baseline", delta, sizeof delta, TB_ERR_BAD_SNAPSHOT);
     static const uint8_t huge[] = {0x92, 0x21, 0xdd, 0x10, 0x00, 0x00, 0x00};
     raw_server_vector("y_huge_array", huge, sizeof huge, TB_ERR_MALFORMED);
+    /* [39, 4.0]: peer_left whose id is the float 4.0, not an integer */
+    static const uint8_t float_id[] = {0x92, 0x27, 0xcb, 0x40, 0x10, 0, 0, 0, 0, 0, 0};
+    raw_server_vector("y_float_for_uint", float_id, sizeof float_id, TB_ERR_BAD_MESSAGE);
 }
 
 /* ---- snapshot sequences ------------------------------------------------------------------- */

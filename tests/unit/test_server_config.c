@@ -112,6 +112,22 @@ static void later_flags_are_accepted_and_stored(void **state)
     assert_string_equal(cfg.instance, "eu-1");
 }
 
+static void trusted_proxies_are_checked_when_parsed(void **state)
+{
+    (void)state;
+    tb_config cfg;
+    char err[256];
+    const char *env[] = {"TUMBLE_TRUSTED_PROXIES", "10.0.0.0/8,fd00::/8", NULL};
+    const char *argv[] = {"tumble-server"};
+    assert_int_equal(parse(&cfg, env, 1, argv, err), TB_CONFIG_OK);
+    assert_string_equal(cfg.trusted_proxies, "10.0.0.0/8,fd00::/8");
+    const char *bad[] = {"tumble-server", "--trusted-proxies", "10.0.0.0/40"};
+    assert_int_equal(parse(&cfg, NULL, 3, bad, err), TB_CONFIG_ERROR);
+    assert_string_equal(err, "--trusted-proxies: '/40' is not a prefix length 0..32");
+    assert_int_equal(parse(&cfg, NULL, 1, argv, err), TB_CONFIG_OK);
+    assert_string_equal(cfg.trusted_proxies, ""); /* default: trust no one */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -121,6 +137,7 @@ int main(void)
         cmocka_unit_test(invalid_values_are_clear_errors),
         cmocka_unit_test(help_is_recognised),
         cmocka_unit_test(later_flags_are_accepted_and_stored),
+        cmocka_unit_test(trusted_proxies_are_checked_when_parsed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

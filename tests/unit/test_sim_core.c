@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <setjmp.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -183,6 +185,50 @@ static void histogram_quantiles_fall_in_the_right_bucket(void **state)
     assert_true(tb_metrics_write(&m, NULL, 0) == n);
 }
 
+/* Workers keep counting while /metrics is written: counters gain digits,
+ * histogram sums (%g) change length. */
+static atomic_bool metrics_churn_stop;
+static void *metrics_churn(void *arg)
+{
+    tb_metrics *m = arg;
+    uint64_t v = 1;
+    while (!atomic_load(&metrics_churn_stop)) {
+        v = v > UINT64_MAX / 10 ? 1 : v * 10;
+        atomic_store(&m->bytes_sent_total, v);
+        atomic_store(&m->steps_total, v / 3);
+        tb_hist_observe(&m->step_time, (int64_t)(v % 997) + 1);
+    }
+    return NULL;
+}
+
+static void metrics_text_fits_while_the_counters_grow(void **state)
+{
+    (void)state;
+    static tb_metrics m;
+    tb_metrics_init(&m);
+    atomic_store(&metrics_churn_stop, false);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, metrics_churn, &m), 0);
+    int grew = 0, i;
+    for (i = 0; i < 200000 && (grew < 20 || i < 5000); i++) {
+        size_t measured = tb_metrics_write(&m, NULL, 0), len = 0, cap = 0;
+        char *text = tb_metrics_render(&m, 64, &len, &cap);
+        assert_non_null(text);
+        /* the text came out longer than measured: what used to overflow */
+        if (len > measured)
+            grew++;
+        assert_true(len + 64 < cap);
+        assert_int_equal(strlen(text), len);
+        assert_int_equal(text[len - 1], '\n');
+        assert_non_null(strstr(text, "tumble_connections_refused_total{reason=\"room_mismatch\"} 0\n"));
+        free(text);
+    }
+    atomic_store(&metrics_churn_stop, true);
+    pthread_join(t, NULL);
+    print_message("%d of %d renders came out longer than a measuring pass before them\n", grew, i);
+    assert_true(grew > 0);
+}
+
 static void wake_nothing(void *data) { (void)data; }
 
 static void registry_limits_rooms_and_retires_idle_ones(void **state)
@@ -281,6 +327,7 @@ int main(void)
         cmocka_unit_test(pace_catches_up_a_short_stall_exactly),
         cmocka_unit_test(pace_caps_catch_up_at_a_quarter_second_and_counts_overruns),
         cmocka_unit_test(histogram_quantiles_fall_in_the_right_bucket),
+        cmocka_unit_test(metrics_text_fits_while_the_counters_grow),
         cmocka_unit_test(registry_limits_rooms_and_retires_idle_ones),
         cmocka_unit_test(registry_finds_each_of_many_rooms_across_retirements),
     };
