@@ -6,7 +6,7 @@
  *   ctl[]  a small FIFO of messages that must all arrive, in order: the
  *          welcome, errors, parameter changes, room events, pongs. If it
  *          overflows the client is not keeping up at all and is closed.
- *   slots  at most TB__SNAP_SLOTS (4, 67 ms at 60/s) snapshots. When a new
+ *   slots  at most TB__SNAP_SLOTS (8, 133 ms at 60/s) snapshots. When a new
  *          snapshot finds the slots full, the unsent ones are dropped
  *          (counted as skipped) and the client gets a keyframe next, so a
  *          slow reader gets the latest world and never a backlog. The few
@@ -59,7 +59,7 @@
 _Static_assert(TB_MSG_HEADROOM >= LWS_PRE, "tb_msg headroom must hold LWS_PRE");
 
 #define TB__CTL_CAP 128
-#define TB__SNAP_SLOTS 4
+#define TB__SNAP_SLOTS 8
 #define TB__WRITES_PER_CALLBACK 32
 #define TB__SEQ_FIFO 64
 #define TB__ERROR_BURST 32.0

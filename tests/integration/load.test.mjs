@@ -38,7 +38,7 @@ function runLoad(args, timeoutMs) {
 
 test('20 rooms x 3 clients of every kind hold the snapshot rate with no errors', { timeout: 90_000 }, async (t) => {
   // The server's network thread drops a client's queued snapshots when it has
-  // not run for 67 ms (4 slots at 60/s), and a worker that gets no CPU for more
+  // not run for 133 ms (8 slots at 60/s), and a worker that gets no CPU for more
   // than 0.25 s counts overruns: on a machine whose run queue is several times
   // its core count that happens whatever the server does. So the rates are held
   // to the bounds on a machine with at most 2 runnable threads per core,
