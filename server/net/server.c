@@ -23,13 +23,17 @@
  * blob with a small per-client prefix (its last input seq the state
  * includes), composed at write time.
  *
- * Writing: a session asks lws for one WRITEABLE callback when it has
- * something queued (write_asked: not again until that callback came), and
- * in it writes every queued frame, ctl first, then the slots, one
- * lws_write per frame, while lws_send_pipe_choked() says the socket takes
- * more (at most TB__WRITES_PER_CALLBACK, for fairness). So a client costs
- * one POLLOUT round per batch, not per message (each POLLOUT toggle is
- * a uv_poll_start: two epoll_ctl calls). A session that has had data
+ * Writing: output the workers deliver (on_wake) is written directly once
+ * the whole batch is queued: each session that got some and has nothing
+ * pending in lws (no WRITEABLE asked, no partial frame buffered) writes its
+ * queued frames right there, so a client that keeps up costs no POLLOUT
+ * round and no extra wake-up. Otherwise (and for output queued elsewhere)
+ * a session asks lws for one WRITEABLE callback (write_asked: not again
+ * until that callback came), and in it writes every queued frame. Either
+ * way: ctl first, then the slots, one lws_write per frame, until lws had to
+ * keep part of one because the kernel buffer is full
+ * (lws_partial_buffered; at most TB__WRITES_PER_CALLBACK, for fairness);
+ * what is left waits for a WRITEABLE callback. A session that has had data
  * waiting and written nothing for --slow-reader-timeout seconds is
  * disconnected by the housekeeping timer (see tb__housekeeping for the
  * three ways a slow reader shows; a due ping goes out alone in its own
@@ -97,6 +101,8 @@ typedef struct tb_session {
     uint32_t queued_tick; /* ... and once the slots are written too */
     int64_t last_write_ns;
     bool write_asked;     /* lws_callback_on_writable called, callback not yet run */
+    bool flush_listed;    /* on server->flush */
+    struct tb_session *flush_next;
     /* slow-reader watch (housekeeping): bytes handed to the socket, and what
      * the kernel still held unacknowledged at the last look */
     uint64_t wire_bytes, wire_bytes_checked;
@@ -173,6 +179,15 @@ static void tb__want_write(tb_session *s)
 {
     if (!tb__has_output(s) && !s->closing)
         return;
+    tb_server *server = s->server;
+    if (server->delivering && !s->write_asked && !s->closing) {
+        if (!s->flush_listed) { /* written at the end of on_wake */
+            s->flush_listed = true;
+            s->flush_next = server->flush;
+            server->flush = s;
+        }
+        return;
+    }
     tb__ask_writable(s);
 }
 
@@ -648,15 +663,20 @@ static void tb__deliver(tb_server *server, tb_out *out)
     tb_room_unref(room);
 }
 
+static void tb__flush(tb_server *server);
+
 static void tb__on_wake(uv_async_t *handle)
 {
     tb_server *server = handle->data;
     tb_out out;
     int n = 0;
+    server->delivering = true;
     while (n < 20000 && tb_sched_poll(server->sched, &out)) {
         tb__deliver(server, &out);
         n++;
     }
+    server->delivering = false;
+    tb__flush(server);
     if (n == 20000) /* leave the loop some air; come back for the rest */
         uv_async_send(&server->wake);
     if (server->leave_count)
@@ -723,6 +743,42 @@ static int tb__write_one(tb_session *s)
     }
     tb_msg_unref(msg);
     return rc;
+}
+
+/* Every queued frame, ctl first, one lws_write each, until lws keeps part
+ * of one (kernel buffer full) or TB__WRITES_PER_CALLBACK were written. */
+static int tb__write_queued(tb_session *s, bool direct)
+{
+    int n = 0;
+    while ((s->ctl_count || (s->slot_count && !s->closing)) && n++ < TB__WRITES_PER_CALLBACK) {
+        if (tb__write_one(s) < 0)
+            return -1;
+        if (direct)
+            TB_COUNT(s->server->metrics, messages_sent_direct_total);
+        if (lws_partial_buffered(s->wsi))
+            break;
+    }
+    return 0;
+}
+
+/* End of on_wake: write what was delivered directly where lws has nothing
+ * pending, else ask for WRITEABLE (see the file comment). */
+static void tb__flush(tb_server *server)
+{
+    tb_session *s;
+    while ((s = server->flush)) {
+        server->flush = s->flush_next;
+        s->flush_listed = false;
+        if (!s->write_asked && !s->closing && !lws_partial_buffered(s->wsi) && tb__write_queued(s, true) < 0) {
+            /* the socket failed: lws closes it (CLOSED frees the session) */
+            s->closing = s->close_sent = true;
+            tb__clear_ctl(s);
+            tb__clear_slots(s);
+            lws_set_timeout(s->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+            continue;
+        }
+        tb__want_write(s);
+    }
 }
 
 static void tb__rx_resume(uv_timer_t *timer)
@@ -920,13 +976,8 @@ static int tb__ws_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
             return 0;
         }
         if (s->ctl_count || (s->slot_count && !s->closing)) {
-            /* everything queued, one lws_write per frame, while the socket takes it */
-            int n = 0;
-            do {
-                if (tb__write_one(s) < 0)
-                    return -1;
-            } while ((s->ctl_count || (s->slot_count && !s->closing)) && ++n < TB__WRITES_PER_CALLBACK &&
-                     !lws_send_pipe_choked(wsi));
+            if (tb__write_queued(s, false) < 0)
+                return -1;
             if (tb__has_output(s) || s->closing)
                 tb__ask_writable(s);
             return 0;

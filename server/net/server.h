@@ -55,6 +55,10 @@ struct tb_server {
     uv_timer_t rx_resume;     /* re-opens sockets paused for fairness */
     bool rx_resume_armed;
     int handles_open;
+    /* sessions given output while on_wake delivers: written directly at its
+     * end (see server.c, "Writing"); empty outside on_wake */
+    struct tb_session *flush;
+    bool delivering;
 
     char root_real[PATH_MAX]; /* realpath of --client-dir, "" when missing */
 

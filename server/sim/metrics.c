@@ -118,6 +118,9 @@ size_t tb_metrics_write(const tb_metrics *cm, char *buf, size_t cap)
     tb__counter(&o, "tumble_snapshots_dropped_total", "Snapshots dropped because the worker queue was full.",
                 LOAD(m->snapshots_dropped_total));
     tb__counter(&o, "tumble_messages_sent_total", "WebSocket messages written.", LOAD(m->messages_sent_total));
+    tb__counter(&o, "tumble_messages_sent_direct_total",
+                "WebSocket messages written as soon as delivered, without waiting for a WRITEABLE round.",
+                LOAD(m->messages_sent_direct_total));
     tb__counter(&o, "tumble_bytes_sent_total", "WebSocket payload bytes written.", LOAD(m->bytes_sent_total));
     tb__counter(&o, "tumble_messages_received_total", "WebSocket messages received.",
                 LOAD(m->messages_received_total));
