@@ -180,6 +180,8 @@ void tb_rigid_world_wake_all(tb_rigid_world *world);
 
 double tb_rigid_world_time(const tb_rigid_world *world);      /* seconds stepped */
 uint64_t tb_rigid_world_step_count(const tb_rigid_world *world);
+/* Steps that found every body asleep and changed nothing (the fast path), O(1). */
+uint64_t tb_rigid_world_idle_steps(const tb_rigid_world *world);
 int tb_rigid_world_body_count(const tb_rigid_world *world);   /* live bodies */
 int tb_rigid_world_awake_count(const tb_rigid_world *world);
 int tb_rigid_world_body_capacity(const tb_rigid_world *world);

@@ -192,6 +192,7 @@ void tb_rigid_world_wake_all(tb_rigid_world *w)
 
 double tb_rigid_world_time(const tb_rigid_world *w) { return w->time; }
 uint64_t tb_rigid_world_step_count(const tb_rigid_world *w) { return w->steps; }
+uint64_t tb_rigid_world_idle_steps(const tb_rigid_world *w) { return w->idle_steps; }
 int tb_rigid_world_body_count(const tb_rigid_world *w) { return w->body_count; }
 int tb_rigid_world_body_capacity(const tb_rigid_world *w) { return w->capacity; }
 

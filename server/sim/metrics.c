@@ -22,17 +22,20 @@ void tb_metrics_init(tb_metrics *m)
     memset(m, 0, sizeof *m); /* all-zero is a valid state for lock-free atomics */
 }
 
-void tb_hist_observe(tb_hist *hist, int64_t value_us)
+void tb_hist_observe_n(tb_hist *hist, int64_t value_us, uint64_t n)
 {
     if (value_us < 0)
         value_us = 0;
     int b = 0;
     while (b < TB_HIST_BUCKETS && (double)value_us > tb_hist_bounds_us[b])
         b++;
-    atomic_fetch_add_explicit(&hist->bucket[b], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&hist->count, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&hist->sum_us, (uint_fast64_t)value_us, memory_order_relaxed);
+    atomic_fetch_add_explicit(&hist->bucket[b], n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&hist->count, n, memory_order_relaxed);
+    if (value_us)
+        atomic_fetch_add_explicit(&hist->sum_us, (uint_fast64_t)value_us * n, memory_order_relaxed);
 }
+
+void tb_hist_observe(tb_hist *hist, int64_t value_us) { tb_hist_observe_n(hist, value_us, 1); }
 
 double tb_hist_quantile(const tb_hist *hist, double q)
 {

@@ -29,6 +29,8 @@ typedef struct tb_hist {
 extern const double tb_hist_bounds_us[TB_HIST_BUCKETS];
 
 void tb_hist_observe(tb_hist *hist, int64_t value_us);
+/* n observations of the same value at once */
+void tb_hist_observe_n(tb_hist *hist, int64_t value_us, uint64_t n);
 /* Value below which `q` (0..1) of the observations fall, by linear
  * interpolation inside the bucket (us); -1 when empty. */
 double tb_hist_quantile(const tb_hist *hist, double q);

@@ -45,6 +45,8 @@ typedef struct {
     int capacity;
     tb_proto_body *bodies;        /* snapshot scratch, capacity */
     tb_rigid_contact_info *contacts_scratch;
+    bool last_step_idle; /* the last step found every body asleep and moved nothing */
+    bool checked;        /* rigid_check has looked at every body at least once */
 } tb__rigid;
 
 static const tb_world_param tb__params[] = {
@@ -296,7 +298,9 @@ static void rigid_step(void *world, float dt)
         tb_rigid_body_get_info(r->world, g->body, &info);
         tb_rigid_body_set_velocity(r->world, g->body, v, tb_v3_scale(info.angular_velocity, 0.9f));
     }
+    uint64_t idle = tb_rigid_world_idle_steps(r->world);
     tb_rigid_world_step(r->world, dt);
+    r->last_step_idle = tb_rigid_world_idle_steps(r->world) != idle;
 }
 
 static void rigid_info(const void *world, tb_world_info *out)
@@ -564,6 +568,11 @@ static uint64_t rigid_hash(const void *world)
 static int rigid_check(void *world)
 {
     tb__rigid *r = world;
+    /* An idle step moved nothing: the poses are the ones the last full check
+     * passed (a resting room then costs no per-body work each step). */
+    if (r->last_step_idle && r->checked)
+        return 0;
+    r->checked = true;
     int removed = 0;
     const float mx = TB_TRAY_HALF_X + 2.0f, mz = TB_TRAY_HALF_Z + 2.0f;
     for (int id = tb_rigid_world_next_body(r->world, -1); id >= 0;) {
