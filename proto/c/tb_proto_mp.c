@@ -75,13 +75,18 @@ bool tb_proto_room_id_valid(const char *s)
 
 /* ---- prescan ----------------------------------------------------------------- */
 
-/* Strict UTF-8: no overlongs, no surrogates, nothing above U+10FFFF. */
-static bool utf8_ok(const uint8_t *s, size_t n)
+/* Strict UTF-8: no overlongs, no surrogates, nothing above U+10FFFF; with
+ * `no_controls`, no C0/C1 controls either (text shown to people). */
+static bool utf8_scan(const uint8_t *s, size_t n, bool no_controls)
 {
     size_t i = 0;
     while (i < n) {
         uint32_t c = s[i], need, min;
-        if (c < 0x80) { i++; continue; }
+        if (c < 0x80) {
+            if (no_controls && (c < 0x20 || c == 0x7f)) return false;
+            i++;
+            continue;
+        }
         if ((c & 0xe0) == 0xc0) { need = 1; min = 0x80; c &= 0x1f; }
         else if ((c & 0xf0) == 0xe0) { need = 2; min = 0x800; c &= 0x0f; }
         else if ((c & 0xf8) == 0xf0) { need = 3; min = 0x10000; c &= 0x07; }
@@ -92,10 +97,13 @@ static bool utf8_ok(const uint8_t *s, size_t n)
             c = (c << 6) | (s[i + k] & 0x3f);
         }
         if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) return false;
+        if (no_controls && c >= 0x80 && c < 0xa0) return false;
         i += need + 1;
     }
     return true;
 }
+
+static bool utf8_ok(const uint8_t *s, size_t n) { return utf8_scan(s, n, false); }
 
 static uint64_t be(const uint8_t *p, int n)
 {
@@ -229,27 +237,7 @@ int tb_proto__bool(const msgpack_object *o, bool *out, const char *what, tb_prot
     return TB_OK;
 }
 
-/* Strict UTF-8 (no overlongs, no surrogates, <= U+10FFFF), no C0/C1 controls. */
-static bool text_ok(const uint8_t *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        uint32_t c = s[i], need, min;
-        if (c < 0x80) { if (c < 0x20 || c == 0x7f) return false; i++; continue; }
-        if ((c & 0xe0) == 0xc0) { need = 1; min = 0x80; c &= 0x1f; }
-        else if ((c & 0xf0) == 0xe0) { need = 2; min = 0x800; c &= 0x0f; }
-        else if ((c & 0xf8) == 0xf0) { need = 3; min = 0x10000; c &= 0x07; }
-        else return false;
-        if (n - i <= need) return false;
-        for (uint32_t k = 1; k <= need; k++) {
-            if ((s[i + k] & 0xc0) != 0x80) return false;
-            c = (c << 6) | (s[i + k] & 0x3f);
-        }
-        if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff) || (c >= 0x80 && c < 0xa0)) return false;
-        i += need + 1;
-    }
-    return true;
-}
+static bool text_ok(const uint8_t *s, size_t n) { return utf8_scan(s, n, true); }
 
 int tb_proto__str(const msgpack_object *o, int charset, char *out, size_t max_len, const char *what, tb_proto_err *err)
 {

@@ -102,19 +102,8 @@ static int tb__replay_input(tb_room *room, const tb_input *in)
         return 0;
     case TB_INPUT_PARAM:
         return room->ops->param_set(room->world, in->name, in->value_d);
-    case TB_INPUT_SCENE: {
-        const tb_scene *scene = tb_scene_find(in->name);
-        if (!scene || scene->ops != room->ops)
-            return TB_EBADSCENE;
-        void *world = NULL;
-        int rc = room->ops->create(scene->name, room->seed + room->tick, &world);
-        if (rc < 0)
-            return rc;
-        room->ops->destroy(room->world);
-        room->world = world;
-        snprintf(room->scene, sizeof room->scene, "%s", scene->name);
-        return 0;
-    }
+    case TB_INPUT_SCENE:
+        return tb_room_swap_scene(room, in->name);
     default: /* LEAVE, RESET and the world inputs */
         return room->ops->apply_input(room->world, in);
     }

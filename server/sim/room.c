@@ -1,6 +1,7 @@
 /* room.c: room allocation, reference counting, id validation. */
 #include "sim/room.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,4 +82,22 @@ double tb_room_mean_step_us(const tb_room *room)
     uint64_t n = atomic_load_explicit(&((tb_room *)room)->step_count, memory_order_relaxed);
     uint64_t s = atomic_load_explicit(&((tb_room *)room)->step_ns_sum, memory_order_relaxed);
     return n ? (double)s / (double)n / 1000.0 : 0.0;
+}
+
+int tb_room_swap_scene(tb_room *room, const char *scene_name)
+{
+    const tb_scene *scene = tb_scene_find(scene_name);
+    if (!scene)
+        return TB_EBADSCENE;
+    if (scene->ops != room->ops)
+        return TB_ENOTSUP;
+    void *world = NULL;
+    int rc = room->ops->create(scene->name, room->seed + room->tick, &world);
+    if (rc < 0)
+        return rc;
+    room->ops->destroy(room->world);
+    room->world = world;
+    snprintf(room->scene, sizeof room->scene, "%s", scene->name);
+    atomic_store(&room->scene_def, scene);
+    return 0;
 }

@@ -94,6 +94,12 @@ void tb_room_unref(tb_room *room);
 /* Queue an input for the next step. TB_EFULL when the ring is full. */
 int tb_room_push_input(tb_room *room, const tb_input *in);
 
+/* Replace the room's world with a fresh one of scene `scene_name` (same kind;
+ * seeded from the room's seed and tick, so a replay rebuilds the same world).
+ * TB_EBADSCENE for an unknown scene, TB_ENOTSUP for another kind's; the old
+ * world stays then. The worker's thread only. */
+int tb_room_swap_scene(tb_room *room, const char *scene_name);
+
 /* Mean step time in microseconds since the room started (0 if none). */
 double tb_room_mean_step_us(const tb_room *room);
 

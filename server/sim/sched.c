@@ -157,20 +157,8 @@ static int tb__start_encoder(tb_room *room)
 /* Rebuild the room's world (another scene of the same kind). */
 static int tb__rebuild(tb_room *room, const char *scene_name)
 {
-    const tb_scene *scene = tb_scene_find(scene_name);
-    if (!scene)
-        return TB_EBADSCENE;
-    if (scene->ops != room->ops)
-        return TB_ENOTSUP;
-    void *world = NULL;
-    int rc = room->ops->create(scene->name, room->seed + room->tick, &world);
-    if (rc < 0)
-        return rc;
-    room->ops->destroy(room->world);
-    room->world = world;
-    snprintf(room->scene, sizeof room->scene, "%s", scene->name);
-    atomic_store(&room->scene_def, scene);
-    return tb__start_encoder(room);
+    int rc = tb_room_swap_scene(room, scene_name);
+    return rc < 0 ? rc : tb__start_encoder(room);
 }
 
 static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *in)

@@ -14,7 +14,7 @@
  *   load_metrics.c  GET /metrics over a plain uv_tcp, Prometheus text, /proc CPU
  *   load_hist.c     log-linear histograms (latency, jitter) and quantiles
  *
- * Names follow libuv: tl_ prefix, tl__ for file-internal helpers, xxx_cb for
+ * Names follow libuv: tl_ prefix, tl__ for file-internal helpers, <event>_cb for
  * callbacks. Times are seconds as double from a monotonic clock unless the
  * name says _us or _ms. */
 #ifndef TL_LOAD_H
