@@ -253,4 +253,26 @@ int tb_rigid_world_save(const tb_rigid_world *world, void *buf, size_t cap, size
 /* A new world from an image (NULL and *err set on failure; err may be NULL). */
 tb_rigid_world *tb_rigid_world_load(const void *buf, size_t len, int *err);
 
+/* The def that creates a world like this one: capacities, gravity and the
+ * current restitution, friction and iterations. */
+void tb_rigid_world_get_def(const tb_rigid_world *world, tb_rigid_world_def *out);
+
+/* ---- body images ------------------------------------------------------------------------
+ * The bodies and the warm-start cache alone: no parameters, planes, time or
+ * step count. A state computed elsewhere (a scene built in a scratch world
+ * with the same def and stepped until it slept, see
+ * tb_rigid_scene_tower_settled) is put into a live world without touching its
+ * clock or parameters. Slots 0 .. body_end-1 are kept with their ids, sleep
+ * flags and timers; restoring frees every other slot, the free list then
+ * lists the free slots in ascending order (as after clear and adds). The
+ * same native-endian rules as the full save. */
+size_t tb_rigid_world_bodies_size(const tb_rigid_world *world);
+int tb_rigid_world_save_bodies(const tb_rigid_world *world, void *buf, size_t cap, size_t *written);
+/* Replaces the world's bodies and cache with the image's; planes,
+ * parameters, time and step count stay, contacts of the last step are
+ * forgotten. The image is untrusted: FORMAT if it is malformed (checked like
+ * load), RANGE if it needs more slots than body_capacity or more cache
+ * entries than contact_capacity. On error the world is unchanged. */
+int tb_rigid_world_restore_bodies(tb_rigid_world *world, const void *buf, size_t len);
+
 #endif /* TB_RIGID_H */

@@ -9,6 +9,10 @@
  * Layout (native endian): header, planes, body slots, cache entries. Load
  * treats the image as untrusted: sizes, counts, enums, ids, the free list and
  * finiteness are all checked before a world is returned.
+ *
+ * Body images (tb_rigid_world_save_bodies / _restore_bodies): the live slot
+ * prefix and the cache only, put into an existing world whose parameters,
+ * planes and clock stay; checked the same way before anything is copied.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -106,13 +110,39 @@ static bool body_ok(const tb_body *b)
     return qq > 0.98f && qq < 1.02f;
 }
 
+/* Slots and cache entries are read one by one through memcpy: a body image
+ * (tb_rigid_world_restore_bodies) is checked in the caller's buffer, which
+ * need not be aligned, before anything is copied into the world. */
+static int check_slots(const unsigned char *in, int n, int *alive, int *end)
+{
+    *alive = 0;
+    *end = 0;
+    for (int i = 0; i < n; i++) {
+        tb_body b;
+        memcpy(&b, in + sizeof b * (size_t)i, sizeof b);
+        if (!body_ok(&b)) return TB_RIGID_ERR_FORMAT;
+        if (b.alive) { ++*alive; *end = i + 1; }
+    }
+    return TB_RIGID_OK;
+}
+
+static int check_cache(const unsigned char *in, int n)
+{
+    uint32_t prev = 0;
+    for (int i = 0; i < n; i++) {
+        tb_cache_entry e;
+        memcpy(&e, in + sizeof e * (size_t)i, sizeof e);
+        if (i > 0 && prev > e.key) return TB_RIGID_ERR_FORMAT;
+        if (!(fabsf(e.jn) <= 1e6f) || !within(e.local_b, 1e3f) || !within(e.friction, 1e6f)) return TB_RIGID_ERR_FORMAT;
+        prev = e.key;
+    }
+    return TB_RIGID_OK;
+}
+
 static int validate(const save_header *h, const tb_body *bodies, const tb_cache_entry *cache)
 {
-    int alive = 0, end = 0;
-    for (int i = 0; i < h->capacity; i++) {
-        if (!body_ok(&bodies[i])) return TB_RIGID_ERR_FORMAT;
-        if (bodies[i].alive) { alive++; end = i + 1; }
-    }
+    int alive, end;
+    if (check_slots((const unsigned char *)bodies, h->capacity, &alive, &end) != TB_RIGID_OK) return TB_RIGID_ERR_FORMAT;
     if (alive != h->body_count || end != h->body_end) return TB_RIGID_ERR_FORMAT;
     /* the free list visits exactly the dead slots, once each */
     int n = 0;
@@ -120,12 +150,7 @@ static int validate(const save_header *h, const tb_body *bodies, const tb_cache_
         if (i < 0 || i >= h->capacity || bodies[i].alive || ++n > h->capacity - alive) return TB_RIGID_ERR_FORMAT;
     }
     if (n != h->capacity - alive) return TB_RIGID_ERR_FORMAT;
-    for (int i = 0; i < h->cache_count; i++) {
-        const tb_cache_entry *e = &cache[i];
-        if (i > 0 && cache[i - 1].key > e->key) return TB_RIGID_ERR_FORMAT;
-        if (!(fabsf(e->jn) <= 1e6f) || !within(e->local_b, 1e3f) || !within(e->friction, 1e6f)) return TB_RIGID_ERR_FORMAT;
-    }
-    return TB_RIGID_OK;
+    return check_cache((const unsigned char *)cache, h->cache_count);
 }
 
 tb_rigid_world *tb_rigid_world_load(const void *buf, size_t len, int *err)
@@ -188,4 +213,89 @@ tb_rigid_world *tb_rigid_world_load(const void *buf, size_t len, int *err)
     w->steps = h.steps;
     *err = TB_RIGID_OK;
     return w;
+}
+
+void tb_rigid_world_get_def(const tb_rigid_world *w, tb_rigid_world_def *out)
+{
+    assert(w && out);
+    *out = tb_rigid_world_def_default();
+    out->body_capacity = w->capacity;
+    out->contact_capacity = w->contact_capacity;
+    out->gravity = w->gravity;
+    out->restitution = w->restitution;
+    out->friction = w->friction;
+    out->iterations = w->iterations;
+}
+
+/* ---- body images: header, slots 0 .. body_end-1, cache entries ---------------------- */
+
+#define BODIES_MAGIC 0x42524254u /* "TBRB" */
+#define BODIES_VERSION 1u
+
+typedef struct bodies_header {
+    uint32_t magic, version, body_size, cache_size;
+    int32_t slots, cache_count;
+} bodies_header;
+
+size_t tb_rigid_world_bodies_size(const tb_rigid_world *w)
+{
+    assert(w);
+    return sizeof(bodies_header) + sizeof(tb_body) * (size_t)w->body_end + sizeof(tb_cache_entry) * (size_t)w->cache_count;
+}
+
+int tb_rigid_world_save_bodies(const tb_rigid_world *w, void *buf, size_t cap, size_t *written)
+{
+    assert(w);
+    size_t need = tb_rigid_world_bodies_size(w);
+    if (written) *written = 0;
+    if (!buf || cap < need) return TB_RIGID_ERR_NO_SPACE;
+    bodies_header h = {BODIES_MAGIC, BODIES_VERSION, sizeof(tb_body), sizeof(tb_cache_entry), w->body_end, w->cache_count};
+    unsigned char *out = buf;
+    memcpy(out, &h, sizeof h);
+    out += sizeof h;
+    memcpy(out, w->bodies, sizeof(tb_body) * (size_t)w->body_end);
+    out += sizeof(tb_body) * (size_t)w->body_end;
+    memcpy(out, w->cache, sizeof(tb_cache_entry) * (size_t)w->cache_count);
+    if (written) *written = need;
+    return TB_RIGID_OK;
+}
+
+int tb_rigid_world_restore_bodies(tb_rigid_world *w, const void *buf, size_t len)
+{
+    assert(w);
+    bodies_header h;
+    if (!buf || len < sizeof h) return TB_RIGID_ERR_FORMAT;
+    memcpy(&h, buf, sizeof h);
+    if (h.magic != BODIES_MAGIC || h.version != BODIES_VERSION || h.body_size != sizeof(tb_body) ||
+        h.cache_size != sizeof(tb_cache_entry) || h.slots < 0 || h.slots > TB_RIGID_MAX_BODIES || h.cache_count < 0 ||
+        h.cache_count > 64 * TB_RIGID_MAX_BODIES)
+        return TB_RIGID_ERR_FORMAT;
+    size_t body_bytes = sizeof(tb_body) * (size_t)h.slots;
+    if (len != sizeof h + body_bytes + sizeof(tb_cache_entry) * (size_t)h.cache_count) return TB_RIGID_ERR_FORMAT;
+    if (h.slots > w->capacity || h.cache_count > w->contact_capacity) return TB_RIGID_ERR_RANGE;
+    const unsigned char *in = (const unsigned char *)buf + sizeof h;
+    int alive, end;
+    if (check_slots(in, h.slots, &alive, &end) != TB_RIGID_OK || end != h.slots ||
+        check_cache(in + body_bytes, h.cache_count) != TB_RIGID_OK)
+        return TB_RIGID_ERR_FORMAT;
+
+    memset(w->bodies, 0, sizeof(tb_body) * (size_t)w->capacity);
+    memcpy(w->bodies, in, body_bytes);
+    w->free_head = -1;
+    for (int i = w->capacity - 1; i >= 0; i--) {
+        if (w->bodies[i].alive) continue;
+        memset(&w->bodies[i], 0, sizeof w->bodies[i]); /* a dead slot keeps nothing of its last body */
+        w->bodies[i].next_free = w->free_head;
+        w->free_head = i;
+    }
+    w->body_end = end;
+    w->body_count = alive;
+    memcpy(w->cache, in + body_bytes, sizeof(tb_cache_entry) * (size_t)h.cache_count);
+    w->cache_count = h.cache_count;
+    w->contact_count = 0;
+    w->contacts_dropped = 0;
+    w->pair_count = 0;
+    w->graph.group_count = 0;
+    w->graph.overflow_count = 0;
+    return TB_RIGID_OK;
 }

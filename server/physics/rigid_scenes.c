@@ -5,6 +5,10 @@
  * between layers (so nothing starts overlapping and nothing is pushed apart
  * on the first step), and the heavy ball that knocks it down.
  */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "physics/rigid_scenes.h"
 
 /* ---- splitmix64 ------------------------------------------------------------------- */
@@ -135,6 +139,172 @@ int tb_rigid_scene_tower(tb_rigid_world *w, int plank_ids[TB_TOWER_PLANKS])
         }
     }
     return TB_RIGID_OK;
+}
+
+/* ---- the settled tower -------------------------------------------------------------- */
+
+/* Everything the settle depends on, bit for bit (memset first: no padding
+ * garbage in the memcmp). */
+typedef struct tower_key {
+    float gravity[3], restitution, friction;
+    int32_t iterations, capacity, contact_capacity, version;
+} tower_key;
+
+typedef struct tower_memo_entry {
+    tower_key key;
+    uint64_t last_use;   /* memo clock at the last lookup; 0 = empty slot */
+    unsigned char *image; /* body image of the settled tower; NULL = never settled */
+    size_t image_len;
+} tower_memo_entry;
+
+static pthread_mutex_t tower_memo_lock = PTHREAD_MUTEX_INITIALIZER;
+static tower_memo_entry tower_memo[TB_TOWER_MEMO_ENTRIES];
+static uint64_t tower_memo_clock;
+static tb_rigid_tower_memo_stats tower_memo_counts;
+
+static tower_key tower_key_of(const tb_rigid_world_def *def)
+{
+    tower_key k;
+    memset(&k, 0, sizeof k);
+    k.gravity[0] = def->gravity.x;
+    k.gravity[1] = def->gravity.y;
+    k.gravity[2] = def->gravity.z;
+    k.restitution = def->restitution;
+    k.friction = def->friction;
+    k.iterations = def->iterations;
+    k.capacity = def->body_capacity;
+    k.contact_capacity = def->contact_capacity;
+    k.version = TB_TOWER_SCENE_VERSION;
+    return k;
+}
+
+/* Lock held. */
+static tower_memo_entry *tower_memo_find(const tower_key *k)
+{
+    for (int i = 0; i < TB_TOWER_MEMO_ENTRIES; i++)
+        if (tower_memo[i].last_use && memcmp(&tower_memo[i].key, k, sizeof *k) == 0) {
+            tower_memo[i].last_use = ++tower_memo_clock;
+            return &tower_memo[i];
+        }
+    return NULL;
+}
+
+/* Lock held. Takes the image (may be NULL: never settles). */
+static tower_memo_entry *tower_memo_insert(const tower_key *k, unsigned char *image, size_t len)
+{
+    tower_memo_entry *e = &tower_memo[0];
+    for (int i = 1; i < TB_TOWER_MEMO_ENTRIES && e->last_use; i++)
+        if (tower_memo[i].last_use < e->last_use) e = &tower_memo[i];
+    free(e->image);
+    e->key = *k;
+    e->image = image;
+    e->image_len = len;
+    e->last_use = ++tower_memo_clock;
+    return e;
+}
+
+/* The tower built in a scratch world like `def` and stepped until every
+ * plank sleeps: its body image (malloc'ed) in *image, or NULL when it does
+ * not sleep within the bound. Returns an error only if the scene cannot be
+ * built or memory is short. */
+static int tower_settle(const tb_rigid_world_def *def, unsigned char **image, size_t *len)
+{
+    *image = NULL;
+    *len = 0;
+    tb_rigid_world *w = tb_rigid_world_create(def);
+    if (!w) return TB_RIGID_ERR_NO_MEMORY;
+    int rc = tb_rigid_scene_tower(w, NULL);
+    for (int s = 0; rc == TB_RIGID_OK && s < TB_TOWER_SETTLE_MAX_STEPS; s++) {
+        rc = tb_rigid_world_step(w, 1.0f / 120.0f);
+        if (rc == TB_RIGID_OK && tb_rigid_world_awake_count(w) == 0) {
+            size_t n = tb_rigid_world_bodies_size(w);
+            *image = malloc(n);
+            if (!*image) rc = TB_RIGID_ERR_NO_MEMORY;
+            else rc = tb_rigid_world_save_bodies(w, *image, n, len);
+            break;
+        }
+    }
+    tb_rigid_world_destroy(w);
+    if (rc != TB_RIGID_OK) {
+        free(*image);
+        *image = NULL;
+    }
+    return rc;
+}
+
+/* Lock held. The settled tower from e, or the plain build. */
+static int tower_from_entry(tb_rigid_world *w, const tower_memo_entry *e, int plank_ids[TB_TOWER_PLANKS])
+{
+    if (!e || !e->image) {
+        int rc = tb_rigid_scene_tower(w, plank_ids);
+        return rc < 0 ? rc : 0;
+    }
+    tb_rigid_world_clear(w);
+    int rc = tb_rigid_scene_tray(w);
+    if (rc < 0) return rc;
+    rc = tb_rigid_world_restore_bodies(w, e->image, e->image_len);
+    if (rc < 0) return rc;
+    /* the scratch world built the planks into a cleared world: ids 0..23 */
+    if (plank_ids)
+        for (int i = 0; i < TB_TOWER_PLANKS; i++) plank_ids[i] = i;
+    return 1;
+}
+
+int tb_rigid_scene_tower_settled(tb_rigid_world *w, int plank_ids[TB_TOWER_PLANKS])
+{
+    tb_rigid_world_def def;
+    tb_rigid_world_get_def(w, &def);
+    tower_key k = tower_key_of(&def);
+
+    pthread_mutex_lock(&tower_memo_lock);
+    const tower_memo_entry *e = tower_memo_find(&k);
+    if (e) {
+        tower_memo_counts.hits++;
+        int rc = tower_from_entry(w, e, plank_ids);
+        pthread_mutex_unlock(&tower_memo_lock);
+        return rc;
+    }
+    pthread_mutex_unlock(&tower_memo_lock);
+
+    unsigned char *image;
+    size_t len;
+    int rc = tower_settle(&def, &image, &len);
+    if (rc == TB_RIGID_ERR_NO_MEMORY) {
+        rc = tb_rigid_scene_tower(w, plank_ids); /* nothing remembered: try again next time */
+        return rc < 0 ? rc : 0;
+    }
+    if (rc < 0) return rc;
+
+    pthread_mutex_lock(&tower_memo_lock);
+    tower_memo_counts.settles++;
+    tower_memo_counts.unsettled += !image;
+    e = tower_memo_find(&k); /* another thread may have put it in meanwhile: same result */
+    if (e) free(image);
+    else e = tower_memo_insert(&k, image, len);
+    rc = tower_from_entry(w, e, plank_ids);
+    pthread_mutex_unlock(&tower_memo_lock);
+    return rc;
+}
+
+void tb_rigid_scene_tower_memo_stats(tb_rigid_tower_memo_stats *out)
+{
+    pthread_mutex_lock(&tower_memo_lock);
+    *out = tower_memo_counts;
+    out->entries = 0;
+    for (int i = 0; i < TB_TOWER_MEMO_ENTRIES; i++) out->entries += tower_memo[i].last_use != 0;
+    pthread_mutex_unlock(&tower_memo_lock);
+}
+
+void tb_rigid_scene_tower_memo_reset(void)
+{
+    pthread_mutex_lock(&tower_memo_lock);
+    for (int i = 0; i < TB_TOWER_MEMO_ENTRIES; i++) {
+        free(tower_memo[i].image);
+        memset(&tower_memo[i], 0, sizeof tower_memo[i]);
+    }
+    memset(&tower_memo_counts, 0, sizeof tower_memo_counts);
+    tower_memo_clock = 0;
+    pthread_mutex_unlock(&tower_memo_lock);
 }
 
 int tb_rigid_scene_tower_launch_ball(tb_rigid_world *w)

@@ -1,0 +1,412 @@
+/* test_rigid_settled.c: the settled tower (tb_rigid_scene_tower_settled) and
+ * the body images under it (tb_rigid_world_save_bodies / _restore_bodies).
+ *
+ * The reference everywhere is the plain build stepped at 1/120 s until every
+ * plank sleeps, in a world made from the same def: the settled tower must be
+ * that state bit for bit (bodies, sleep timers, warm-start cache), and must
+ * then step exactly as it does. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "physics/rigid.h"
+#include "physics/rigid_scenes.h"
+#include "unit/rigid_fixture.h"
+
+#define ROOM_CAPACITY (TB_SCENE_TOWER_BODIES + 28) /* a tower room's world: room for throws */
+
+static int reset_memo(void **state)
+{
+    (void)state;
+    tb_rigid_scene_tower_memo_reset();
+    return 0;
+}
+
+static tb_rigid_world *room_world(float friction)
+{
+    tb_rigid_world_def def = tb_rigid_world_def_default();
+    def.body_capacity = ROOM_CAPACITY;
+    def.friction = friction;
+    tb_rigid_world *w = tb_rigid_world_create(&def);
+    assert_non_null(w);
+    return w;
+}
+
+typedef struct image {
+    unsigned char *bytes;
+    size_t len;
+} image;
+
+static image bodies_of(const tb_rigid_world *w)
+{
+    image im = {NULL, tb_rigid_world_bodies_size(w)};
+    im.bytes = malloc(im.len);
+    assert_non_null(im.bytes);
+    size_t written = 0;
+    assert_int_equal(tb_rigid_world_save_bodies(w, im.bytes, im.len, &written), TB_RIGID_OK);
+    assert_int_equal(written, im.len);
+    return im;
+}
+
+static void assert_same_bodies(const tb_rigid_world *a, const tb_rigid_world *b)
+{
+    image ia = bodies_of(a), ib = bodies_of(b);
+    assert_int_equal(ia.len, ib.len);
+    assert_memory_equal(ia.bytes, ib.bytes, ia.len);
+    free(ia.bytes);
+    free(ib.bytes);
+}
+
+/* The reference: plain build, then steps until nothing is awake. Returns the steps taken. */
+static int build_and_settle(tb_rigid_world *w)
+{
+    assert_int_equal(tb_rigid_scene_tower(w, NULL), TB_RIGID_OK);
+    int steps = 0;
+    while (tb_rigid_world_awake_count(w) > 0) {
+        assert_true(steps < TB_TOWER_SETTLE_MAX_STEPS);
+        assert_int_equal(tb_rigid_world_step(w, TB_TEST_DT), TB_RIGID_OK);
+        steps++;
+    }
+    return steps;
+}
+
+static void settled_tower_is_build_and_step_until_asleep_bit_for_bit(void **state)
+{
+    (void)state;
+    tb_rigid_world *ref = room_world(0.5f);
+    int steps = build_and_settle(ref);
+    print_message("plain build asleep after %d steps (%.3f s)\n", steps, steps * TB_TEST_DT);
+    assert_true(steps > 30); /* it does drop and settle: not a trivially asleep build */
+
+    /* a room that has lived a while: its clock and parameters must stay */
+    tb_rigid_world *w = room_world(0.5f);
+    tb_rigid_rng rng = tb_rigid_rng_seed(3);
+    assert_int_equal(tb_rigid_scene_dice(w, &rng, NULL, NULL), TB_RIGID_OK);
+    tb_test_step_for(w, 0.5f);
+    double time = tb_rigid_world_time(w);
+    uint64_t count = tb_rigid_world_step_count(w);
+
+    int planks[TB_TOWER_PLANKS];
+    assert_int_equal(tb_rigid_scene_tower_settled(w, planks), 1);
+    assert_int_equal(tb_rigid_world_awake_count(w), 0);
+    assert_int_equal(tb_rigid_world_body_count(w), TB_TOWER_PLANKS);
+    for (int i = 0; i < TB_TOWER_PLANKS; i++) assert_int_equal(planks[i], i);
+    assert_true(tb_rigid_world_time(w) == time);
+    assert_int_equal(tb_rigid_world_step_count(w), count);
+    assert_float_equal(tb_rigid_world_friction(w), 0.5f, 0.0f);
+    assert_same_bodies(w, ref); /* poses, zero velocities, sleep timers, cache */
+
+    /* and it steps as the reference does, through a knock-down */
+    assert_int_equal(tb_rigid_scene_tower_launch_ball(w), TB_TOWER_PLANKS);
+    assert_int_equal(tb_rigid_scene_tower_launch_ball(ref), TB_TOWER_PLANKS);
+    for (int i = 0; i < 240; i++) {
+        assert_int_equal(tb_rigid_world_step(w, TB_TEST_DT), TB_RIGID_OK);
+        assert_int_equal(tb_rigid_world_step(ref, TB_TEST_DT), TB_RIGID_OK);
+    }
+    assert_same_bodies(w, ref);
+    tb_rigid_world_destroy(w);
+    tb_rigid_world_destroy(ref);
+}
+
+static void settled_tower_stands_still_for_1_s(void **state)
+{
+    (void)state;
+    tb_rigid_world *w = room_world(0.5f);
+    assert_int_equal(tb_rigid_scene_tower_settled(w, NULL), 1);
+    tb_vec3 start[TB_TOWER_PLANKS];
+    tb_quat start_q[TB_TOWER_PLANKS];
+    for (int i = 0; i < TB_TOWER_PLANKS; i++) assert_int_equal(tb_rigid_body_get_pose(w, i, &start[i], &start_q[i]), 0);
+    for (int s = 0; s < 120; s++) {
+        assert_int_equal(tb_rigid_world_step(w, TB_TEST_DT), TB_RIGID_OK);
+        assert_int_equal(tb_rigid_world_awake_count(w), 0);
+    }
+    for (int i = 0; i < TB_TOWER_PLANKS; i++) {
+        tb_vec3 p;
+        tb_quat q;
+        assert_int_equal(tb_rigid_body_get_pose(w, i, &p, &q), 0);
+        assert_memory_equal(&p, &start[i], sizeof p);
+        assert_memory_equal(&q, &start_q[i], sizeof q);
+        assert_true(p.y > 0.14f); /* standing, not a heap on the floor */
+    }
+    tb_vec3 top;
+    assert_int_equal(tb_rigid_body_get_pose(w, TB_TOWER_PLANKS - 1, &top, NULL), 0);
+    assert_true(top.y > 2.2f); /* 8 layers of 0.3 m: the top plank is still up there */
+    tb_rigid_world_destroy(w);
+}
+
+/* test_rigid_tower's criterion: at least 12 planks moved more than 0.5 m
+ * 2.4 s after the ball is launched. */
+static void knock_down_still_topples_the_settled_tower(void **state)
+{
+    (void)state;
+    tb_rigid_world *w = room_world(0.5f);
+    int planks[TB_TOWER_PLANKS];
+    assert_int_equal(tb_rigid_scene_tower_settled(w, planks), 1);
+    tb_vec3 start[TB_TOWER_PLANKS];
+    for (int i = 0; i < TB_TOWER_PLANKS; i++) assert_int_equal(tb_rigid_body_get_pose(w, planks[i], &start[i], NULL), 0);
+    assert_true(tb_rigid_scene_tower_launch_ball(w) >= 0);
+    tb_test_step_for(w, 2.4f);
+    int moved = 0;
+    for (int i = 0; i < TB_TOWER_PLANKS; i++) {
+        tb_vec3 p;
+        tb_rigid_body_get_pose(w, planks[i], &p, NULL);
+        moved += tb_v3_dist(p, start[i]) > 0.5f;
+    }
+    print_message("planks moved more than 0.5 m 2.4 s after the launch: %d\n", moved);
+    assert_true(moved >= 12);
+    tb_rigid_world_destroy(w);
+}
+
+static void each_friction_gets_its_own_memo_entry(void **state)
+{
+    (void)state;
+    tb_rigid_tower_memo_stats st;
+    tb_rigid_world *a = room_world(0.5f), *b = room_world(0.5f), *c = room_world(0.7f), *ref = room_world(0.7f);
+    assert_int_equal(tb_rigid_scene_tower_settled(a, NULL), 1);
+    tb_rigid_scene_tower_memo_stats(&st);
+    assert_int_equal(st.entries, 1);
+    assert_int_equal(st.settles, 1);
+    assert_int_equal(st.hits, 0);
+    assert_int_equal(tb_rigid_scene_tower_settled(b, NULL), 1); /* same def: served from the memo */
+    tb_rigid_scene_tower_memo_stats(&st);
+    assert_int_equal(st.settles, 1);
+    assert_int_equal(st.hits, 1);
+    assert_same_bodies(a, b);
+    assert_int_equal(tb_rigid_scene_tower_settled(c, NULL), 1);
+    tb_rigid_scene_tower_memo_stats(&st);
+    assert_int_equal(st.entries, 2);
+    assert_int_equal(st.settles, 2);
+    build_and_settle(ref);
+    assert_same_bodies(c, ref); /* the 0.7 entry is the 0.7 settle, not the 0.5 one */
+    /* a world whose friction was changed after creation keys on the friction it has now */
+    assert_int_equal(tb_rigid_world_set_friction(a, 0.7f), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_scene_tower_settled(a, NULL), 1);
+    assert_same_bodies(a, ref);
+    tb_rigid_scene_tower_memo_stats(&st);
+    assert_int_equal(st.settles, 2);
+    assert_int_equal(st.hits, 2);
+    tb_rigid_world_destroy(a);
+    tb_rigid_world_destroy(b);
+    tb_rigid_world_destroy(c);
+    tb_rigid_world_destroy(ref);
+}
+
+/* Gravity pointing up: the planks rise for ever and never sleep. */
+static void a_tower_that_never_sleeps_gets_the_plain_build(void **state)
+{
+    (void)state;
+    tb_rigid_world_def def = tb_rigid_world_def_default();
+    def.body_capacity = ROOM_CAPACITY;
+    def.gravity = tb_v3(0.0f, 9.81f, 0.0f);
+    tb_rigid_world *w = tb_rigid_world_create(&def), *plain = tb_rigid_world_create(&def);
+    assert_non_null(w);
+    assert_non_null(plain);
+    int planks[TB_TOWER_PLANKS];
+    assert_int_equal(tb_rigid_scene_tower_settled(w, planks), 0);
+    assert_int_equal(tb_rigid_scene_tower(plain, NULL), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_world_awake_count(w), TB_TOWER_PLANKS);
+    tb_test_assert_same_saves(w, plain);
+    for (int i = 0; i < TB_TOWER_PLANKS; i++) assert_int_equal(planks[i], i);
+    tb_rigid_tower_memo_stats st;
+    tb_rigid_scene_tower_memo_stats(&st);
+    assert_int_equal(st.settles, 1);
+    assert_int_equal(st.unsettled, 1);
+    /* remembered: the next build does not simulate 3 s again */
+    assert_int_equal(tb_rigid_scene_tower_settled(w, NULL), 0);
+    tb_rigid_scene_tower_memo_stats(&st);
+    assert_int_equal(st.settles, 1);
+    assert_int_equal(st.hits, 1);
+    assert_int_equal(tb_rigid_world_awake_count(w), TB_TOWER_PLANKS);
+    tb_rigid_world_destroy(w);
+    tb_rigid_world_destroy(plain);
+}
+
+static void memo_is_bounded_and_evicts_the_least_recently_used(void **state)
+{
+    (void)state;
+    tb_rigid_tower_memo_stats st;
+    tb_rigid_world *w = room_world(0.5f);
+    const int n = TB_TOWER_MEMO_ENTRIES + 1;
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(tb_rigid_world_set_friction(w, 0.1f * (float)(i + 1)), TB_RIGID_OK);
+        assert_int_equal(tb_rigid_scene_tower_settled(w, NULL), 1);
+        if (i == 1) { /* use the first key again: the second becomes the least recent */
+            assert_int_equal(tb_rigid_world_set_friction(w, 0.1f), TB_RIGID_OK);
+            assert_int_equal(tb_rigid_scene_tower_settled(w, NULL), 1);
+        }
+    }
+    tb_rigid_scene_tower_memo_stats(&st);
+    assert_int_equal(st.entries, TB_TOWER_MEMO_ENTRIES);
+    assert_int_equal(st.settles, n);
+    assert_int_equal(st.hits, 1);
+    assert_int_equal(tb_rigid_world_set_friction(w, 0.1f), TB_RIGID_OK); /* kept */
+    assert_int_equal(tb_rigid_scene_tower_settled(w, NULL), 1);
+    tb_rigid_scene_tower_memo_stats(&st);
+    assert_int_equal(st.settles, n);
+    assert_int_equal(st.hits, 2);
+    assert_int_equal(tb_rigid_world_set_friction(w, 0.2f), TB_RIGID_OK); /* evicted: simulated again */
+    assert_int_equal(tb_rigid_scene_tower_settled(w, NULL), 1);
+    tb_rigid_scene_tower_memo_stats(&st);
+    assert_int_equal(st.settles, n + 1);
+    assert_int_equal(st.entries, TB_TOWER_MEMO_ENTRIES);
+    tb_rigid_world_destroy(w);
+}
+
+/* Two threads (a server's two workers) build towers with overlapping keys at
+ * once; every result equals the serial one. */
+#define THREAD_BUILDS 12
+static const float thread_frictions[3] = {0.3f, 0.5f, 0.9f};
+
+typedef struct builder {
+    int offset;
+    int failures;
+} builder;
+
+static image serial_ref[3];
+
+static void *build_many(void *arg)
+{
+    builder *b = arg;
+    for (int i = 0; i < THREAD_BUILDS; i++) {
+        int k = (i + b->offset) % 3;
+        tb_rigid_world_def def = tb_rigid_world_def_default();
+        def.body_capacity = ROOM_CAPACITY;
+        def.friction = thread_frictions[k];
+        tb_rigid_world *w = tb_rigid_world_create(&def);
+        if (!w || tb_rigid_scene_tower_settled(w, NULL) != 1) {
+            b->failures++;
+            tb_rigid_world_destroy(w);
+            continue;
+        }
+        size_t len = tb_rigid_world_bodies_size(w);
+        unsigned char *bytes = malloc(len);
+        if (!bytes || tb_rigid_world_save_bodies(w, bytes, len, NULL) != TB_RIGID_OK || len != serial_ref[k].len ||
+            memcmp(bytes, serial_ref[k].bytes, len) != 0)
+            b->failures++;
+        free(bytes);
+        tb_rigid_world_destroy(w);
+    }
+    return NULL;
+}
+
+static void two_threads_building_at_once_get_the_serial_result(void **state)
+{
+    (void)state;
+    for (int k = 0; k < 3; k++) {
+        tb_rigid_world *ref = room_world(thread_frictions[k]);
+        build_and_settle(ref);
+        serial_ref[k] = bodies_of(ref);
+        tb_rigid_world_destroy(ref);
+    }
+    builder b[2] = {{0, 0}, {1, 0}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&t[i], NULL, build_many, &b[i]), 0);
+    for (int i = 0; i < 2; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
+    assert_int_equal(b[0].failures, 0);
+    assert_int_equal(b[1].failures, 0);
+    tb_rigid_tower_memo_stats st;
+    tb_rigid_scene_tower_memo_stats(&st);
+    assert_int_equal(st.entries, 3);
+    assert_int_equal(st.hits + st.settles, 2 * THREAD_BUILDS);
+    assert_true(st.settles >= 3 && st.settles <= 6); /* at most one race per key */
+    for (int k = 0; k < 3; k++) free(serial_ref[k].bytes);
+}
+
+static void restore_bodies_rejects_bad_images_and_changes_nothing(void **state)
+{
+    (void)state;
+    tb_rigid_world *src = room_world(0.5f);
+    build_and_settle(src);
+    image good = bodies_of(src);
+    unsigned char *bad = malloc(good.len + 64);
+    assert_non_null(bad);
+
+    tb_rigid_world *w = room_world(0.5f);
+    tb_rigid_rng rng = tb_rigid_rng_seed(9);
+    assert_int_equal(tb_rigid_scene_dice(w, &rng, NULL, NULL), TB_RIGID_OK);
+    tb_test_step_for(w, 0.25f);
+    tb_rigid_world *before = room_world(0.5f); /* the same history, never given a bad image */
+    rng = tb_rigid_rng_seed(9);
+    assert_int_equal(tb_rigid_scene_dice(before, &rng, NULL, NULL), TB_RIGID_OK);
+    tb_test_step_for(before, 0.25f);
+
+    assert_int_equal(tb_rigid_world_restore_bodies(w, NULL, 0), TB_RIGID_ERR_FORMAT);
+    for (size_t cut = 0; cut < good.len; cut += 37)
+        assert_int_equal(tb_rigid_world_restore_bodies(w, good.bytes, cut), TB_RIGID_ERR_FORMAT);
+    memcpy(bad, good.bytes, good.len);
+    memset(bad + good.len, 0, 64);
+    assert_int_equal(tb_rigid_world_restore_bodies(w, bad, good.len + 1), TB_RIGID_ERR_FORMAT);
+    bad[0] ^= 1; /* magic */
+    assert_int_equal(tb_rigid_world_restore_bodies(w, bad, good.len), TB_RIGID_ERR_FORMAT);
+    /* a NaN in the third body's position (slots follow a 24-byte header) */
+    memcpy(bad, good.bytes, good.len);
+    const float nan = NAN;
+    memcpy(bad + 24 + 2 * 100, &nan, sizeof nan);
+    assert_int_equal(tb_rigid_world_restore_bodies(w, bad, good.len), TB_RIGID_ERR_FORMAT);
+    /* an unknown shape in the last slot */
+    memcpy(bad, good.bytes, good.len);
+    bad[24 + 23 * 100 + 4 * 22 + 4] = 9;
+    assert_int_equal(tb_rigid_world_restore_bodies(w, bad, good.len), TB_RIGID_ERR_FORMAT);
+    /* cache entries out of key order */
+    tb_rigid_world *knocked = room_world(0.5f);
+    assert_int_equal(tb_rigid_scene_tower(knocked, NULL), TB_RIGID_OK);
+    tb_test_step_for(knocked, 0.1f);
+    image busy = bodies_of(knocked);
+    size_t cache_at = 24 + 24 * 100;
+    assert_true(busy.len >= cache_at + 2 * 32);
+    /* the first and last entries (entries of one pair share a key) */
+    unsigned char *first = busy.bytes + cache_at, *last = busy.bytes + busy.len - 32, tmp[32];
+    assert_memory_not_equal(first, last, 4);
+    memcpy(tmp, first, 32);
+    memcpy(first, last, 32);
+    memcpy(last, tmp, 32);
+    assert_int_equal(tb_rigid_world_restore_bodies(w, busy.bytes, busy.len), TB_RIGID_ERR_FORMAT);
+    /* a world too small for the image */
+    tb_rigid_world *small = tb_test_tray_world(10);
+    assert_int_equal(tb_rigid_world_restore_bodies(small, good.bytes, good.len), TB_RIGID_ERR_RANGE);
+    assert_int_equal(tb_rigid_world_body_count(small), 0);
+
+    tb_test_assert_same_saves(w, before); /* nothing above changed it */
+    tb_test_step_for(w, 0.25f);
+    tb_test_step_for(before, 0.25f);
+    tb_test_assert_same_saves(w, before);
+
+    /* the good image goes in, and the dice's extra slots are freed */
+    assert_int_equal(tb_rigid_world_restore_bodies(w, good.bytes, good.len), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_world_body_count(w), TB_TOWER_PLANKS);
+    assert_int_equal(tb_rigid_world_next_body(w, TB_TOWER_PLANKS - 1), -1);
+    tb_rigid_body_def d = tb_rigid_body_def_default();
+    d.position = tb_v3(-2.0f, 0.5f, 0.0f);
+    assert_int_equal(tb_rigid_world_add_body(w, &d), TB_TOWER_PLANKS); /* free list starts right after */
+
+    free(busy.bytes);
+    free(good.bytes);
+    free(bad);
+    tb_rigid_world_destroy(knocked);
+    tb_rigid_world_destroy(small);
+    tb_rigid_world_destroy(before);
+    tb_rigid_world_destroy(w);
+    tb_rigid_world_destroy(src);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(settled_tower_is_build_and_step_until_asleep_bit_for_bit, reset_memo),
+        cmocka_unit_test_setup(settled_tower_stands_still_for_1_s, reset_memo),
+        cmocka_unit_test_setup(knock_down_still_topples_the_settled_tower, reset_memo),
+        cmocka_unit_test_setup(each_friction_gets_its_own_memo_entry, reset_memo),
+        cmocka_unit_test_setup(a_tower_that_never_sleeps_gets_the_plain_build, reset_memo),
+        cmocka_unit_test_setup(memo_is_bounded_and_evicts_the_least_recently_used, reset_memo),
+        cmocka_unit_test_setup(two_threads_building_at_once_get_the_serial_result, reset_memo),
+        cmocka_unit_test_setup(restore_bodies_rejects_bad_images_and_changes_nothing, reset_memo),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,203 @@
+/* test_world_rigid.c: the rigid rooms' adapter (sim/world_rigid.c) for the
+ * tower: a built or rebuilt tower starts settled (asleep, the poses of the
+ * plain build stepped until it sleeps), stays up, still falls to the
+ * knock-down, and a room saved after a rebuild loads and steps the same. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "physics/rigid.h"
+#include "physics/rigid_scenes.h"
+#include "sim/world.h"
+
+extern const tb_world_ops tb_world_rigid_ops;
+static const tb_world_ops *ops = &tb_world_rigid_ops;
+
+#define DT (1.0f / 120.0f)
+
+static void *tower_room(void)
+{
+    void *w = NULL;
+    assert_int_equal(ops->create("tower", 1, &w), 0);
+    return w;
+}
+
+static void input(void *w, uint8_t type, uint8_t flags)
+{
+    tb_input in;
+    memset(&in, 0, sizeof in);
+    in.type = type;
+    in.flags = flags;
+    in.target = -1;
+    assert_int_equal(ops->apply_input(w, &in), 0);
+}
+
+static void step(void *w, int n)
+{
+    for (int i = 0; i < n; i++) {
+        ops->step(w, DT);
+        assert_int_equal(ops->check(w), 0);
+    }
+}
+
+static int awake(const void *w)
+{
+    tb_world_info info;
+    ops->info(w, &info);
+    return info.awake;
+}
+
+/* The room's planks as the snapshot reports them (ids 0..23). */
+static void plank_poses(void *w, float pos[TB_TOWER_PLANKS][3], float rot[TB_TOWER_PLANKS][4])
+{
+    tb_snap_input in;
+    ops->fill_snapshot(w, &in);
+    int n = 0;
+    for (uint32_t i = 0; i < in.body_count; i++) {
+        const tb_proto_body *b = &in.bodies[i];
+        if (b->id >= TB_TOWER_PLANKS) continue;
+        for (int a = 0; a < 3; a++) pos[b->id][a] = (float)b->pos[a];
+        for (int a = 0; a < 4; a++) rot[b->id][a] = (float)b->rot[a];
+        n++;
+    }
+    assert_int_equal(n, TB_TOWER_PLANKS);
+}
+
+/* What the room used to do: the plain build, stepped until every plank
+ * sleeps, in a world like the room's (same capacity and parameters). */
+static void reference_poses(const void *room, float friction, float pos[TB_TOWER_PLANKS][3],
+                            float rot[TB_TOWER_PLANKS][4])
+{
+    tb_rigid_world_def def = tb_rigid_world_def_default();
+    def.body_capacity = (int)ops->max_bodies(room);
+    def.friction = friction;
+    tb_rigid_world *w = tb_rigid_world_create(&def);
+    assert_non_null(w);
+    assert_int_equal(tb_rigid_scene_tower(w, NULL), TB_RIGID_OK);
+    int steps = 0;
+    while (tb_rigid_world_awake_count(w) > 0) {
+        assert_true(++steps <= TB_TOWER_SETTLE_MAX_STEPS);
+        assert_int_equal(tb_rigid_world_step(w, DT), TB_RIGID_OK);
+    }
+    for (int i = 0; i < TB_TOWER_PLANKS; i++) {
+        tb_vec3 p;
+        tb_quat q;
+        assert_int_equal(tb_rigid_body_get_pose(w, i, &p, &q), TB_RIGID_OK);
+        float pp[3] = {p.x, p.y, p.z}, qq[4] = {q.x, q.y, q.z, q.w};
+        memcpy(pos[i], pp, sizeof pp);
+        memcpy(rot[i], qq, sizeof qq);
+    }
+    tb_rigid_world_destroy(w);
+}
+
+static void rebuilt_tower_is_asleep_at_once_with_the_settled_poses(void **state)
+{
+    (void)state;
+    void *w = tower_room();
+    assert_int_equal(awake(w), 0); /* creation builds the settled tower too */
+    float ref_pos[TB_TOWER_PLANKS][3], ref_rot[TB_TOWER_PLANKS][4], pos[TB_TOWER_PLANKS][3], rot[TB_TOWER_PLANKS][4];
+    reference_poses(w, 0.5f, ref_pos, ref_rot);
+    plank_poses(w, pos, rot);
+    assert_memory_equal(pos, ref_pos, sizeof pos);
+    assert_memory_equal(rot, ref_rot, sizeof rot);
+
+    input(w, TB_INPUT_RESET, 1); /* knock it down, then rebuild 2.5 s later */
+    step(w, 300);
+    assert_true(awake(w) > 0);
+    input(w, TB_INPUT_RESET, 0);
+    assert_int_equal(awake(w), 0);
+    plank_poses(w, pos, rot);
+    assert_memory_equal(pos, ref_pos, sizeof pos);
+    assert_memory_equal(rot, ref_rot, sizeof rot);
+    ops->destroy(w);
+}
+
+static void rebuilt_tower_stands_still_for_1_s_and_falls_to_the_knock_down(void **state)
+{
+    (void)state;
+    void *w = tower_room();
+    input(w, TB_INPUT_RESET, 1);
+    step(w, 300);
+    input(w, TB_INPUT_RESET, 0);
+    float start[TB_TOWER_PLANKS][3], start_rot[TB_TOWER_PLANKS][4], pos[TB_TOWER_PLANKS][3], rot[TB_TOWER_PLANKS][4];
+    plank_poses(w, start, start_rot);
+    for (int i = 0; i < 120; i++) {
+        step(w, 1);
+        assert_int_equal(awake(w), 0);
+    }
+    plank_poses(w, pos, rot);
+    assert_memory_equal(pos, start, sizeof pos);
+    assert_memory_equal(rot, start_rot, sizeof rot);
+
+    input(w, TB_INPUT_RESET, 1);
+    step(w, 288); /* 2.4 s: test_rigid_tower's criterion */
+    plank_poses(w, pos, rot);
+    int moved = 0;
+    for (int i = 0; i < TB_TOWER_PLANKS; i++) {
+        tb_vec3 a = tb_v3(pos[i][0], pos[i][1], pos[i][2]), b = tb_v3(start[i][0], start[i][1], start[i][2]);
+        moved += tb_v3_dist(a, b) > 0.5f;
+    }
+    print_message("planks moved more than 0.5 m: %d\n", moved);
+    assert_true(moved >= 12);
+    ops->destroy(w);
+}
+
+static void rebuild_after_a_friction_change_settles_with_that_friction(void **state)
+{
+    (void)state;
+    void *w = tower_room();
+    assert_int_equal(ops->param_set(w, "friction", 0.9), 0);
+    assert_true(awake(w) > 0); /* the slider wakes the tower (the seed's rule) */
+    input(w, TB_INPUT_RESET, 0);
+    assert_int_equal(awake(w), 0);
+    float ref_pos[TB_TOWER_PLANKS][3], ref_rot[TB_TOWER_PLANKS][4], pos[TB_TOWER_PLANKS][3], rot[TB_TOWER_PLANKS][4];
+    reference_poses(w, 0.9f, ref_pos, ref_rot);
+    plank_poses(w, pos, rot);
+    assert_memory_equal(pos, ref_pos, sizeof pos);
+    assert_memory_equal(rot, ref_rot, sizeof rot);
+    double friction = 0.0;
+    assert_int_equal(ops->param_get(w, "friction", &friction), 0);
+    assert_float_equal(friction, 0.9, 1e-6);
+    ops->destroy(w);
+}
+
+static void room_saved_after_a_rebuild_loads_and_steps_bit_identically(void **state)
+{
+    (void)state;
+    void *w = tower_room();
+    input(w, TB_INPUT_RESET, 1);
+    step(w, 300);
+    input(w, TB_INPUT_RESET, 0);
+    step(w, 3);
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    assert_int_equal(ops->save(w, &buf, &len), 0);
+    void *back = NULL;
+    assert_int_equal(ops->load("tower", 1, buf, len, &back), 0);
+    free(buf);
+    assert_int_equal(ops->hash(back), ops->hash(w));
+    input(w, TB_INPUT_RESET, 1);
+    input(back, TB_INPUT_RESET, 1);
+    step(w, 240);
+    step(back, 240);
+    assert_true(awake(w) > 0);
+    assert_int_equal(ops->hash(back), ops->hash(w));
+    ops->destroy(back);
+    ops->destroy(w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(rebuilt_tower_is_asleep_at_once_with_the_settled_poses),
+        cmocka_unit_test(rebuilt_tower_stands_still_for_1_s_and_falls_to_the_knock_down),
+        cmocka_unit_test(rebuild_after_a_friction_change_settles_with_that_friction),
+        cmocka_unit_test(room_saved_after_a_rebuild_loads_and_steps_bit_identically),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
