@@ -52,6 +52,15 @@ static int awake(const void *w)
     return info.awake;
 }
 
+/* The load test's cycle: knock the tower down, rebuild it 2.5 s later. */
+static void knock_and_rebuild(void *w)
+{
+    input(w, TB_INPUT_RESET, 1);
+    step(w, 300);
+    assert_true(awake(w) > 0);
+    input(w, TB_INPUT_RESET, 0);
+}
+
 /* The room's planks as the snapshot reports them (ids 0..23). */
 static void plank_poses(void *w, float pos[TB_TOWER_PLANKS][3], float rot[TB_TOWER_PLANKS][4])
 {
@@ -106,10 +115,7 @@ static void rebuilt_tower_is_asleep_at_once_with_the_settled_poses(void **state)
     assert_memory_equal(pos, ref_pos, sizeof pos);
     assert_memory_equal(rot, ref_rot, sizeof rot);
 
-    input(w, TB_INPUT_RESET, 1); /* knock it down, then rebuild 2.5 s later */
-    step(w, 300);
-    assert_true(awake(w) > 0);
-    input(w, TB_INPUT_RESET, 0);
+    knock_and_rebuild(w);
     assert_int_equal(awake(w), 0);
     plank_poses(w, pos, rot);
     assert_memory_equal(pos, ref_pos, sizeof pos);
@@ -121,9 +127,7 @@ static void rebuilt_tower_stands_still_for_1_s_and_falls_to_the_knock_down(void 
 {
     (void)state;
     void *w = tower_room();
-    input(w, TB_INPUT_RESET, 1);
-    step(w, 300);
-    input(w, TB_INPUT_RESET, 0);
+    knock_and_rebuild(w);
     float start[TB_TOWER_PLANKS][3], start_rot[TB_TOWER_PLANKS][4], pos[TB_TOWER_PLANKS][3], rot[TB_TOWER_PLANKS][4];
     plank_poses(w, start, start_rot);
     for (int i = 0; i < 120; i++) {
@@ -170,9 +174,7 @@ static void room_saved_after_a_rebuild_loads_and_steps_bit_identically(void **st
 {
     (void)state;
     void *w = tower_room();
-    input(w, TB_INPUT_RESET, 1);
-    step(w, 300);
-    input(w, TB_INPUT_RESET, 0);
+    knock_and_rebuild(w);
     step(w, 3);
     unsigned char *buf = NULL;
     size_t len = 0;
