@@ -269,11 +269,12 @@ int tb_rigid_scene_tower_settled(tb_rigid_world *w, int plank_ids[TB_TOWER_PLANK
     unsigned char *image;
     size_t len;
     int rc = tower_settle(&def, &image, &len);
-    if (rc == TB_RIGID_ERR_NO_MEMORY) {
-        rc = tb_rigid_scene_tower(w, plank_ids); /* nothing remembered: try again next time */
+    if (rc < 0) {
+        /* short of memory, or a world too small for the tower: the plain
+         * build, with its own error if it has one; nothing remembered */
+        rc = tb_rigid_scene_tower(w, plank_ids);
         return rc < 0 ? rc : 0;
     }
-    if (rc < 0) return rc;
 
     pthread_mutex_lock(&tower_memo_lock);
     tower_memo_counts.settles++;

@@ -59,8 +59,9 @@ int tb_rigid_scene_tower(tb_rigid_world *world, int plank_ids[TB_TOWER_PLANKS]);
  * entries, the least recently used one evicted. Thread-safe: the settle runs
  * outside the memo's lock (two threads missing the same key both compute it,
  * with the same result), lookups and restores inside it. A settle that does
- * not end within TB_TOWER_SETTLE_MAX_STEPS, or that cannot get memory, gives
- * the plain build (remembered as such for its key when it never sleeps).
+ * not end within TB_TOWER_SETTLE_MAX_STEPS gives the plain build, and its key
+ * remembers that; one that cannot run (memory short, a world too small for
+ * the tower) gives the plain build and its error, and is not remembered.
  * Returns 1 when the settled tower was put in, 0 for the plain build, or an
  * error; plank ids as tb_rigid_scene_tower. */
 #define TB_TOWER_SCENE_VERSION 1 /* bump when tb_rigid_scene_tower builds anything else */

@@ -226,6 +226,14 @@ static void a_tower_that_never_sleeps_gets_the_plain_build(void **state)
     assert_int_equal(tb_rigid_world_awake_count(w), TB_TOWER_PLANKS);
     tb_rigid_world_destroy(w);
     tb_rigid_world_destroy(plain);
+
+    /* a world too small for the tower gets the plain build's error, and no entry */
+    tb_rigid_world *small = tb_test_tray_world(10);
+    assert_int_equal(tb_rigid_scene_tower_settled(small, NULL), TB_RIGID_ERR_FULL);
+    tb_rigid_scene_tower_memo_stats(&st);
+    assert_int_equal(st.entries, 1);
+    assert_int_equal(st.settles, 1);
+    tb_rigid_world_destroy(small);
 }
 
 static void memo_is_bounded_and_evicts_the_least_recently_used(void **state)
