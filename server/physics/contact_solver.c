@@ -220,60 +220,120 @@ static inline void store_body(tb_solver_body *bodies, uint32_t off, tb_f4 v, tb_
     memcpy(b + offsetof(tb_solver_body, w), &w, sizeof w);
 }
 
-/* Written out lane by lane: as a loop, GCC -O2 keeps it rolled and sends the
- * transposed rows through the stack (about 40 more instructions a group). */
-static inline void scatter(tb_solver_body *bodies, const uint32_t off[TB_LANES], tb_v3_4 v, tb_v3_4 w)
-{
-    tb_f4 rv[4], rw[4];
-    tb__transpose_out(v, rv);
-    tb__transpose_out(w, rw);
-    store_body(bodies, off[0], rv[0], rw[0]);
-    store_body(bodies, off[1], rv[1], rw[1]);
-    store_body(bodies, off[2], rv[2], rw[2]);
-    store_body(bodies, off[3], rv[3], rw[3]);
-}
-_Static_assert(TB_LANES == 4, "scatter() writes four lanes");
+_Static_assert(TB_LANES == 4, "gather8() and scatter8() move four lanes");
 
 #define WROW_VELOCITY(d, ra_d, rb_d) (dot4(sub4(vb, va), (d)) + dot4(wb, (rb_d)) - dot4(wa, (ra_d)))
-#define WROW_APPLY(d, ia_d, ib_d, dj)          \
-    do {                                       \
-        va = mad4(va, (d), -(dj) * g->ima);    \
-        wa = mad4(wa, (ia_d), -(dj));          \
-        vb = mad4(vb, (d), (dj) * g->imb);     \
-        wb = mad4(wb, (ib_d), (dj));           \
+
+/* ---- eight floats: a body's (v, w) row in one vector ----------------------------------
+ *
+ * solve_group keeps A = [va | wa] and B = [vb | wb] (tb_f4x2 halves) in
+ * 8-float vectors: one 32-byte load per body and a 4x4 transpose inside each
+ * half brings in both velocities at once, and one multiply-add per component
+ * applies an impulse to both. Per lane and half these are the operations of
+ * solve_contact in the same order, so the results are the same bits. */
+typedef float tb_f8 __attribute__((vector_size(32)));
+#define SV8(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+/* No function takes or returns an 8-float vector by value (GCC warns that
+ * such calls change ABI with AVX): loads and halves are macros, the helpers
+ * take pointers. */
+#define LD8(p) (*(const tb_f8_u *)(const void *)(p))
+#define LO8(v) SV8((v), (v), 0, 1, 2, 3)
+#define HI8(v) SV8((v), (v), 4, 5, 6, 7)
+typedef float tb_f8_u __attribute__((vector_size(32), aligned(4), may_alias));
+
+/* Four bodies' [v pad | w pad] rows to [vx | wx], [vy | wy], [vz | wz].
+ * Macros with named temporaries: written as functions over arrays, GCC -O2
+ * keeps the lane loops rolled and sends the rows through the stack. */
+#define GATHER8(bodies, off, X, Y, Z)                                                   \
+    do {                                                                                \
+        const char *base_ = (const char *)(bodies);                                     \
+        tb_f8 r0_ = LD8(base_ + (off)[0]), r1_ = LD8(base_ + (off)[1]);                 \
+        tb_f8 r2_ = LD8(base_ + (off)[2]), r3_ = LD8(base_ + (off)[3]);                 \
+        tb_f8 t0_ = SV8(r0_, r1_, 0, 8, 1, 9, 4, 12, 5, 13);                            \
+        tb_f8 t1_ = SV8(r2_, r3_, 0, 8, 1, 9, 4, 12, 5, 13);                            \
+        tb_f8 t2_ = SV8(r0_, r1_, 2, 10, 3, 11, 6, 14, 7, 15);                          \
+        tb_f8 t3_ = SV8(r2_, r3_, 2, 10, 3, 11, 6, 14, 7, 15);                          \
+        X = SV8(t0_, t1_, 0, 1, 8, 9, 4, 5, 12, 13);                                    \
+        Y = SV8(t0_, t1_, 2, 3, 10, 11, 6, 7, 14, 15);                                  \
+        Z = SV8(t2_, t3_, 0, 1, 8, 9, 4, 5, 12, 13);                                    \
+    } while (0)
+
+/* And back, the pads written as +0 (as the scalar rows have them). Lanes
+ * never share an awake body; the static slot 0 gets back its zeros. */
+#define SCATTER8(bodies, off, X, Y, Z)                                                  \
+    do {                                                                                \
+        char *base_ = (char *)(bodies);                                                 \
+        const tb_f8 zero_ = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};           \
+        tb_f8 t0_ = SV8(X, Y, 0, 8, 1, 9, 4, 12, 5, 13), t1_ = SV8(X, Y, 2, 10, 3, 11, 6, 14, 7, 15); \
+        tb_f8 t2_ = SV8(Z, zero_, 0, 8, 1, 9, 4, 12, 5, 13);                            \
+        tb_f8 t3_ = SV8(Z, zero_, 2, 10, 3, 11, 6, 14, 7, 15);                          \
+        tb_f8 r0_ = SV8(t0_, t2_, 0, 1, 8, 9, 4, 5, 12, 13);                            \
+        tb_f8 r1_ = SV8(t0_, t2_, 2, 3, 10, 11, 6, 7, 14, 15);                          \
+        tb_f8 r2_ = SV8(t1_, t3_, 0, 1, 8, 9, 4, 5, 12, 13);                            \
+        tb_f8 r3_ = SV8(t1_, t3_, 2, 3, 10, 11, 6, 7, 14, 15);                          \
+        memcpy(base_ + (off)[0], &r0_, sizeof r0_);                                     \
+        memcpy(base_ + (off)[1], &r1_, sizeof r1_);                                     \
+        memcpy(base_ + (off)[2], &r2_, sizeof r2_);                                     \
+        memcpy(base_ + (off)[3], &r3_, sizeof r3_);                                     \
+    } while (0)
+
+/* (vb - va) . d + wb . (rb x d) - wa . (ra x d), as WROW_VELOCITY:
+ * X = [vb - va | wb], v = lo(X . dr) + hi(X . dr) - hi(A . ra). */
+#define ROW_VELOCITY8(r, out)                                                           \
+    do {                                                                                \
+        tb_f8 x_ = SV8(bx - ax, bx, 0, 1, 2, 3, 12, 13, 14, 15);                        \
+        tb_f8 y_ = SV8(by - ay, by, 0, 1, 2, 3, 12, 13, 14, 15);                        \
+        tb_f8 z_ = SV8(bz - az, bz, 0, 1, 2, 3, 12, 13, 14, 15);                        \
+        tb_f8 p_ = x_ * LD8(&(r)->dr[0]) + y_ * LD8(&(r)->dr[1]) + z_ * LD8(&(r)->dr[2]); \
+        tb_f8 q_ = ax * LD8(&(r)->ra[0]) + ay * LD8(&(r)->ra[1]) + az * LD8(&(r)->ra[2]); \
+        out = (LO8(p_) + HI8(p_)) - HI8(q_);                                            \
+    } while (0)
+
+/* va += d (-dj ima), wa += ia_d (-dj), vb += d (dj imb), wb += ib_d dj, as
+ * ROW_APPLY: dj (-ima) and dj (-1) are -dj ima and -dj exactly. */
+#define ROW_APPLY8(r, dj)                                                               \
+    do {                                                                                \
+        tb_f8 dj8_ = SV8((dj), (dj), 0, 1, 2, 3, 0, 1, 2, 3);                           \
+        tb_f8 sa_ = dj8_ * scale_a, sb_ = dj8_ * scale_b;                               \
+        ax = ax + LD8(&(r)->da[0]) * sa_;                                               \
+        ay = ay + LD8(&(r)->da[1]) * sa_;                                               \
+        az = az + LD8(&(r)->da[2]) * sa_;                                               \
+        bx = bx + LD8(&(r)->db[0]) * sb_;                                               \
+        by = by + LD8(&(r)->db[1]) * sb_;                                               \
+        bz = bz + LD8(&(r)->db[2]) * sb_;                                               \
     } while (0)
 
 /* The same three rows as solve_contact, on four contacts of one colour.
- * TB_HOT_CLONES: also compiled for AVX (picked at load time), a quarter
- * fewer instructions and the same results bit for bit. */
+ * TB_HOT_CLONES: also compiled for AVX (picked at load time), fewer
+ * instructions and the same results bit for bit. */
 TB_HOT_CLONES static void solve_group(tb_solver_body *bodies, tb_contact_wide *g, tb_f4 mu)
 {
-    tb_v3_4 va, wa, vb, wb;
-    gather(bodies, g->off_a, &va, &wa);
-    gather(bodies, g->off_b, &vb, &wb);
+    tb_f8 ax, ay, az, bx, by, bz;
+    GATHER8(bodies, g->off_a, ax, ay, az);
+    GATHER8(bodies, g->off_b, bx, by, bz);
+    const tb_f8 scale_a = LD8(&g->scale_a), scale_b = LD8(&g->scale_b);
     const tb_f4 zero = f4_splat(0.0f);
     tb_f4 max_friction = mu * g->jn;
 
-    tb_f4 vt = WROW_VELOCITY(g->t1, g->ra_t1, g->rb_t1);
-    tb_f4 j = f4_min(f4_max(g->jt1 - vt * g->mass_t1, -max_friction), max_friction);
-    tb_f4 dj = j - g->jt1;
-    WROW_APPLY(g->t1, g->ia_t1, g->ib_t1, dj);
+    tb_f4 vt, j;
+    ROW_VELOCITY8(&g->t1, vt);
+    j = f4_min(f4_max(g->jt1 - vt * g->mass_t1, -max_friction), max_friction);
+    ROW_APPLY8(&g->t1, j - g->jt1);
     g->jt1 = j;
 
-    vt = WROW_VELOCITY(g->t2, g->ra_t2, g->rb_t2);
+    ROW_VELOCITY8(&g->t2, vt);
     j = f4_min(f4_max(g->jt2 - vt * g->mass_t2, -max_friction), max_friction);
-    dj = j - g->jt2;
-    WROW_APPLY(g->t2, g->ia_t2, g->ib_t2, dj);
+    ROW_APPLY8(&g->t2, j - g->jt2);
     g->jt2 = j;
 
-    tb_f4 vn = WROW_VELOCITY(g->n, g->ra_n, g->rb_n);
+    tb_f4 vn;
+    ROW_VELOCITY8(&g->n, vn);
     j = f4_max(zero, g->jn + (g->target - vn) * g->mass_n);
-    dj = j - g->jn;
-    WROW_APPLY(g->n, g->ia_n, g->ib_n, dj);
+    ROW_APPLY8(&g->n, j - g->jn);
     g->jn = j;
 
-    scatter(bodies, g->off_a, va, wa);
-    scatter(bodies, g->off_b, vb, wb);
+    SCATTER8(bodies, g->off_a, ax, ay, az);
+    SCATTER8(bodies, g->off_b, bx, by, bz);
 }
 
 /* ---- warm start -----------------------------------------------------------------------
@@ -283,7 +343,7 @@ TB_HOT_CLONES static void solve_group(tb_solver_body *bodies, tb_contact_wide *g
  * operations as tb_v3_scale/add/mad, a third of the instructions. */
 
 static inline tb_f4 row3(tb_vec3 v) { return (tb_f4){v.x, v.y, v.z, 0.0f}; }
-static inline tb_f4 lane_row(const tb_v3_4 *r, unsigned lane) { return (tb_f4){r->x[lane], r->y[lane], r->z[lane], 0.0f}; }
+static inline tb_f4 lane_row(const tb_f4x2 r[3], unsigned lane) { return (tb_f4){r[0].hi[lane], r[1].hi[lane], r[2].hi[lane], 0.0f}; }
 
 /* Applies contact index's impulses (jn, jt1, jt2 of its tb_contact) to both
  * bodies; the arms come from its group's lane (the impulses are copied
@@ -297,12 +357,12 @@ void tb_contact_solver_warm_apply(tb_rigid_world *w, int index)
     if (slot >= 0) {
         tb_contact_wide *g = &w->graph.groups[(unsigned)slot / TB_LANES];
         unsigned lane = (unsigned)slot % TB_LANES;
-        ia_n = lane_row(&g->ia_n, lane);
-        ia_t1 = lane_row(&g->ia_t1, lane);
-        ia_t2 = lane_row(&g->ia_t2, lane);
-        ib_n = lane_row(&g->ib_n, lane);
-        ib_t1 = lane_row(&g->ib_t1, lane);
-        ib_t2 = lane_row(&g->ib_t2, lane);
+        ia_n = lane_row(g->n.da, lane);
+        ia_t1 = lane_row(g->t1.da, lane);
+        ia_t2 = lane_row(g->t2.da, lane);
+        ib_n = lane_row(g->n.db, lane);
+        ib_t1 = lane_row(g->t1.db, lane);
+        ib_t2 = lane_row(g->t2.db, lane);
         g->jn[lane] = c->jn;
         g->jt1[lane] = c->jt1;
         g->jt2[lane] = c->jt2;
@@ -367,6 +427,33 @@ static inline tb_f4 effective_mass4(tb_f4 ima, tb_f4 imb, tb_v3_4 ra_d, tb_v3_4 
     return f4_select(ok, f4_splat(1.0f) / f4_select(ok, k, f4_splat(1.0f)), f4_splat(0.0f));
 }
 
+/* One direction d of the four lanes into its tb_row_wide; returns the
+ * effective masses (and the a side's arms in *ra_out if asked). */
+static inline __attribute__((always_inline)) tb_f4 prepare_row(const side4 *a, const side4 *b, tb_f4 ima, tb_f4 imb, tb_v3_4 d, tb_row_wide *row,
+                                tb_v3_4 *ra_out)
+{
+    tb_v3_4 ra_d, ia_d, rb_d, ib_d;
+    side_rows4(a, d, &ra_d, &ia_d);
+    side_rows4(b, d, &rb_d, &ib_d);
+    const tb_f4 zero = f4_splat(0.0f);
+    const tb_f4 dc[3] = {d.x, d.y, d.z};
+    const tb_f4 rac[3] = {ra_d.x, ra_d.y, ra_d.z}, iac[3] = {ia_d.x, ia_d.y, ia_d.z};
+    const tb_f4 rbc[3] = {rb_d.x, rb_d.y, rb_d.z}, ibc[3] = {ib_d.x, ib_d.y, ib_d.z};
+#define PUT_ROW(k)                                  \
+    do {                                            \
+        row->da[k] = (tb_f4x2){dc[k], iac[k]};      \
+        row->db[k] = (tb_f4x2){dc[k], ibc[k]};      \
+        row->dr[k] = (tb_f4x2){dc[k], rbc[k]};      \
+        row->ra[k] = (tb_f4x2){zero, rac[k]};       \
+    } while (0)
+    PUT_ROW(0);
+    PUT_ROW(1);
+    PUT_ROW(2);
+#undef PUT_ROW
+    if (ra_out) *ra_out = ra_d;
+    return effective_mass4(ima, imb, ra_d, ia_d, rb_d, ib_d);
+}
+
 TB_HOT_CLONES static void prepare_group(const tb_rigid_world *w, tb_contact_wide *g, float dt)
 {
     static const tb_contact empty; /* zero rows and masses: a lane that moves nothing */
@@ -395,29 +482,27 @@ TB_HOT_CLONES static void prepare_group(const tb_rigid_world *w, tb_contact_wide
     side4 a = {sub4(p4, rows4(pos_a)), {rows4(inv_a[0]), rows4(inv_a[1]), rows4(inv_a[2])}, lane_sa != zero_i};
     side4 b = {sub4(p4, rows4(pos_b)), {rows4(inv_b[0]), rows4(inv_b[1]), rows4(inv_b[2])}, lane_sb != zero_i};
 
-    g->n = tb__transpose_in(tb__load_row(&c[0]->n), tb__load_row(&c[1]->n), tb__load_row(&c[2]->n),
-                            tb__load_row(&c[3]->n));
-    g->t1 = tb__transpose_in(tb__load_row(&c[0]->t1), tb__load_row(&c[1]->t1), tb__load_row(&c[2]->t1),
-                             tb__load_row(&c[3]->t1));
-    g->t2 = tb__transpose_in(tb__load_row(&c[0]->t2), tb__load_row(&c[1]->t2), tb__load_row(&c[2]->t2),
-                             tb__load_row(&c[3]->t2));
-    side_rows4(&a, g->n, &g->ra_n, &g->ia_n);
-    side_rows4(&a, g->t1, &g->ra_t1, &g->ia_t1);
-    side_rows4(&a, g->t2, &g->ra_t2, &g->ia_t2);
-    side_rows4(&b, g->n, &g->rb_n, &g->ib_n);
-    side_rows4(&b, g->t1, &g->rb_t1, &g->ib_t1);
-    side_rows4(&b, g->t2, &g->rb_t2, &g->ib_t2);
-    g->ima = (tb_f4){c[0]->ima, c[1]->ima, c[2]->ima, c[3]->ima};
-    g->imb = (tb_f4){c[0]->imb, c[1]->imb, c[2]->imb, c[3]->imb};
-    g->mass_n = effective_mass4(g->ima, g->imb, g->ra_n, g->ia_n, g->rb_n, g->ib_n);
-    g->mass_t1 = effective_mass4(g->ima, g->imb, g->ra_t1, g->ia_t1, g->rb_t1, g->ib_t1);
-    g->mass_t2 = effective_mass4(g->ima, g->imb, g->ra_t2, g->ia_t2, g->rb_t2, g->ib_t2);
+    tb_v3_4 n = tb__transpose_in(tb__load_row(&c[0]->n), tb__load_row(&c[1]->n), tb__load_row(&c[2]->n),
+                                 tb__load_row(&c[3]->n));
+    tb_v3_4 t1 = tb__transpose_in(tb__load_row(&c[0]->t1), tb__load_row(&c[1]->t1), tb__load_row(&c[2]->t1),
+                                  tb__load_row(&c[3]->t1));
+    tb_v3_4 t2 = tb__transpose_in(tb__load_row(&c[0]->t2), tb__load_row(&c[1]->t2), tb__load_row(&c[2]->t2),
+                                  tb__load_row(&c[3]->t2));
+    const tb_f4 ima = {c[0]->ima, c[1]->ima, c[2]->ima, c[3]->ima};
+    const tb_f4 imb = {c[0]->imb, c[1]->imb, c[2]->imb, c[3]->imb};
+    g->scale_a = (tb_f4x2){-ima, f4_splat(-1.0f)};
+    g->scale_b = (tb_f4x2){imb, f4_splat(1.0f)};
+    tb_v3_4 ra_n;
+    g->mass_n = prepare_row(&a, &b, ima, imb, n, &g->n, &ra_n);
+    g->mass_t1 = prepare_row(&a, &b, ima, imb, t1, &g->t1, NULL);
+    g->mass_t2 = prepare_row(&a, &b, ima, imb, t2, &g->t2, NULL);
+    tb_v3_4 rb_n = {g->n.dr[0].hi, g->n.dr[1].hi, g->n.dr[2].hi};
 
     /* normal_target per lane (velocities before the warm start) */
     tb_v3_4 va, wa, vb, wb;
     gather(w->solver_bodies, g->off_a, &va, &wa);
     gather(w->solver_bodies, g->off_b, &vb, &wb);
-    tb_f4 vn = WROW_VELOCITY(g->n, g->ra_n, g->rb_n);
+    tb_f4 vn = WROW_VELOCITY(n, ra_n, rb_n);
     const float inv_dt = 1.0f / dt;
     const tb_f4 s = {sep[0], sep[1], sep[2], sep[3]}, zero = f4_splat(0.0f);
     tb_f4 target = f4_select(s > zero, -s * f4_splat(inv_dt),

@@ -190,11 +190,29 @@ static inline void tb__transpose_out(tb_v3_4 v, tb_f4 r[4])
 #define TB_LANES 4
 #define TB_GRAPH_COLORS 32 /* contacts that fit no color are solved one by one */
 
+/* Two halves of one 8-float vector (an AVX register in the solver's AVX
+ * clone, two SSE registers in the default one): lo holds a value of the four
+ * lanes for the linear velocity, hi one for the angular velocity, so that a
+ * body's (v, w) pair, loaded as one 32-byte row, is updated by one 8-wide
+ * multiply-add per component. */
+typedef struct tb_f4x2 {
+    tb_f4 lo, hi;
+} tb_f4x2;
+
+/* One constraint direction d of four contacts (x, y, z components): with A =
+ * [va | wa] and B = [vb | wb] the relative velocity along d is
+ *     lo(X . dr) + hi(X . dr) - hi(A . ra),  X = [vb - va | wb],
+ * and an impulse dj moves A by da [dj | dj] scale_a and B by db [dj | dj] scale_b. */
+typedef struct tb_row_wide {
+    tb_f4x2 da[3]; /* lo: d, hi: I_a^-1 (r_a x d) */
+    tb_f4x2 db[3]; /* lo: d, hi: I_b^-1 (r_b x d) */
+    tb_f4x2 dr[3]; /* lo: d, hi: r_b x d */
+    tb_f4x2 ra[3]; /* lo: 0, hi: r_a x d */
+} tb_row_wide;
+
 typedef struct tb_contact_wide {
-    tb_v3_4 n, t1, t2;
-    tb_v3_4 ra_n, rb_n, ra_t1, rb_t1, ra_t2, rb_t2;
-    tb_v3_4 ia_n, ib_n, ia_t1, ib_t1, ia_t2, ib_t2;
-    tb_f4 ima, imb;
+    tb_row_wide n, t1, t2;
+    tb_f4x2 scale_a, scale_b; /* [-1/ma | -1] and [1/mb | 1] per lane */
     tb_f4 mass_n, mass_t1, mass_t2, target;
     tb_f4 jn, jt1, jt2;
     int32_t sa[TB_LANES], sb[TB_LANES];
