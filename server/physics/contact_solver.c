@@ -304,9 +304,9 @@ typedef float tb_f8_u __attribute__((vector_size(32), aligned(4), may_alias));
     } while (0)
 
 /* The same three rows as solve_contact, on four contacts of one colour.
- * TB_HOT_CLONES: also compiled for AVX (picked at load time), fewer
- * instructions and the same results bit for bit. */
-TB_HOT_CLONES static void solve_group(tb_solver_body *bodies, tb_contact_wide *g, tb_f4 mu)
+ * Inlined into solve_groups, which is TB_HOT_CLONES: also compiled for AVX
+ * (picked at load time), fewer instructions and the same results bit for bit. */
+static inline __attribute__((always_inline)) void solve_group(tb_solver_body *bodies, tb_contact_wide *g, tb_f4 mu)
 {
     tb_f8 ax, ay, az, bx, by, bz;
     GATHER8(bodies, g->off_a, ax, ay, az);
@@ -334,6 +334,13 @@ TB_HOT_CLONES static void solve_group(tb_solver_body *bodies, tb_contact_wide *g
 
     SCATTER8(bodies, g->off_a, ax, ay, az);
     SCATTER8(bodies, g->off_b, bx, by, bz);
+}
+
+/* One sweep over the groups: one call through the clone's ifunc per sweep,
+ * not per group. */
+TB_HOT_CLONES static void solve_groups(tb_solver_body *bodies, tb_contact_wide *groups, int count, tb_f4 mu)
+{
+    for (int i = 0; i < count; i++) solve_group(bodies, &groups[i], mu);
 }
 
 /* ---- warm start -----------------------------------------------------------------------
@@ -528,7 +535,7 @@ void tb_contact_solver_solve(tb_rigid_world *w)
     tb_solver_body *bodies = w->solver_bodies;
     const tb_f4 mu = f4_splat(w->friction);
     for (int it = 0; it < w->iterations; it++) {
-        for (int i = 0; i < graph->group_count; i++) solve_group(bodies, &graph->groups[i], mu);
+        solve_groups(bodies, graph->groups, graph->group_count, mu);
         for (int i = 0; i < graph->overflow_count; i++)
             solve_contact(bodies, &w->contacts[graph->overflow[i]], w->friction);
     }
