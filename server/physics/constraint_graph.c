@@ -32,7 +32,9 @@ int tb_constraint_graph_init(tb_constraint_graph *g, int body_capacity, int cont
     g->slot = malloc(sizeof *g->slot * (size_t)contact_capacity);
     g->overflow = malloc(sizeof *g->overflow * (size_t)contact_capacity);
     g->groups = aligned_alloc(64, ((sizeof *g->groups * (size_t)g->group_capacity) + 63) / 64 * 64);
-    if (!g->body_colors || !g->color_of || !g->order || !g->slot || !g->overflow || !g->groups) {
+    g->last_bodies = malloc(sizeof *g->last_bodies * (size_t)contact_capacity);
+    g->last_count = -1;
+    if (!g->body_colors || !g->color_of || !g->order || !g->slot || !g->overflow || !g->groups || !g->last_bodies) {
         tb_constraint_graph_free(g);
         return TB_RIGID_ERR_NO_MEMORY;
     }
@@ -47,17 +49,38 @@ void tb_constraint_graph_free(tb_constraint_graph *g)
     free(g->slot);
     free(g->overflow);
     free(g->groups);
+    free(g->last_bodies);
     memset(g, 0, sizeof *g);
+}
+
+void tb_constraint_graph_reset(tb_constraint_graph *g)
+{
+    g->group_count = 0;
+    g->overflow_count = 0;
+    g->last_count = -1;
+}
+
+static inline uint64_t pair_of(const tb_contact *c) { return (uint64_t)(uint32_t)c->sa << 32 | (uint32_t)c->sb; }
+
+/* The contacts' solver bodies are those the current groups were built from. */
+static bool same_as_last(const tb_constraint_graph *g, const tb_rigid_world *w)
+{
+    if (g->last_count != w->contact_count) return false;
+    for (int i = 0; i < w->contact_count; i++)
+        if (g->last_bodies[i] != pair_of(&w->contacts[i])) return false;
+    return true;
 }
 
 void tb_constraint_graph_build(tb_rigid_world *w)
 {
     tb_constraint_graph *g = &w->graph;
+    if (same_as_last(g, w)) return;
     int color_count[TB_GRAPH_COLORS] = {0};
     g->overflow_count = 0;
 
     for (int i = 0; i < w->contact_count; i++) {
         const tb_contact *c = &w->contacts[i];
+        g->last_bodies[i] = pair_of(c);
         /* slot 0 is static: its mask stays 0 so it never blocks a colour */
         uint32_t used = g->body_colors[c->sa] | g->body_colors[c->sb];
         if (used == 0xFFFFFFFFu) {
@@ -106,4 +129,5 @@ void tb_constraint_graph_build(tb_rigid_world *w)
         }
     }
     g->group_count = n;
+    g->last_count = w->contact_count;
 }

@@ -229,6 +229,8 @@ typedef struct tb_constraint_graph {
     int group_capacity, group_count;
     int32_t *overflow;         /* contacts solved one by one */
     int overflow_count;
+    uint64_t *last_bodies;     /* per contact of the last colouring: (sa << 32) | sb */
+    int last_count;            /* contacts it coloured, -1 = none to reuse */
 } tb_constraint_graph;
 
 /* ---- broad phase (broad_phase.c) --------------------------------------------------- */
@@ -327,8 +329,12 @@ void tb_contact_solver_solve(tb_rigid_world *world);
 /* constraint_graph.c */
 int tb_constraint_graph_init(tb_constraint_graph *g, int body_capacity, int contact_capacity);
 void tb_constraint_graph_free(tb_constraint_graph *g);
+/* No groups, and nothing to reuse (a cleared world, an idle step). */
+void tb_constraint_graph_reset(tb_constraint_graph *g);
 /* Colours the contacts (solver bodies set by tb_contact_solver_begin) and
- * cuts the colours into groups of four lanes: index, sa, sb and the slot map. */
+ * cuts the colours into groups of four lanes: index, sa, sb and the slot map.
+ * The colouring depends only on the contacts' (sa, sb) in order, so when
+ * those equal the last step's, the last groups are kept as they are. */
 void tb_constraint_graph_build(tb_rigid_world *world);
 
 /* rigid_world.c */

@@ -134,8 +134,7 @@ void tb_rigid_world_clear(tb_rigid_world *w)
     w->cache_count = 0;
     w->contact_count = 0;
     w->pair_count = 0;
-    w->graph.group_count = 0;
-    w->graph.overflow_count = 0;
+    tb_constraint_graph_reset(&w->graph);
 }
 
 int tb_rigid_world_add_plane(tb_rigid_world *w, tb_vec3 normal, float offset)
@@ -398,8 +397,7 @@ static void step_idle(tb_rigid_world *w, float dt)
     w->pair_count = 0;
     w->contact_count = 0;
     w->contacts_dropped = 0;
-    w->graph.group_count = 0;
-    w->graph.overflow_count = 0;
+    tb_constraint_graph_reset(&w->graph);
     w->cache_count = 0;
     w->time += dt;
     w->steps++;
