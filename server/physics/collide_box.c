@@ -69,7 +69,9 @@ static inline float face_separation(tb_vec3 t, tb_vec3 axis, float own_half, con
     return fabsf(tb_v3_dot(t, axis)) - (other + own_half);
 }
 
-bool tb_box_box_sat(const tb_collide_box *a, const tb_collide_box *b, float margin, tb_sat_result *out)
+/* Inlined into tb_collide_box_box's clones (and wrapped as tb_box_box_sat). */
+static inline __attribute__((always_inline)) bool box_box_sat(const tb_collide_box *a, const tb_collide_box *b,
+                                                              float margin, tb_sat_result *out)
 {
     tb_vec3 t = tb_v3_sub(b->center, a->center);
     float r[3][3], c[3][3]; /* r = a_i . b_j, c = |r| + eps (eps: parallel edges stay conservative) */
@@ -246,7 +248,7 @@ static int reduce_manifold(tb_vec3 *points, float *seps, int count, tb_vec3 n)
 
 /* Face contact: ref's face `axis` against inc's most opposed face. The result
  * depends only on (ref, inc), so it is identical whichever box was called A. */
-static int face_manifold(const tb_collide_box *ref, const tb_collide_box *inc, int axis, float margin,
+static inline __attribute__((always_inline)) int face_manifold(const tb_collide_box *ref, const tb_collide_box *inc, int axis, float margin,
                          tb_vec3 *points, float *seps, tb_vec3 *normal_out)
 {
     tb_vec3 d = tb_v3_sub(inc->center, ref->center);
@@ -326,11 +328,17 @@ static tb_vec3 edge_point(const tb_collide_box *a, const tb_collide_box *b, int 
     return tb_v3_scale(tb_v3_add(pa, pb), 0.5f);
 }
 
-int tb_collide_box_box(const tb_collide_box *a, const tb_collide_box *b, float margin, tb_manifold *m)
+bool tb_box_box_sat(const tb_collide_box *a, const tb_collide_box *b, float margin, tb_sat_result *out)
+{
+    return box_box_sat(a, b, margin, out);
+}
+
+/* TB_HOT_CLONES (tb_math.h): an AVX clone too, the same bits. */
+TB_HOT_CLONES int tb_collide_box_box(const tb_collide_box *a, const tb_collide_box *b, float margin, tb_manifold *m)
 {
     tb_sat_result sat;
     m->count = 0;
-    if (!tb_box_box_sat(a, b, margin, &sat)) return 0;
+    if (!box_box_sat(a, b, margin, &sat)) return 0;
     if (sat.kind == TB_SAT_EDGES) {
         m->normal = sat.normal;
         m->point[0] = edge_point(a, b, sat.index_a, sat.index_b, sat.normal);
@@ -339,12 +347,9 @@ int tb_collide_box_box(const tb_collide_box *a, const tb_collide_box *b, float m
         return 1;
     }
     tb_vec3 n;
-    if (sat.kind == TB_SAT_FACE_A) {
-        m->count = face_manifold(a, b, sat.index_a, margin, m->point, m->separation, &n);
-        m->normal = n;
-    } else {
-        m->count = face_manifold(b, a, sat.index_b, margin, m->point, m->separation, &n);
-        m->normal = tb_v3_neg(n);
-    }
+    bool face_a = sat.kind == TB_SAT_FACE_A;
+    m->count = face_manifold(face_a ? a : b, face_a ? b : a, face_a ? sat.index_a : sat.index_b, margin, m->point,
+                             m->separation, &n);
+    m->normal = face_a ? n : tb_v3_neg(n);
     return m->count;
 }

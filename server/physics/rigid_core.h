@@ -138,16 +138,7 @@ _Static_assert(sizeof(tb_cache_entry) == 4 * 8, "tb_cache_entry has no implicit 
  * ARM, plain code elsewhere); everything else in the physics is ISO C11. */
 typedef float tb_f4 __attribute__((vector_size(16)));
 
-/* TB_HOT_CLONES on a hot function compiles it twice, for AVX and for the
- * baseline, and picks one at load time (ifunc, x86-64 ELF). AVX here only
- * means three-operand encodings of the same IEEE operations (no FMA, and ISO
- * mode keeps -ffp-contract=off), so both clones give bit-identical results
- * and a world steps the same on machines with and without AVX. */
-#if defined(__x86_64__) && defined(__ELF__) && !defined(TB_NO_CLONES)
-#define TB_HOT_CLONES __attribute__((target_clones("avx", "default")))
-#else
-#define TB_HOT_CLONES
-#endif
+/* TB_HOT_CLONES: tb_math.h */
 typedef int32_t tb_i4 __attribute__((vector_size(16)));
 
 typedef struct tb_v3_4 {
