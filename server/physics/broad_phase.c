@@ -137,7 +137,7 @@ static void all_pairs(tb_rigid_world *w)
     }
 }
 
-void tb_broad_phase_update_pairs(tb_rigid_world *w)
+TB_HOT_CLONES void tb_broad_phase_update_pairs(tb_rigid_world *w)
 {
     tb_broad_phase *bp = &w->broad_phase;
     const tb_body *bodies = w->bodies;

@@ -71,7 +71,7 @@ static bool same_as_last(const tb_constraint_graph *g, const tb_rigid_world *w)
     return true;
 }
 
-void tb_constraint_graph_build(tb_rigid_world *w)
+TB_HOT_CLONES void tb_constraint_graph_build(tb_rigid_world *w)
 {
     tb_constraint_graph *g = &w->graph;
     if (same_as_last(g, w)) return;

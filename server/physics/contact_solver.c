@@ -69,7 +69,7 @@ static inline void side_rows(tb_vec3 r, const tb_mat3 *inv_inertia, bool dynamic
  * inverse masses and the two tangents of every point, cleared impulses. The
  * colouring needs the solver bodies; the rows are prepared after it, straight
  * into the lanes (tb_contact_solver_prepare). */
-void tb_contact_solver_begin(tb_rigid_world *w)
+TB_HOT_CLONES void tb_contact_solver_begin(tb_rigid_world *w)
 {
     int i = 0;
     while (i < w->contact_count) {
@@ -355,7 +355,7 @@ static inline tb_f4 lane_row(const tb_f4x2 r[3], unsigned lane) { return (tb_f4)
 /* Applies contact index's impulses (jn, jt1, jt2 of its tb_contact) to both
  * bodies; the arms come from its group's lane (the impulses are copied
  * there too) or, for an overflow contact, from its tb_contact. */
-void tb_contact_solver_warm_apply(tb_rigid_world *w, int index)
+TB_HOT_CLONES void tb_contact_solver_warm_apply(tb_rigid_world *w, int index)
 {
     const tb_contact *c = &w->contacts[index];
     tb_solver_body *a = &w->solver_bodies[c->sa], *b = &w->solver_bodies[c->sb];

@@ -57,7 +57,7 @@ static int collide_pair(tb_rigid_world *w, int ia, int ib, float margin, tb_mani
     return tb_collide_sphere_sphere(a->position, a->radius, b->position, b->radius, margin, m);
 }
 
-void tb_manifold_collide(tb_rigid_world *w)
+TB_HOT_CLONES void tb_manifold_collide(tb_rigid_world *w)
 {
     tb_manifold m;
     w->contact_count = 0;
@@ -102,7 +102,7 @@ void tb_manifold_collide(tb_rigid_world *w)
  * sorted by key, so the first cache entry of each manifold's key is found by
  * walking one cursor forward (reset once, where the plane run starts): the
  * same entry a binary search would find, in O(contacts + cache) for the step. */
-void tb_manifold_warm_start(tb_rigid_world *w)
+TB_HOT_CLONES void tb_manifold_warm_start(tb_rigid_world *w)
 {
     memset(w->cache_used, 0, (size_t)w->cache_count);
     const tb_cache_entry *cache = w->cache;
@@ -147,7 +147,7 @@ void tb_manifold_warm_start(tb_rigid_world *w)
 
 /* The contacts are [pairs sorted by key][planes by body id]; merge the two
  * runs into one key-sorted cache for the next step's binary searches. */
-void tb_manifold_store_cache(tb_rigid_world *w)
+TB_HOT_CLONES void tb_manifold_store_cache(tb_rigid_world *w)
 {
     int n = w->contact_count;
     int split = 0;

@@ -308,7 +308,7 @@ const char *tb_rigid_world_validate(const tb_rigid_world *w)
 
 /* ---- the step ----------------------------------------------------------------------------- */
 
-static void integrate_velocities(tb_rigid_world *w, float dt)
+TB_HOT_CLONES static void integrate_velocities(tb_rigid_world *w, float dt)
 {
     const float linear_keep = 1.0f / (1.0f + TB_LINEAR_DAMPING * dt);
     const float box_keep = 1.0f / (1.0f + TB_BOX_ANGULAR_DAMPING * dt);
@@ -326,7 +326,7 @@ static void integrate_velocities(tb_rigid_world *w, float dt)
 
 /* Awake bodies get solver slots 1..n in id order; sleeping bodies share the
  * static slot 0. World inverse inertia I^-1 = R diag(inv_inertia) R^T. */
-static void build_solver_bodies(tb_rigid_world *w)
+TB_HOT_CLONES static void build_solver_bodies(tb_rigid_world *w)
 {
     int n = 1;
     memset(&w->solver_bodies[0], 0, sizeof w->solver_bodies[0]);
@@ -356,7 +356,7 @@ static void build_solver_bodies(tb_rigid_world *w)
     }
 }
 
-static void integrate_positions(tb_rigid_world *w, float dt)
+TB_HOT_CLONES static void integrate_positions(tb_rigid_world *w, float dt)
 {
     for (int i = 0; i < w->body_end; i++) {
         tb_body *b = &w->bodies[i];
