@@ -76,6 +76,7 @@ TB_HOT_CLONES void tb_constraint_graph_build(tb_rigid_world *w)
     tb_constraint_graph *g = &w->graph;
     if (same_as_last(g, w)) return;
     int color_count[TB_GRAPH_COLORS] = {0};
+    uint32_t partial = 0; /* colours holding a multiple of four plus 1..3 contacts */
     g->overflow_count = 0;
 
     for (int i = 0; i < w->contact_count; i++) {
@@ -89,11 +90,14 @@ TB_HOT_CLONES void tb_constraint_graph_build(tb_rigid_world *w)
             g->overflow[g->overflow_count++] = i;
             continue;
         }
-        int color = __builtin_ctz(~used);
+        /* a colour whose last group of four has an empty lane first */
+        uint32_t fill = ~used & partial;
+        int color = __builtin_ctz(fill ? fill : ~used);
         if (c->sa) g->body_colors[c->sa] |= 1u << color;
         if (c->sb) g->body_colors[c->sb] |= 1u << color;
         g->color_of[i] = color;
         color_count[color]++;
+        partial ^= (color_count[color] % TB_LANES == 1 || color_count[color] % TB_LANES == 0) ? 1u << color : 0u;
     }
 
     /* contacts by colour (counting sort), clearing the masks on the way */
