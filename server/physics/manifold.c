@@ -14,9 +14,12 @@
 
 #include "physics/rigid_core.h"
 
+/* local_b: the point in body b's frame, R^T (p - x) with R's columns the
+ * frame's axes (three dot products, not the quaternion's two crosses). */
 static void add_manifold(tb_rigid_world *w, uint32_t key, int body_a, int body_b, const tb_manifold *m)
 {
     const tb_body *b = &w->bodies[body_b];
+    const tb_vec3 *ax = w->frames[body_b].axis;
     for (int i = 0; i < m->count; i++) {
         if (w->contact_count == w->contact_capacity) { w->contacts_dropped++; return; }
         int k = w->contact_count++;
@@ -26,7 +29,8 @@ static void add_manifold(tb_rigid_world *w, uint32_t key, int body_a, int body_b
         cp->body_b = body_b;
         cp->separation = m->separation[i];
         cp->point = m->point[i];
-        cp->local_b = tb_q_inv_rotate(b->rotation, tb_v3_sub(m->point[i], b->position));
+        tb_vec3 d = tb_v3_sub(m->point[i], b->position);
+        cp->local_b = tb_v3(tb_v3_dot(ax[0], d), tb_v3_dot(ax[1], d), tb_v3_dot(ax[2], d));
         w->contacts[k].n = m->normal;
     }
 }
