@@ -32,7 +32,9 @@
  * The iterations run on groups of four contacts with no awake body in
  * common (constraint_graph.c), one contact per SIMD lane, colour after
  * colour; the few contacts that fit no colour are solved one by one after
- * the groups. The arithmetic per lane is exactly that of solve_contact.
+ * the groups. The arithmetic per lane is that of solve_contact, except that
+ * the lanes' rows come pre-scaled by the inverse masses (the impulse is
+ * applied as (d / m) dj instead of d (dj / m): the last bit may differ).
  */
 #include <stddef.h>
 #include <string.h>
@@ -289,18 +291,18 @@ typedef float tb_f8_u __attribute__((vector_size(32), aligned(4), may_alias));
         out = (LO8(p_) + HI8(p_)) - HI8(q_);                                            \
     } while (0)
 
-/* va += d (-dj ima), wa += ia_d (-dj), vb += d (dj imb), wb += ib_d dj, as
- * ROW_APPLY: dj (-ima) and dj (-1) are -dj ima and -dj exactly. */
+/* va += (-d ima) dj, wa += (-ia_d) dj, vb += (d imb) dj, wb += ib_d dj: the
+ * rows come scaled by the inverse masses (ROW_APPLY scales dj instead, so
+ * the wide and the scalar rows round differently in the last bit). */
 #define ROW_APPLY8(r, dj)                                                               \
     do {                                                                                \
         tb_f8 dj8_ = SV8((dj), (dj), 0, 1, 2, 3, 0, 1, 2, 3);                           \
-        tb_f8 sa_ = dj8_ * scale_a, sb_ = dj8_ * scale_b;                               \
-        ax = ax + LD8(&(r)->da[0]) * sa_;                                               \
-        ay = ay + LD8(&(r)->da[1]) * sa_;                                               \
-        az = az + LD8(&(r)->da[2]) * sa_;                                               \
-        bx = bx + LD8(&(r)->db[0]) * sb_;                                               \
-        by = by + LD8(&(r)->db[1]) * sb_;                                               \
-        bz = bz + LD8(&(r)->db[2]) * sb_;                                               \
+        ax = ax + LD8(&(r)->da[0]) * dj8_;                                              \
+        ay = ay + LD8(&(r)->da[1]) * dj8_;                                              \
+        az = az + LD8(&(r)->da[2]) * dj8_;                                              \
+        bx = bx + LD8(&(r)->db[0]) * dj8_;                                              \
+        by = by + LD8(&(r)->db[1]) * dj8_;                                              \
+        bz = bz + LD8(&(r)->db[2]) * dj8_;                                              \
     } while (0)
 
 /* The same three rows as solve_contact, on four contacts of one colour.
@@ -311,7 +313,6 @@ static inline __attribute__((always_inline)) void solve_group(tb_solver_body *bo
     tb_f8 ax, ay, az, bx, by, bz;
     GATHER8(bodies, g->off_a, ax, ay, az);
     GATHER8(bodies, g->off_b, bx, by, bz);
-    const tb_f8 scale_a = LD8(&g->scale_a), scale_b = LD8(&g->scale_b);
     const tb_f4 zero = f4_splat(0.0f);
     tb_f4 max_friction = mu * g->jn;
 
@@ -359,7 +360,7 @@ TB_HOT_CLONES void tb_contact_solver_warm_apply(tb_rigid_world *w, int index)
 {
     const tb_contact *c = &w->contacts[index];
     tb_solver_body *a = &w->solver_bodies[c->sa], *b = &w->solver_bodies[c->sb];
-    tb_f4 ia_n, ia_t1, ia_t2, ib_n, ib_t1, ib_t2;
+    tb_f4 ia_n, ia_t1, ia_t2, ib_n, ib_t1, ib_t2; /* ia_*: -I_a^-1 (r_a x d), as the lanes hold them */
     int slot = w->graph.slot[index];
     if (slot >= 0) {
         tb_contact_wide *g = &w->graph.groups[(unsigned)slot / TB_LANES];
@@ -374,9 +375,9 @@ TB_HOT_CLONES void tb_contact_solver_warm_apply(tb_rigid_world *w, int index)
         g->jt1[lane] = c->jt1;
         g->jt2[lane] = c->jt2;
     } else {
-        ia_n = row3(c->ia_n);
-        ia_t1 = row3(c->ia_t1);
-        ia_t2 = row3(c->ia_t2);
+        ia_n = -row3(c->ia_n);
+        ia_t1 = -row3(c->ia_t1);
+        ia_t2 = -row3(c->ia_t2);
         ib_n = row3(c->ib_n);
         ib_t1 = row3(c->ib_t1);
         ib_t2 = row3(c->ib_t2);
@@ -386,7 +387,7 @@ TB_HOT_CLONES void tb_contact_solver_warm_apply(tb_rigid_world *w, int index)
     tb_f4 dwa = ia_n * jn + ia_t1 * jt1 + ia_t2 * jt2;
     tb_f4 dwb = ib_n * jn + ib_t1 * jt1 + ib_t2 * jt2;
     /* the pads stay +0: pad + 0 * s */
-    tb_f4 av = tb__load_row(&a->v) + p * f4_splat(-c->ima), aw = tb__load_row(&a->w) - dwa;
+    tb_f4 av = tb__load_row(&a->v) + p * f4_splat(-c->ima), aw = tb__load_row(&a->w) + dwa; /* dwa negated */
     tb_f4 bv = tb__load_row(&b->v) + p * f4_splat(c->imb), bw = tb__load_row(&b->w) + dwb;
     store_body(a, 0, av, aw);
     store_body(b, 0, bv, bw);
@@ -448,8 +449,8 @@ static inline __attribute__((always_inline)) tb_f4 prepare_row(const side4 *a, c
     const tb_f4 rbc[3] = {rb_d.x, rb_d.y, rb_d.z}, ibc[3] = {ib_d.x, ib_d.y, ib_d.z};
 #define PUT_ROW(k)                                  \
     do {                                            \
-        row->da[k] = (tb_f4x2){dc[k], iac[k]};      \
-        row->db[k] = (tb_f4x2){dc[k], ibc[k]};      \
+        row->da[k] = (tb_f4x2){dc[k] * -ima, -iac[k]}; \
+        row->db[k] = (tb_f4x2){dc[k] * imb, ibc[k]};  \
         row->dr[k] = (tb_f4x2){dc[k], rbc[k]};      \
         row->ra[k] = (tb_f4x2){zero, rac[k]};       \
     } while (0)
@@ -497,8 +498,6 @@ TB_HOT_CLONES static void prepare_group(const tb_rigid_world *w, tb_contact_wide
                                   tb__load_row(&c[3]->t2));
     const tb_f4 ima = {c[0]->ima, c[1]->ima, c[2]->ima, c[3]->ima};
     const tb_f4 imb = {c[0]->imb, c[1]->imb, c[2]->imb, c[3]->imb};
-    g->scale_a = (tb_f4x2){-ima, f4_splat(-1.0f)};
-    g->scale_b = (tb_f4x2){imb, f4_splat(1.0f)};
     tb_v3_4 ra_n;
     g->mass_n = prepare_row(&a, &b, ima, imb, n, &g->n, &ra_n);
     g->mass_t1 = prepare_row(&a, &b, ima, imb, t1, &g->t1, NULL);

@@ -193,17 +193,16 @@ typedef struct tb_f4x2 {
 /* One constraint direction d of four contacts (x, y, z components): with A =
  * [va | wa] and B = [vb | wb] the relative velocity along d is
  *     lo(X . dr) + hi(X . dr) - hi(A . ra),  X = [vb - va | wb],
- * and an impulse dj moves A by da [dj | dj] scale_a and B by db [dj | dj] scale_b. */
+ * and an impulse dj moves A by da [dj | dj] and B by db [dj | dj]. */
 typedef struct tb_row_wide {
-    tb_f4x2 da[3]; /* lo: d, hi: I_a^-1 (r_a x d) */
-    tb_f4x2 db[3]; /* lo: d, hi: I_b^-1 (r_b x d) */
+    tb_f4x2 da[3]; /* lo: -d / ma, hi: -I_a^-1 (r_a x d) */
+    tb_f4x2 db[3]; /* lo: d / mb, hi: I_b^-1 (r_b x d) */
     tb_f4x2 dr[3]; /* lo: d, hi: r_b x d */
     tb_f4x2 ra[3]; /* lo: 0, hi: r_a x d */
 } tb_row_wide;
 
 typedef struct tb_contact_wide {
     tb_row_wide n, t1, t2;
-    tb_f4x2 scale_a, scale_b; /* [-1/ma | -1] and [1/mb | 1] per lane */
     tb_f4 mass_n, mass_t1, mass_t2, target;
     tb_f4 jn, jt1, jt2;
     int32_t sa[TB_LANES], sb[TB_LANES];
