@@ -428,38 +428,33 @@ static inline void side_rows4(const side4 *s, tb_v3_4 d, tb_v3_4 *r_d, tb_v3_4 *
     *i_d = keep4(id, s->dynamic);
 }
 
-static inline tb_f4 effective_mass4(tb_f4 ima, tb_f4 imb, tb_v3_4 ra_d, tb_v3_4 ia_d, tb_v3_4 rb_d, tb_v3_4 ib_d)
+/* One side's arms for the three directions straight into the rows (side a:
+ * da.hi = -I^-1 (r x d) and ra.hi = r x d; side b: db.hi and dr.hi), and
+ * (r x d) . I^-1 (r x d) per direction for the effective masses. One side
+ * at a time keeps fewer vectors live. */
+#define PREP_UNROLL _Pragma("GCC unroll 3")
+static inline __attribute__((always_inline)) void prepare_side(const side4 *s, const tb_v3_4 d[3],
+                                                               tb_row_wide *const rows[3], bool side_a, tb_f4 k[3])
 {
-    tb_f4 k = ima + imb + dot4(ra_d, ia_d) + dot4(rb_d, ib_d);
-    tb_i4 ok = k > f4_splat(1e-9f);
-    return f4_select(ok, f4_splat(1.0f) / f4_select(ok, k, f4_splat(1.0f)), f4_splat(0.0f));
+    PREP_UNROLL for (int r = 0; r < 3; r++) {
+        tb_v3_4 r_d, i_d;
+        side_rows4(s, d[r], &r_d, &i_d);
+        tb_row_wide *row = rows[r];
+        if (side_a) {
+            row->da[0].hi = -i_d.x, row->da[1].hi = -i_d.y, row->da[2].hi = -i_d.z;
+            row->ra[0].hi = r_d.x, row->ra[1].hi = r_d.y, row->ra[2].hi = r_d.z;
+        } else {
+            row->db[0].hi = i_d.x, row->db[1].hi = i_d.y, row->db[2].hi = i_d.z;
+            row->dr[0].hi = r_d.x, row->dr[1].hi = r_d.y, row->dr[2].hi = r_d.z;
+        }
+        k[r] = dot4(r_d, i_d);
+    }
 }
 
-/* One direction d of the four lanes into its tb_row_wide; returns the
- * effective masses (and the a side's arms in *ra_out if asked). */
-static inline __attribute__((always_inline)) tb_f4 prepare_row(const side4 *a, const side4 *b, tb_f4 ima, tb_f4 imb, tb_v3_4 d, tb_row_wide *row,
-                                tb_v3_4 *ra_out)
+static inline tb_f4 inverse_mass4(tb_f4 k)
 {
-    tb_v3_4 ra_d, ia_d, rb_d, ib_d;
-    side_rows4(a, d, &ra_d, &ia_d);
-    side_rows4(b, d, &rb_d, &ib_d);
-    const tb_f4 zero = f4_splat(0.0f);
-    const tb_f4 dc[3] = {d.x, d.y, d.z};
-    const tb_f4 rac[3] = {ra_d.x, ra_d.y, ra_d.z}, iac[3] = {ia_d.x, ia_d.y, ia_d.z};
-    const tb_f4 rbc[3] = {rb_d.x, rb_d.y, rb_d.z}, ibc[3] = {ib_d.x, ib_d.y, ib_d.z};
-#define PUT_ROW(k)                                  \
-    do {                                            \
-        row->da[k] = (tb_f4x2){dc[k] * -ima, -iac[k]}; \
-        row->db[k] = (tb_f4x2){dc[k] * imb, ibc[k]};  \
-        row->dr[k] = (tb_f4x2){dc[k], rbc[k]};      \
-        row->ra[k] = (tb_f4x2){zero, rac[k]};       \
-    } while (0)
-    PUT_ROW(0);
-    PUT_ROW(1);
-    PUT_ROW(2);
-#undef PUT_ROW
-    if (ra_out) *ra_out = ra_d;
-    return effective_mass4(ima, imb, ra_d, ia_d, rb_d, ib_d);
+    tb_i4 ok = k > f4_splat(1e-9f);
+    return f4_select(ok, f4_splat(1.0f) / f4_select(ok, k, f4_splat(1.0f)), f4_splat(0.0f));
 }
 
 TB_HOT_CLONES static void prepare_group(const tb_rigid_world *w, tb_contact_wide *g, float dt)
@@ -486,23 +481,40 @@ TB_HOT_CLONES static void prepare_group(const tb_rigid_world *w, tb_contact_wide
     }
     const tb_i4 lane_sa = {g->sa[0], g->sa[1], g->sa[2], g->sa[3]}, lane_sb = {g->sb[0], g->sb[1], g->sb[2], g->sb[3]};
     const tb_i4 zero_i = {0, 0, 0, 0};
-    tb_v3_4 p4 = rows4(point);
-    side4 a = {sub4(p4, rows4(pos_a)), {rows4(inv_a[0]), rows4(inv_a[1]), rows4(inv_a[2])}, lane_sa != zero_i};
-    side4 b = {sub4(p4, rows4(pos_b)), {rows4(inv_b[0]), rows4(inv_b[1]), rows4(inv_b[2])}, lane_sb != zero_i};
-
-    tb_v3_4 n = tb__transpose_in(tb__load_row(&c[0]->n), tb__load_row(&c[1]->n), tb__load_row(&c[2]->n),
-                                 tb__load_row(&c[3]->n));
-    tb_v3_4 t1 = tb__transpose_in(tb__load_row(&c[0]->t1), tb__load_row(&c[1]->t1), tb__load_row(&c[2]->t1),
-                                  tb__load_row(&c[3]->t1));
-    tb_v3_4 t2 = tb__transpose_in(tb__load_row(&c[0]->t2), tb__load_row(&c[1]->t2), tb__load_row(&c[2]->t2),
-                                  tb__load_row(&c[3]->t2));
     const tb_f4 ima = {c[0]->ima, c[1]->ima, c[2]->ima, c[3]->ima};
     const tb_f4 imb = {c[0]->imb, c[1]->imb, c[2]->imb, c[3]->imb};
-    tb_v3_4 ra_n;
-    g->mass_n = prepare_row(&a, &b, ima, imb, n, &g->n, &ra_n);
-    g->mass_t1 = prepare_row(&a, &b, ima, imb, t1, &g->t1, NULL);
-    g->mass_t2 = prepare_row(&a, &b, ima, imb, t2, &g->t2, NULL);
-    tb_v3_4 rb_n = {g->n.dr[0].hi, g->n.dr[1].hi, g->n.dr[2].hi};
+    const tb_v3_4 d[3] = {
+        tb__transpose_in(tb__load_row(&c[0]->n), tb__load_row(&c[1]->n), tb__load_row(&c[2]->n), tb__load_row(&c[3]->n)),
+        tb__transpose_in(tb__load_row(&c[0]->t1), tb__load_row(&c[1]->t1), tb__load_row(&c[2]->t1),
+                         tb__load_row(&c[3]->t1)),
+        tb__transpose_in(tb__load_row(&c[0]->t2), tb__load_row(&c[1]->t2), tb__load_row(&c[2]->t2),
+                         tb__load_row(&c[3]->t2))};
+    tb_row_wide *const rows[3] = {&g->n, &g->t1, &g->t2};
+    const tb_f4 zero = f4_splat(0.0f);
+    PREP_UNROLL for (int r = 0; r < 3; r++) {
+        tb_row_wide *row = rows[r];
+        row->da[0].lo = d[r].x * -ima, row->da[1].lo = d[r].y * -ima, row->da[2].lo = d[r].z * -ima;
+        row->db[0].lo = d[r].x * imb, row->db[1].lo = d[r].y * imb, row->db[2].lo = d[r].z * imb;
+        row->dr[0].lo = d[r].x, row->dr[1].lo = d[r].y, row->dr[2].lo = d[r].z;
+        row->ra[0].lo = row->ra[1].lo = row->ra[2].lo = zero;
+    }
+    tb_v3_4 p4 = rows4(point);
+    tb_f4 ka[3], kb[3];
+    {
+        side4 a = {sub4(p4, rows4(pos_a)), {rows4(inv_a[0]), rows4(inv_a[1]), rows4(inv_a[2])}, lane_sa != zero_i};
+        prepare_side(&a, d, rows, true, ka);
+    }
+    {
+        side4 b = {sub4(p4, rows4(pos_b)), {rows4(inv_b[0]), rows4(inv_b[1]), rows4(inv_b[2])}, lane_sb != zero_i};
+        prepare_side(&b, d, rows, false, kb);
+    }
+    /* K = 1/ma + 1/mb + (ra x d) . Ia^-1 (ra x d) + (rb x d) . Ib^-1 (rb x d) */
+    g->mass_n = inverse_mass4(ima + imb + ka[0] + kb[0]);
+    g->mass_t1 = inverse_mass4(ima + imb + ka[1] + kb[1]);
+    g->mass_t2 = inverse_mass4(ima + imb + ka[2] + kb[2]);
+    const tb_v3_4 n = d[0];
+    const tb_v3_4 ra_n = {g->n.ra[0].hi, g->n.ra[1].hi, g->n.ra[2].hi};
+    const tb_v3_4 rb_n = {g->n.dr[0].hi, g->n.dr[1].hi, g->n.dr[2].hi};
 
     /* normal_target per lane (velocities before the warm start) */
     tb_v3_4 va, wa, vb, wb;
@@ -510,7 +522,7 @@ TB_HOT_CLONES static void prepare_group(const tb_rigid_world *w, tb_contact_wide
     gather(w->solver_bodies, g->off_b, &vb, &wb);
     tb_f4 vn = WROW_VELOCITY(n, ra_n, rb_n);
     const float inv_dt = 1.0f / dt;
-    const tb_f4 s = {sep[0], sep[1], sep[2], sep[3]}, zero = f4_splat(0.0f);
+    const tb_f4 s = {sep[0], sep[1], sep[2], sep[3]};
     tb_f4 target = f4_select(s > zero, -s * f4_splat(inv_dt),
                              f4_splat(TB_BAUMGARTE * inv_dt) * f4_max(zero, -s - f4_splat(TB_LINEAR_SLOP)));
     tb_i4 bounce = (vn < f4_splat(-TB_RESTITUTION_THRESHOLD)) & (s < -vn * f4_splat(dt));
