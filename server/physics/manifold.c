@@ -19,7 +19,7 @@
 static void add_manifold(tb_rigid_world *w, uint32_t key, int body_a, int body_b, const tb_manifold *m)
 {
     const tb_body *b = &w->bodies[body_b];
-    const tb_vec3 *ax = w->frames[body_b].axis;
+    const tb_vec3 *ax = w->frames[body_b].box.axis;
     for (int i = 0; i < m->count; i++) {
         if (w->contact_count == w->contact_capacity) { w->contacts_dropped++; return; }
         int k = w->contact_count++;
@@ -40,21 +40,10 @@ static int collide_pair(tb_rigid_world *w, int ia, int ib, float margin, tb_mani
 {
     const tb_body *a = &w->bodies[ia], *b = &w->bodies[ib];
     const tb_body_frame *fa = &w->frames[ia], *fb = &w->frames[ib];
-    if (a->shape == TB_RIGID_BOX && b->shape == TB_RIGID_BOX) {
-        tb_collide_box ba, bb;
-        tb_collide_box_from_body(a, fa, &ba);
-        tb_collide_box_from_body(b, fb, &bb);
-        return tb_collide_box_box(&ba, &bb, margin, m);
-    }
-    if (a->shape == TB_RIGID_BOX) {
-        tb_collide_box ba;
-        tb_collide_box_from_body(a, fa, &ba);
-        return tb_collide_box_sphere(&ba, b->position, b->radius, margin, m);
-    }
+    if (a->shape == TB_RIGID_BOX && b->shape == TB_RIGID_BOX) return tb_collide_box_box(&fa->box, &fb->box, margin, m);
+    if (a->shape == TB_RIGID_BOX) return tb_collide_box_sphere(&fa->box, b->position, b->radius, margin, m);
     if (b->shape == TB_RIGID_BOX) {
-        tb_collide_box bb;
-        tb_collide_box_from_body(b, fb, &bb);
-        int n = tb_collide_box_sphere(&bb, a->position, a->radius, margin, m);
+        int n = tb_collide_box_sphere(&fb->box, a->position, a->radius, margin, m);
         m->normal = tb_v3_neg(m->normal);
         return n;
     }
@@ -91,9 +80,7 @@ TB_HOT_CLONES void tb_manifold_collide(tb_rigid_world *w)
             if (tb_v3_dot(n, b->position) - w->plane_offset[k] > b->radius + margin) continue;
             int count;
             if (b->shape == TB_RIGID_BOX) {
-                tb_collide_box box;
-                tb_collide_box_from_body(b, f, &box);
-                count = tb_collide_plane_box(n, w->plane_offset[k], &box, margin, &m);
+                count = tb_collide_plane_box(n, w->plane_offset[k], &f->box, margin, &m);
             } else {
                 count = tb_collide_plane_sphere(n, w->plane_offset[k], b->position, b->radius, margin, &m);
             }

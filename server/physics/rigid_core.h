@@ -71,7 +71,8 @@ _Static_assert(sizeof(tb_body) == 4 * 25, "tb_body has no implicit padding");
 
 /* Per-step derived data of a body. */
 typedef struct tb_body_frame {
-    tb_vec3 axis[3];       /* body axes in world (rotation matrix columns) */
+    tb_collide_box box;    /* position, body axes in world (rotation matrix
+                            * columns), half extents (zero for a sphere) */
     tb_vec3 aabb_min, aabb_max;
     float speculative;     /* how far the body may move this step: (|v| + |w| r) dt */
 } tb_body_frame;
@@ -295,7 +296,6 @@ struct tb_rigid_world {
 void tb_body_compute_frame(const tb_body *body, tb_body_frame *frame, float dt, float margin);
 void tb_body_wake(tb_body *body);
 bool tb_body_is_slow(const tb_body *body);
-void tb_collide_box_from_body(const tb_body *body, const tb_body_frame *frame, tb_collide_box *box);
 
 /* broad_phase.c */
 int tb_broad_phase_init(tb_broad_phase *bp, int body_capacity);

@@ -342,7 +342,7 @@ TB_HOT_CLONES static void build_solver_bodies(tb_rigid_world *w)
         if (b->shape == TB_RIGID_SPHERE) {
             w->inv_inertia_world[n] = tb_m3_diag(b->inv_inertia);
         } else {
-            const tb_vec3 *ax = w->frames[i].axis;
+            const tb_vec3 *ax = w->frames[i].box.axis;
             tb_vec3 d = b->inv_inertia;
             tb_mat3 m;
             /* (R D R^T)_rc = sum_k ax_k[r] d_k ax_k[c] with ax_k the columns of R */
