@@ -152,6 +152,10 @@ TB_HOT_CLONES void tb_manifold_store_cache(tb_rigid_world *w)
         if (j >= n || (i < split && w->points[i].key <= w->points[j].key)) src = i++;
         else src = j++;
         const tb_contact *c = &w->contacts[src];
+        /* a contact that ended with no impulse (speculative, never touched)
+         * leaves nothing: the next step's contact there starts from zero
+         * anyway */
+        if (c->jn == 0.0f && c->jt1 == 0.0f && c->jt2 == 0.0f) continue;
         tb_cache_entry *e = &w->cache_next[k++];
         e->key = w->points[src].key;
         e->jn = c->jn;
@@ -161,5 +165,5 @@ TB_HOT_CLONES void tb_manifold_store_cache(tb_rigid_world *w)
     tb_cache_entry *t = w->cache;
     w->cache = w->cache_next;
     w->cache_next = t;
-    w->cache_count = n;
+    w->cache_count = k;
 }
