@@ -63,17 +63,6 @@ tb_collide_box tb_collide_box_make(tb_vec3 center, tb_quat rotation, tb_vec3 hal
     return box;
 }
 
-/* Separation along face axis i of `own`, written so that the same value comes
- * out bit for bit whether `own` is A or B: |t . axis| with t or -t is the
- * same, c[i][j] = |a_i . b_j| is symmetric, and the other box's projection is
- * summed first, then the own half extent added. */
-static inline float face_separation(tb_vec3 t, tb_vec3 axis, float own_half, const float other_half[3],
-                                    float c0, float c1, float c2)
-{
-    float other = other_half[0] * c0 + other_half[1] * c1 + other_half[2] * c2;
-    return fabsf(tb_v3_dot(t, axis)) - (other + own_half);
-}
-
 /* Four floats per vector (GCC/Clang extension; SSE on x86-64): the SAT's
  * 3 x 3 quantities computed three lanes at a time, each lane with the
  * operations of the scalar formulas in the same order (no FMA), so every
@@ -115,7 +104,11 @@ static inline __attribute__((always_inline)) bool box_box_sat(const tb_collide_b
     const sat_f4 eps = sat_splat(1e-6f);
     const sat_f4 ah = {a->half[0], a->half[1], a->half[2], 0.0f}, bh = {b->half[0], b->half[1], b->half[2], 0.0f};
     const sat_f4 tx = sat_splat(t.x), ty = sat_splat(t.y), tz = sat_splat(t.z);
-    /* face_separation for every face: |t . axis| - (other's projection + own half) */
+    /* Separation along every face axis of `own`: |t . axis| - (other's
+     * projection + own half), written so that the same value comes out bit
+     * for bit whether `own` is A or B: |t . axis| with t or -t is the same,
+     * c[i][j] = |a_i . b_j| is symmetric, and the other box's projection is
+     * summed first, then the own half extent added. */
     float sep_a[4], sep_b[4];
     {
         sat_f4 other = sat_splat(b->half[0]) * (sat_abs(col[0]) + eps) + sat_splat(b->half[1]) * (sat_abs(col[1]) + eps) +

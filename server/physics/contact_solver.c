@@ -196,7 +196,6 @@ static inline tb_f4 f4_max(tb_f4 a, tb_f4 b) { return f4_select(a > b, a, b); }
 #endif
 static inline tb_f4 dot4(tb_v3_4 a, tb_v3_4 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
 static inline tb_v3_4 sub4(tb_v3_4 a, tb_v3_4 b) { return (tb_v3_4){a.x - b.x, a.y - b.y, a.z - b.z}; }
-static inline tb_v3_4 mad4(tb_v3_4 a, tb_v3_4 b, tb_f4 s) { return (tb_v3_4){a.x + b.x * s, a.y + b.y * s, a.z + b.z * s}; }
 
 /* off[k]: byte offset of lane k's solver body (one load per lane, no index
  * arithmetic; about 30 fewer instructions a group). */
@@ -432,7 +431,11 @@ static inline void side_rows4(const side4 *s, tb_v3_4 d, tb_v3_4 *r_d, tb_v3_4 *
  * da.hi = -I^-1 (r x d) and ra.hi = r x d; side b: db.hi and dr.hi), and
  * (r x d) . I^-1 (r x d) per direction for the effective masses. One side
  * at a time keeps fewer vectors live. */
+#if defined(__GNUC__) && !defined(__clang__)
 #define PREP_UNROLL _Pragma("GCC unroll 3")
+#else
+#define PREP_UNROLL
+#endif
 static inline __attribute__((always_inline)) void prepare_side(const side4 *s, const tb_v3_4 d[3],
                                                                tb_row_wide *const rows[3], bool side_a, tb_f4 k[3])
 {

@@ -182,7 +182,9 @@ static inline tb_mat3 tb_m3_world_inv_inertia(tb_quat q, tb_vec3 inv_inertia_loc
  * means three-operand encodings of the same IEEE operations (no FMA, and ISO
  * mode keeps -ffp-contract=off), so both clones give bit-identical results
  * and a world steps the same on machines with and without AVX. */
-#if defined(__x86_64__) && defined(__ELF__) && !defined(TB_NO_CLONES)
+/* GCC only: clang 14 leaves calls from other files to an external cloned
+ * function unresolved, so a clang build uses the baseline code throughout. */
+#if defined(__x86_64__) && defined(__ELF__) && !defined(TB_NO_CLONES) && !defined(__clang__)
 #define TB_HOT_CLONES __attribute__((target_clones("avx", "default")))
 #else
 #define TB_HOT_CLONES
