@@ -139,13 +139,18 @@ bool tb_body_is_slow(const tb_body *body)
 void tb_body_compute_frame(const tb_body *body, tb_body_frame *frame, float dt, float margin)
 {
     tb_mat3 r = tb_m3_from_q(body->rotation);
-    for (int i = 0; i < 3; i++) frame->axis[i] = tb_m3_col(r, i);
+    tb_vec3 *axis = frame->box.axis;
+    for (int i = 0; i < 3; i++) axis[i] = tb_m3_col(r, i);
+    frame->box.center = body->position;
+    frame->box.half[0] = body->half_extents.x;
+    frame->box.half[1] = body->half_extents.y;
+    frame->box.half[2] = body->half_extents.z;
     tb_vec3 extent;
     if (body->shape == TB_RIGID_BOX) {
         tb_vec3 h = body->half_extents;
         /* world AABB half size: sum over axes of h_i |axis_i| */
-        extent = tb_v3_add(tb_v3_add(tb_v3_scale(tb_v3_abs(frame->axis[0]), h.x), tb_v3_scale(tb_v3_abs(frame->axis[1]), h.y)),
-                           tb_v3_scale(tb_v3_abs(frame->axis[2]), h.z));
+        extent = tb_v3_add(tb_v3_add(tb_v3_scale(tb_v3_abs(axis[0]), h.x), tb_v3_scale(tb_v3_abs(axis[1]), h.y)),
+                           tb_v3_scale(tb_v3_abs(axis[2]), h.z));
     } else {
         extent = tb_v3(body->radius, body->radius, body->radius);
     }
@@ -155,17 +160,6 @@ void tb_body_compute_frame(const tb_body *body, tb_body_frame *frame, float dt, 
     extent = tb_v3_add(extent, tb_v3(grow, grow, grow));
     frame->aabb_min = tb_v3_sub(body->position, extent);
     frame->aabb_max = tb_v3_add(body->position, extent);
-}
-
-void tb_collide_box_from_body(const tb_body *body, const tb_body_frame *frame, tb_collide_box *box)
-{
-    box->center = body->position;
-    box->axis[0] = frame->axis[0];
-    box->axis[1] = frame->axis[1];
-    box->axis[2] = frame->axis[2];
-    box->half[0] = body->half_extents.x;
-    box->half[1] = body->half_extents.y;
-    box->half[2] = body->half_extents.z;
 }
 
 /* ---- per-body calls ----------------------------------------------------------------- */

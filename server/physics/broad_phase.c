@@ -125,7 +125,7 @@ static void sort_pairs(tb_pair *pairs, tb_pair *tmp, int n)
  * key order directly. */
 #define SMALL_WORLD 32
 
-static void all_pairs(tb_rigid_world *w)
+static inline __attribute__((always_inline)) void all_pairs(tb_rigid_world *w)
 {
     const tb_body *bodies = w->bodies;
     for (int i = 0; i < w->body_end; i++) {
@@ -137,7 +137,7 @@ static void all_pairs(tb_rigid_world *w)
     }
 }
 
-void tb_broad_phase_update_pairs(tb_rigid_world *w)
+TB_HOT_CLONES void tb_broad_phase_update_pairs(tb_rigid_world *w)
 {
     tb_broad_phase *bp = &w->broad_phase;
     const tb_body *bodies = w->bodies;

@@ -21,6 +21,11 @@
 #include "physics/collide.h"
 
 #include <float.h>
+#include <stdint.h>
+#include <string.h>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 /* Edge axes must beat the best face by this much (the seed's 1 cm): face
  * manifolds with several points are far more stable for resting contact. */
@@ -58,36 +63,73 @@ tb_collide_box tb_collide_box_make(tb_vec3 center, tb_quat rotation, tb_vec3 hal
     return box;
 }
 
-/* Separation along face axis i of `own`, written so that the same value comes
- * out bit for bit whether `own` is A or B: |t . axis| with t or -t is the
- * same, c[i][j] = |a_i . b_j| is symmetric, and the other box's projection is
- * summed first, then the own half extent added. */
-static inline float face_separation(tb_vec3 t, tb_vec3 axis, float own_half, const float other_half[3],
-                                    float c0, float c1, float c2)
+/* Four floats per vector (GCC/Clang extension; SSE on x86-64): the SAT's
+ * 3 x 3 quantities computed three lanes at a time, each lane with the
+ * operations of the scalar formulas in the same order (no FMA), so every
+ * value is the same bits; the decisions then scan the lanes in the scalar
+ * order (A faces, B faces, edges i-major). Lane 3 is padding. */
+typedef float sat_f4 __attribute__((vector_size(16)));
+typedef int32_t sat_i4 __attribute__((vector_size(16)));
+#define SAT_PERM(v, i0, i1, i2, i3) __builtin_shufflevector((v), (v), i0, i1, i2, i3)
+
+static inline sat_f4 sat_splat(float x) { return (sat_f4){x, x, x, x}; }
+static inline sat_f4 sat_abs(sat_f4 v) { return (sat_f4)((sat_i4)v & (sat_i4){0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF}); }
+static inline sat_f4 sat_sqrt(sat_f4 v)
 {
-    float other = other_half[0] * c0 + other_half[1] * c1 + other_half[2] * c2;
-    return fabsf(tb_v3_dot(t, axis)) - (other + own_half);
+#if defined(__SSE__)
+    return (sat_f4)_mm_sqrt_ps((__m128)v);
+#else
+    return (sat_f4){sqrtf(v[0]), sqrtf(v[1]), sqrtf(v[2]), sqrtf(v[3])};
+#endif
 }
 
-bool tb_box_box_sat(const tb_collide_box *a, const tb_collide_box *b, float margin, tb_sat_result *out)
+/* Inlined into tb_collide_box_box's clones (and wrapped as tb_box_box_sat). */
+static inline __attribute__((always_inline)) bool box_box_sat(const tb_collide_box *a, const tb_collide_box *b,
+                                                              float margin, tb_sat_result *out)
 {
     tb_vec3 t = tb_v3_sub(b->center, a->center);
-    float r[3][3], c[3][3]; /* r = a_i . b_j, c = |r| + eps (eps: parallel edges stay conservative) */
+    const tb_vec3 *aa = a->axis, *ba = b->axis;
+    /* axis components by lane: lane i of ax is a_i.x, lane j of bx is b_j.x */
+    const sat_f4 ax = {aa[0].x, aa[1].x, aa[2].x, 0.0f}, ay = {aa[0].y, aa[1].y, aa[2].y, 0.0f},
+                 az = {aa[0].z, aa[1].z, aa[2].z, 0.0f};
+    const sat_f4 bx = {ba[0].x, ba[1].x, ba[2].x, 0.0f}, by = {ba[0].y, ba[1].y, ba[2].y, 0.0f},
+                 bz = {ba[0].z, ba[1].z, ba[2].z, 0.0f};
+    /* r = a_i . b_j: row[i] has lanes j, col[j] lanes i (the same numbers) */
+    sat_f4 row[3], col[3];
     UNROLL3 for (int i = 0; i < 3; i++)
-        UNROLL3 for (int j = 0; j < 3; j++) {
-            r[i][j] = tb_v3_dot(a->axis[i], b->axis[j]);
-            c[i][j] = fabsf(r[i][j]) + 1e-6f;
-        }
+        row[i] = sat_splat(aa[i].x) * bx + sat_splat(aa[i].y) * by + sat_splat(aa[i].z) * bz;
+    UNROLL3 for (int j = 0; j < 3; j++)
+        col[j] = ax * sat_splat(ba[j].x) + ay * sat_splat(ba[j].y) + az * sat_splat(ba[j].z);
+    /* c = |r| + eps (eps: parallel edges stay conservative) */
+    const sat_f4 eps = sat_splat(1e-6f);
+    const sat_f4 ah = {a->half[0], a->half[1], a->half[2], 0.0f}, bh = {b->half[0], b->half[1], b->half[2], 0.0f};
+    const sat_f4 tx = sat_splat(t.x), ty = sat_splat(t.y), tz = sat_splat(t.z);
+    /* Separation along every face axis of `own`: |t . axis| - (other's
+     * projection + own half), written so that the same value comes out bit
+     * for bit whether `own` is A or B: |t . axis| with t or -t is the same,
+     * c[i][j] = |a_i . b_j| is symmetric, and the other box's projection is
+     * summed first, then the own half extent added. */
+    float sep_a[4], sep_b[4];
+    {
+        sat_f4 other = sat_splat(b->half[0]) * (sat_abs(col[0]) + eps) + sat_splat(b->half[1]) * (sat_abs(col[1]) + eps) +
+                       sat_splat(b->half[2]) * (sat_abs(col[2]) + eps);
+        sat_f4 s = sat_abs(tx * ax + ty * ay + tz * az) - (other + ah);
+        memcpy(sep_a, &s, sizeof s);
+        other = sat_splat(a->half[0]) * (sat_abs(row[0]) + eps) + sat_splat(a->half[1]) * (sat_abs(row[1]) + eps) +
+                sat_splat(a->half[2]) * (sat_abs(row[2]) + eps);
+        s = sat_abs(tx * bx + ty * by + tz * bz) - (other + bh);
+        memcpy(sep_b, &s, sizeof s);
+    }
 
     float best_a = -FLT_MAX, best_b = -FLT_MAX;
     int ia = 0, ib = 0;
     UNROLL3 for (int i = 0; i < 3; i++) {
-        float s = face_separation(t, a->axis[i], a->half[i], b->half, c[i][0], c[i][1], c[i][2]);
+        float s = sep_a[i];
         if (s > margin) { out->separation = s; return false; }
         if (s > best_a) { best_a = s; ia = i; }
     }
     UNROLL3 for (int j = 0; j < 3; j++) {
-        float s = face_separation(t, b->axis[j], b->half[j], a->half, c[0][j], c[1][j], c[2][j]);
+        float s = sep_b[j];
         if (s > margin) { out->separation = s; return false; }
         if (s > best_b) { best_b = s; ib = j; }
     }
@@ -116,23 +158,36 @@ bool tb_box_box_sat(const tb_collide_box *a, const tb_collide_box *b, float marg
     /* An edge whose numerator |t.L| - (ra + rb) is <= 0 has s <= 0 (same sign,
      * inv_len > 0). When 0 <= margin and 0 <= best_face + EDGE_PREFERENCE it
      * can neither separate nor win (only the largest edge s matters, and the
-     * test below is the same expression), so its sqrt and division are skipped. */
+     * test below is the same expression), so it is skipped. */
     bool skip_overlapping = margin >= 0.0f && best_face + EDGE_PREFERENCE >= 0.0f;
+    /* the half extents of B by lane j at next[j] and after[j] */
+    const sat_f4 bh_next = SAT_PERM(bh, 1, 2, 0, 3), bh_after = SAT_PERM(bh, 2, 0, 1, 3);
     UNROLL3 for (int i = 0; i < 3; i++) {
         int i1 = next[i], i2 = after[i];
+        /* lanes j: L = a_i x b_j, |L|^2, ra, rb, the numerator, 1/|L| */
+        const sat_f4 aix = sat_splat(aa[i].x), aiy = sat_splat(aa[i].y), aiz = sat_splat(aa[i].z);
+        sat_f4 lx = aiy * bz - aiz * by, ly = aiz * bx - aix * bz, lz = aix * by - aiy * bx;
+        sat_f4 len_sq = lx * lx + ly * ly + lz * lz; /* 1 - r^2 loses digits for nearly parallel edges */
+        sat_f4 ra = sat_splat(a->half[i1]) * sat_abs(row[i2]) + sat_splat(a->half[i2]) * sat_abs(row[i1]);
+        sat_f4 ri = sat_abs(row[i]);
+        sat_f4 rb = bh_next * SAT_PERM(ri, 2, 0, 1, 3) + bh_after * SAT_PERM(ri, 1, 2, 0, 3);
+        sat_f4 num = sat_abs(tx * lx + ty * ly + tz * lz) - (ra + rb);
+        sat_f4 inv_len = sat_splat(1.0f) / sat_sqrt(len_sq);
+        float r_l[4], num_l[4], inv_l[4];
+        memcpy(r_l, &row[i], sizeof r_l);
+        memcpy(num_l, &num, sizeof num_l);
+        memcpy(inv_l, &inv_len, sizeof inv_l);
         UNROLL3 for (int j = 0; j < 3; j++) {
-            if (1.0f - r[i][j] * r[i][j] < PARALLEL_EDGES * PARALLEL_EDGES) continue;
-            int j1 = next[j], j2 = after[j];
-            tb_vec3 l = tb_v3_cross(a->axis[i], b->axis[j]);
-            float len_sq = tb_v3_len_sq(l); /* 1 - r^2 loses digits for nearly parallel edges */
-            float ra = a->half[i1] * fabsf(r[i2][j]) + a->half[i2] * fabsf(r[i1][j]);
-            float rb = b->half[j1] * fabsf(r[i][j2]) + b->half[j2] * fabsf(r[i][j1]);
-            float num = fabsf(tb_v3_dot(t, l)) - (ra + rb);
-            if (skip_overlapping && num <= 0.0f) continue;
-            float inv_len = 1.0f / sqrtf(len_sq);
-            float s = num * inv_len;
+            if (1.0f - r_l[j] * r_l[j] < PARALLEL_EDGES * PARALLEL_EDGES) continue;
+            if (skip_overlapping && num_l[j] <= 0.0f) continue;
+            float s = num_l[j] * inv_l[j];
             if (s > margin) { out->separation = s; return false; }
-            if (s > best_edge) { best_edge = s; ei = i; ej = j; edge_axis = tb_v3_scale(l, inv_len); }
+            if (s > best_edge) {
+                best_edge = s;
+                ei = i;
+                ej = j;
+                edge_axis = tb_v3(lx[j] * inv_l[j], ly[j] * inv_l[j], lz[j] * inv_l[j]);
+            }
         }
     }
 
@@ -246,7 +301,7 @@ static int reduce_manifold(tb_vec3 *points, float *seps, int count, tb_vec3 n)
 
 /* Face contact: ref's face `axis` against inc's most opposed face. The result
  * depends only on (ref, inc), so it is identical whichever box was called A. */
-static int face_manifold(const tb_collide_box *ref, const tb_collide_box *inc, int axis, float margin,
+static inline __attribute__((always_inline)) int face_manifold(const tb_collide_box *ref, const tb_collide_box *inc, int axis, float margin,
                          tb_vec3 *points, float *seps, tb_vec3 *normal_out)
 {
     tb_vec3 d = tb_v3_sub(inc->center, ref->center);
@@ -326,11 +381,17 @@ static tb_vec3 edge_point(const tb_collide_box *a, const tb_collide_box *b, int 
     return tb_v3_scale(tb_v3_add(pa, pb), 0.5f);
 }
 
-int tb_collide_box_box(const tb_collide_box *a, const tb_collide_box *b, float margin, tb_manifold *m)
+bool tb_box_box_sat(const tb_collide_box *a, const tb_collide_box *b, float margin, tb_sat_result *out)
+{
+    return box_box_sat(a, b, margin, out);
+}
+
+/* TB_HOT_CLONES (tb_math.h): an AVX clone too, the same bits. */
+TB_HOT_CLONES int tb_collide_box_box(const tb_collide_box *a, const tb_collide_box *b, float margin, tb_manifold *m)
 {
     tb_sat_result sat;
     m->count = 0;
-    if (!tb_box_box_sat(a, b, margin, &sat)) return 0;
+    if (!box_box_sat(a, b, margin, &sat)) return 0;
     if (sat.kind == TB_SAT_EDGES) {
         m->normal = sat.normal;
         m->point[0] = edge_point(a, b, sat.index_a, sat.index_b, sat.normal);
@@ -339,12 +400,9 @@ int tb_collide_box_box(const tb_collide_box *a, const tb_collide_box *b, float m
         return 1;
     }
     tb_vec3 n;
-    if (sat.kind == TB_SAT_FACE_A) {
-        m->count = face_manifold(a, b, sat.index_a, margin, m->point, m->separation, &n);
-        m->normal = n;
-    } else {
-        m->count = face_manifold(b, a, sat.index_b, margin, m->point, m->separation, &n);
-        m->normal = tb_v3_neg(n);
-    }
+    bool face_a = sat.kind == TB_SAT_FACE_A;
+    m->count = face_manifold(face_a ? a : b, face_a ? b : a, face_a ? sat.index_a : sat.index_b, margin, m->point,
+                             m->separation, &n);
+    m->normal = face_a ? n : tb_v3_neg(n);
     return m->count;
 }

@@ -32,7 +32,9 @@ int tb_constraint_graph_init(tb_constraint_graph *g, int body_capacity, int cont
     g->slot = malloc(sizeof *g->slot * (size_t)contact_capacity);
     g->overflow = malloc(sizeof *g->overflow * (size_t)contact_capacity);
     g->groups = aligned_alloc(64, ((sizeof *g->groups * (size_t)g->group_capacity) + 63) / 64 * 64);
-    if (!g->body_colors || !g->color_of || !g->order || !g->slot || !g->overflow || !g->groups) {
+    g->last_bodies = malloc(sizeof *g->last_bodies * (size_t)contact_capacity);
+    g->last_count = -1;
+    if (!g->body_colors || !g->color_of || !g->order || !g->slot || !g->overflow || !g->groups || !g->last_bodies) {
         tb_constraint_graph_free(g);
         return TB_RIGID_ERR_NO_MEMORY;
     }
@@ -47,17 +49,39 @@ void tb_constraint_graph_free(tb_constraint_graph *g)
     free(g->slot);
     free(g->overflow);
     free(g->groups);
+    free(g->last_bodies);
     memset(g, 0, sizeof *g);
 }
 
-void tb_constraint_graph_build(tb_rigid_world *w)
+void tb_constraint_graph_reset(tb_constraint_graph *g)
+{
+    g->group_count = 0;
+    g->overflow_count = 0;
+    g->last_count = -1;
+}
+
+static inline uint64_t pair_of(const tb_contact *c) { return (uint64_t)(uint32_t)c->sa << 32 | (uint32_t)c->sb; }
+
+/* The contacts' solver bodies are those the current groups were built from. */
+static bool same_as_last(const tb_constraint_graph *g, const tb_rigid_world *w)
+{
+    if (g->last_count != w->contact_count) return false;
+    for (int i = 0; i < w->contact_count; i++)
+        if (g->last_bodies[i] != pair_of(&w->contacts[i])) return false;
+    return true;
+}
+
+TB_HOT_CLONES void tb_constraint_graph_build(tb_rigid_world *w)
 {
     tb_constraint_graph *g = &w->graph;
+    if (same_as_last(g, w)) return;
     int color_count[TB_GRAPH_COLORS] = {0};
+    uint32_t partial = 0; /* colours holding a multiple of four plus 1..3 contacts */
     g->overflow_count = 0;
 
     for (int i = 0; i < w->contact_count; i++) {
         const tb_contact *c = &w->contacts[i];
+        g->last_bodies[i] = pair_of(c);
         /* slot 0 is static: its mask stays 0 so it never blocks a colour */
         uint32_t used = g->body_colors[c->sa] | g->body_colors[c->sb];
         if (used == 0xFFFFFFFFu) {
@@ -66,11 +90,14 @@ void tb_constraint_graph_build(tb_rigid_world *w)
             g->overflow[g->overflow_count++] = i;
             continue;
         }
-        int color = __builtin_ctz(~used);
+        /* a colour whose last group of four has an empty lane first */
+        uint32_t fill = ~used & partial;
+        int color = __builtin_ctz(fill ? fill : ~used);
         if (c->sa) g->body_colors[c->sa] |= 1u << color;
         if (c->sb) g->body_colors[c->sb] |= 1u << color;
         g->color_of[i] = color;
         color_count[color]++;
+        partial ^= (color_count[color] % TB_LANES == 1 || color_count[color] % TB_LANES == 0) ? 1u << color : 0u;
     }
 
     /* contacts by colour (counting sort), clearing the masks on the way */
@@ -106,4 +133,5 @@ void tb_constraint_graph_build(tb_rigid_world *w)
         }
     }
     g->group_count = n;
+    g->last_count = w->contact_count;
 }

@@ -32,7 +32,9 @@
  * The iterations run on groups of four contacts with no awake body in
  * common (constraint_graph.c), one contact per SIMD lane, colour after
  * colour; the few contacts that fit no colour are solved one by one after
- * the groups. The arithmetic per lane is exactly that of solve_contact.
+ * the groups. The arithmetic per lane is that of solve_contact, except that
+ * the lanes' rows come pre-scaled by the inverse masses (the impulse is
+ * applied as (d / m) dj instead of d (dj / m): the last bit may differ).
  */
 #include <stddef.h>
 #include <string.h>
@@ -69,7 +71,7 @@ static inline void side_rows(tb_vec3 r, const tb_mat3 *inv_inertia, bool dynamic
  * inverse masses and the two tangents of every point, cleared impulses. The
  * colouring needs the solver bodies; the rows are prepared after it, straight
  * into the lanes (tb_contact_solver_prepare). */
-void tb_contact_solver_begin(tb_rigid_world *w)
+TB_HOT_CLONES void tb_contact_solver_begin(tb_rigid_world *w)
 {
     int i = 0;
     while (i < w->contact_count) {
@@ -194,7 +196,6 @@ static inline tb_f4 f4_max(tb_f4 a, tb_f4 b) { return f4_select(a > b, a, b); }
 #endif
 static inline tb_f4 dot4(tb_v3_4 a, tb_v3_4 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
 static inline tb_v3_4 sub4(tb_v3_4 a, tb_v3_4 b) { return (tb_v3_4){a.x - b.x, a.y - b.y, a.z - b.z}; }
-static inline tb_v3_4 mad4(tb_v3_4 a, tb_v3_4 b, tb_f4 s) { return (tb_v3_4){a.x + b.x * s, a.y + b.y * s, a.z + b.z * s}; }
 
 /* off[k]: byte offset of lane k's solver body (one load per lane, no index
  * arithmetic; about 30 fewer instructions a group). */
@@ -220,60 +221,126 @@ static inline void store_body(tb_solver_body *bodies, uint32_t off, tb_f4 v, tb_
     memcpy(b + offsetof(tb_solver_body, w), &w, sizeof w);
 }
 
-/* Written out lane by lane: as a loop, GCC -O2 keeps it rolled and sends the
- * transposed rows through the stack (about 40 more instructions a group). */
-static inline void scatter(tb_solver_body *bodies, const uint32_t off[TB_LANES], tb_v3_4 v, tb_v3_4 w)
-{
-    tb_f4 rv[4], rw[4];
-    tb__transpose_out(v, rv);
-    tb__transpose_out(w, rw);
-    store_body(bodies, off[0], rv[0], rw[0]);
-    store_body(bodies, off[1], rv[1], rw[1]);
-    store_body(bodies, off[2], rv[2], rw[2]);
-    store_body(bodies, off[3], rv[3], rw[3]);
-}
-_Static_assert(TB_LANES == 4, "scatter() writes four lanes");
+_Static_assert(TB_LANES == 4, "gather8() and scatter8() move four lanes");
 
 #define WROW_VELOCITY(d, ra_d, rb_d) (dot4(sub4(vb, va), (d)) + dot4(wb, (rb_d)) - dot4(wa, (ra_d)))
-#define WROW_APPLY(d, ia_d, ib_d, dj)          \
-    do {                                       \
-        va = mad4(va, (d), -(dj) * g->ima);    \
-        wa = mad4(wa, (ia_d), -(dj));          \
-        vb = mad4(vb, (d), (dj) * g->imb);     \
-        wb = mad4(wb, (ib_d), (dj));           \
+
+/* ---- eight floats: a body's (v, w) row in one vector ----------------------------------
+ *
+ * solve_group keeps A = [va | wa] and B = [vb | wb] (tb_f4x2 halves) in
+ * 8-float vectors: one 32-byte load per body and a 4x4 transpose inside each
+ * half brings in both velocities at once, and one multiply-add per component
+ * applies an impulse to both. Per lane and half these are the operations of
+ * solve_contact in the same order, so the results are the same bits. */
+typedef float tb_f8 __attribute__((vector_size(32)));
+#define SV8(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+/* No function takes or returns an 8-float vector by value (GCC warns that
+ * such calls change ABI with AVX): loads and halves are macros, the helpers
+ * take pointers. */
+#define LD8(p) (*(const tb_f8_u *)(const void *)(p))
+#define LO8(v) SV8((v), (v), 0, 1, 2, 3)
+#define HI8(v) SV8((v), (v), 4, 5, 6, 7)
+typedef float tb_f8_u __attribute__((vector_size(32), aligned(4), may_alias));
+
+/* Four bodies' [v pad | w pad] rows to [vx | wx], [vy | wy], [vz | wz].
+ * Macros with named temporaries: written as functions over arrays, GCC -O2
+ * keeps the lane loops rolled and sends the rows through the stack. */
+#define GATHER8(bodies, off, X, Y, Z)                                                   \
+    do {                                                                                \
+        const char *base_ = (const char *)(bodies);                                     \
+        tb_f8 r0_ = LD8(base_ + (off)[0]), r1_ = LD8(base_ + (off)[1]);                 \
+        tb_f8 r2_ = LD8(base_ + (off)[2]), r3_ = LD8(base_ + (off)[3]);                 \
+        tb_f8 t0_ = SV8(r0_, r1_, 0, 8, 1, 9, 4, 12, 5, 13);                            \
+        tb_f8 t1_ = SV8(r2_, r3_, 0, 8, 1, 9, 4, 12, 5, 13);                            \
+        tb_f8 t2_ = SV8(r0_, r1_, 2, 10, 3, 11, 6, 14, 7, 15);                          \
+        tb_f8 t3_ = SV8(r2_, r3_, 2, 10, 3, 11, 6, 14, 7, 15);                          \
+        X = SV8(t0_, t1_, 0, 1, 8, 9, 4, 5, 12, 13);                                    \
+        Y = SV8(t0_, t1_, 2, 3, 10, 11, 6, 7, 14, 15);                                  \
+        Z = SV8(t2_, t3_, 0, 1, 8, 9, 4, 5, 12, 13);                                    \
+    } while (0)
+
+/* And back, the pads written as +0 (as the scalar rows have them). Lanes
+ * never share an awake body; the static slot 0 gets back its zeros. */
+#define SCATTER8(bodies, off, X, Y, Z)                                                  \
+    do {                                                                                \
+        char *base_ = (char *)(bodies);                                                 \
+        const tb_f8 zero_ = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};           \
+        tb_f8 t0_ = SV8(X, Y, 0, 8, 1, 9, 4, 12, 5, 13), t1_ = SV8(X, Y, 2, 10, 3, 11, 6, 14, 7, 15); \
+        tb_f8 t2_ = SV8(Z, zero_, 0, 8, 1, 9, 4, 12, 5, 13);                            \
+        tb_f8 t3_ = SV8(Z, zero_, 2, 10, 3, 11, 6, 14, 7, 15);                          \
+        tb_f8 r0_ = SV8(t0_, t2_, 0, 1, 8, 9, 4, 5, 12, 13);                            \
+        tb_f8 r1_ = SV8(t0_, t2_, 2, 3, 10, 11, 6, 7, 14, 15);                          \
+        tb_f8 r2_ = SV8(t1_, t3_, 0, 1, 8, 9, 4, 5, 12, 13);                            \
+        tb_f8 r3_ = SV8(t1_, t3_, 2, 3, 10, 11, 6, 7, 14, 15);                          \
+        memcpy(base_ + (off)[0], &r0_, sizeof r0_);                                     \
+        memcpy(base_ + (off)[1], &r1_, sizeof r1_);                                     \
+        memcpy(base_ + (off)[2], &r2_, sizeof r2_);                                     \
+        memcpy(base_ + (off)[3], &r3_, sizeof r3_);                                     \
+    } while (0)
+
+/* (vb - va) . d + wb . (rb x d) - wa . (ra x d), as WROW_VELOCITY:
+ * X = [vb - va | wb], v = lo(X . dr) + hi(X . dr) - hi(A . ra). */
+#define ROW_VELOCITY8(r, out)                                                           \
+    do {                                                                                \
+        tb_f8 x_ = SV8(bx - ax, bx, 0, 1, 2, 3, 12, 13, 14, 15);                        \
+        tb_f8 y_ = SV8(by - ay, by, 0, 1, 2, 3, 12, 13, 14, 15);                        \
+        tb_f8 z_ = SV8(bz - az, bz, 0, 1, 2, 3, 12, 13, 14, 15);                        \
+        tb_f8 p_ = x_ * LD8(&(r)->dr[0]) + y_ * LD8(&(r)->dr[1]) + z_ * LD8(&(r)->dr[2]); \
+        tb_f8 q_ = ax * LD8(&(r)->ra[0]) + ay * LD8(&(r)->ra[1]) + az * LD8(&(r)->ra[2]); \
+        out = (LO8(p_) + HI8(p_)) - HI8(q_);                                            \
+    } while (0)
+
+/* va += (-d ima) dj, wa += (-ia_d) dj, vb += (d imb) dj, wb += ib_d dj: the
+ * rows come scaled by the inverse masses (ROW_APPLY scales dj instead, so
+ * the wide and the scalar rows round differently in the last bit). */
+#define ROW_APPLY8(r, dj)                                                               \
+    do {                                                                                \
+        tb_f8 dj8_ = SV8((dj), (dj), 0, 1, 2, 3, 0, 1, 2, 3);                           \
+        ax = ax + LD8(&(r)->da[0]) * dj8_;                                              \
+        ay = ay + LD8(&(r)->da[1]) * dj8_;                                              \
+        az = az + LD8(&(r)->da[2]) * dj8_;                                              \
+        bx = bx + LD8(&(r)->db[0]) * dj8_;                                              \
+        by = by + LD8(&(r)->db[1]) * dj8_;                                              \
+        bz = bz + LD8(&(r)->db[2]) * dj8_;                                              \
     } while (0)
 
 /* The same three rows as solve_contact, on four contacts of one colour.
- * TB_HOT_CLONES: also compiled for AVX (picked at load time), a quarter
- * fewer instructions and the same results bit for bit. */
-TB_HOT_CLONES static void solve_group(tb_solver_body *bodies, tb_contact_wide *g, tb_f4 mu)
+ * Inlined into solve_groups, which is TB_HOT_CLONES: also compiled for AVX
+ * (picked at load time), fewer instructions and the same results bit for bit. */
+static inline __attribute__((always_inline)) void solve_group(tb_solver_body *bodies, tb_contact_wide *g, tb_f4 mu)
 {
-    tb_v3_4 va, wa, vb, wb;
-    gather(bodies, g->off_a, &va, &wa);
-    gather(bodies, g->off_b, &vb, &wb);
+    tb_f8 ax, ay, az, bx, by, bz;
+    GATHER8(bodies, g->off_a, ax, ay, az);
+    GATHER8(bodies, g->off_b, bx, by, bz);
     const tb_f4 zero = f4_splat(0.0f);
     tb_f4 max_friction = mu * g->jn;
 
-    tb_f4 vt = WROW_VELOCITY(g->t1, g->ra_t1, g->rb_t1);
-    tb_f4 j = f4_min(f4_max(g->jt1 - vt * g->mass_t1, -max_friction), max_friction);
-    tb_f4 dj = j - g->jt1;
-    WROW_APPLY(g->t1, g->ia_t1, g->ib_t1, dj);
+    tb_f4 vt, j;
+    ROW_VELOCITY8(&g->t1, vt);
+    j = f4_min(f4_max(g->jt1 - vt * g->mass_t1, -max_friction), max_friction);
+    ROW_APPLY8(&g->t1, j - g->jt1);
     g->jt1 = j;
 
-    vt = WROW_VELOCITY(g->t2, g->ra_t2, g->rb_t2);
+    ROW_VELOCITY8(&g->t2, vt);
     j = f4_min(f4_max(g->jt2 - vt * g->mass_t2, -max_friction), max_friction);
-    dj = j - g->jt2;
-    WROW_APPLY(g->t2, g->ia_t2, g->ib_t2, dj);
+    ROW_APPLY8(&g->t2, j - g->jt2);
     g->jt2 = j;
 
-    tb_f4 vn = WROW_VELOCITY(g->n, g->ra_n, g->rb_n);
+    tb_f4 vn;
+    ROW_VELOCITY8(&g->n, vn);
     j = f4_max(zero, g->jn + (g->target - vn) * g->mass_n);
-    dj = j - g->jn;
-    WROW_APPLY(g->n, g->ia_n, g->ib_n, dj);
+    ROW_APPLY8(&g->n, j - g->jn);
     g->jn = j;
 
-    scatter(bodies, g->off_a, va, wa);
-    scatter(bodies, g->off_b, vb, wb);
+    SCATTER8(bodies, g->off_a, ax, ay, az);
+    SCATTER8(bodies, g->off_b, bx, by, bz);
+}
+
+/* One sweep over the groups: one call through the clone's ifunc per sweep,
+ * not per group. */
+TB_HOT_CLONES static void solve_groups(tb_solver_body *bodies, tb_contact_wide *groups, int count, tb_f4 mu)
+{
+    for (int i = 0; i < count; i++) solve_group(bodies, &groups[i], mu);
 }
 
 /* ---- warm start -----------------------------------------------------------------------
@@ -283,33 +350,33 @@ TB_HOT_CLONES static void solve_group(tb_solver_body *bodies, tb_contact_wide *g
  * operations as tb_v3_scale/add/mad, a third of the instructions. */
 
 static inline tb_f4 row3(tb_vec3 v) { return (tb_f4){v.x, v.y, v.z, 0.0f}; }
-static inline tb_f4 lane_row(const tb_v3_4 *r, unsigned lane) { return (tb_f4){r->x[lane], r->y[lane], r->z[lane], 0.0f}; }
+static inline tb_f4 lane_row(const tb_f4x2 r[3], unsigned lane) { return (tb_f4){r[0].hi[lane], r[1].hi[lane], r[2].hi[lane], 0.0f}; }
 
 /* Applies contact index's impulses (jn, jt1, jt2 of its tb_contact) to both
  * bodies; the arms come from its group's lane (the impulses are copied
  * there too) or, for an overflow contact, from its tb_contact. */
-void tb_contact_solver_warm_apply(tb_rigid_world *w, int index)
+TB_HOT_CLONES void tb_contact_solver_warm_apply(tb_rigid_world *w, int index)
 {
     const tb_contact *c = &w->contacts[index];
     tb_solver_body *a = &w->solver_bodies[c->sa], *b = &w->solver_bodies[c->sb];
-    tb_f4 ia_n, ia_t1, ia_t2, ib_n, ib_t1, ib_t2;
+    tb_f4 ia_n, ia_t1, ia_t2, ib_n, ib_t1, ib_t2; /* ia_*: -I_a^-1 (r_a x d), as the lanes hold them */
     int slot = w->graph.slot[index];
     if (slot >= 0) {
         tb_contact_wide *g = &w->graph.groups[(unsigned)slot / TB_LANES];
         unsigned lane = (unsigned)slot % TB_LANES;
-        ia_n = lane_row(&g->ia_n, lane);
-        ia_t1 = lane_row(&g->ia_t1, lane);
-        ia_t2 = lane_row(&g->ia_t2, lane);
-        ib_n = lane_row(&g->ib_n, lane);
-        ib_t1 = lane_row(&g->ib_t1, lane);
-        ib_t2 = lane_row(&g->ib_t2, lane);
+        ia_n = lane_row(g->n.da, lane);
+        ia_t1 = lane_row(g->t1.da, lane);
+        ia_t2 = lane_row(g->t2.da, lane);
+        ib_n = lane_row(g->n.db, lane);
+        ib_t1 = lane_row(g->t1.db, lane);
+        ib_t2 = lane_row(g->t2.db, lane);
         g->jn[lane] = c->jn;
         g->jt1[lane] = c->jt1;
         g->jt2[lane] = c->jt2;
     } else {
-        ia_n = row3(c->ia_n);
-        ia_t1 = row3(c->ia_t1);
-        ia_t2 = row3(c->ia_t2);
+        ia_n = -row3(c->ia_n);
+        ia_t1 = -row3(c->ia_t1);
+        ia_t2 = -row3(c->ia_t2);
         ib_n = row3(c->ib_n);
         ib_t1 = row3(c->ib_t1);
         ib_t2 = row3(c->ib_t2);
@@ -319,7 +386,7 @@ void tb_contact_solver_warm_apply(tb_rigid_world *w, int index)
     tb_f4 dwa = ia_n * jn + ia_t1 * jt1 + ia_t2 * jt2;
     tb_f4 dwb = ib_n * jn + ib_t1 * jt1 + ib_t2 * jt2;
     /* the pads stay +0: pad + 0 * s */
-    tb_f4 av = tb__load_row(&a->v) + p * f4_splat(-c->ima), aw = tb__load_row(&a->w) - dwa;
+    tb_f4 av = tb__load_row(&a->v) + p * f4_splat(-c->ima), aw = tb__load_row(&a->w) + dwa; /* dwa negated */
     tb_f4 bv = tb__load_row(&b->v) + p * f4_splat(c->imb), bw = tb__load_row(&b->w) + dwb;
     store_body(a, 0, av, aw);
     store_body(b, 0, bv, bw);
@@ -360,9 +427,35 @@ static inline void side_rows4(const side4 *s, tb_v3_4 d, tb_v3_4 *r_d, tb_v3_4 *
     *i_d = keep4(id, s->dynamic);
 }
 
-static inline tb_f4 effective_mass4(tb_f4 ima, tb_f4 imb, tb_v3_4 ra_d, tb_v3_4 ia_d, tb_v3_4 rb_d, tb_v3_4 ib_d)
+/* One side's arms for the three directions straight into the rows (side a:
+ * da.hi = -I^-1 (r x d) and ra.hi = r x d; side b: db.hi and dr.hi), and
+ * (r x d) . I^-1 (r x d) per direction for the effective masses. One side
+ * at a time keeps fewer vectors live. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define PREP_UNROLL _Pragma("GCC unroll 3")
+#else
+#define PREP_UNROLL
+#endif
+static inline __attribute__((always_inline)) void prepare_side(const side4 *s, const tb_v3_4 d[3],
+                                                               tb_row_wide *const rows[3], bool side_a, tb_f4 k[3])
 {
-    tb_f4 k = ima + imb + dot4(ra_d, ia_d) + dot4(rb_d, ib_d);
+    PREP_UNROLL for (int r = 0; r < 3; r++) {
+        tb_v3_4 r_d, i_d;
+        side_rows4(s, d[r], &r_d, &i_d);
+        tb_row_wide *row = rows[r];
+        if (side_a) {
+            row->da[0].hi = -i_d.x, row->da[1].hi = -i_d.y, row->da[2].hi = -i_d.z;
+            row->ra[0].hi = r_d.x, row->ra[1].hi = r_d.y, row->ra[2].hi = r_d.z;
+        } else {
+            row->db[0].hi = i_d.x, row->db[1].hi = i_d.y, row->db[2].hi = i_d.z;
+            row->dr[0].hi = r_d.x, row->dr[1].hi = r_d.y, row->dr[2].hi = r_d.z;
+        }
+        k[r] = dot4(r_d, i_d);
+    }
+}
+
+static inline tb_f4 inverse_mass4(tb_f4 k)
+{
     tb_i4 ok = k > f4_splat(1e-9f);
     return f4_select(ok, f4_splat(1.0f) / f4_select(ok, k, f4_splat(1.0f)), f4_splat(0.0f));
 }
@@ -391,35 +484,48 @@ TB_HOT_CLONES static void prepare_group(const tb_rigid_world *w, tb_contact_wide
     }
     const tb_i4 lane_sa = {g->sa[0], g->sa[1], g->sa[2], g->sa[3]}, lane_sb = {g->sb[0], g->sb[1], g->sb[2], g->sb[3]};
     const tb_i4 zero_i = {0, 0, 0, 0};
+    const tb_f4 ima = {c[0]->ima, c[1]->ima, c[2]->ima, c[3]->ima};
+    const tb_f4 imb = {c[0]->imb, c[1]->imb, c[2]->imb, c[3]->imb};
+    const tb_v3_4 d[3] = {
+        tb__transpose_in(tb__load_row(&c[0]->n), tb__load_row(&c[1]->n), tb__load_row(&c[2]->n), tb__load_row(&c[3]->n)),
+        tb__transpose_in(tb__load_row(&c[0]->t1), tb__load_row(&c[1]->t1), tb__load_row(&c[2]->t1),
+                         tb__load_row(&c[3]->t1)),
+        tb__transpose_in(tb__load_row(&c[0]->t2), tb__load_row(&c[1]->t2), tb__load_row(&c[2]->t2),
+                         tb__load_row(&c[3]->t2))};
+    tb_row_wide *const rows[3] = {&g->n, &g->t1, &g->t2};
+    const tb_f4 zero = f4_splat(0.0f);
+    PREP_UNROLL for (int r = 0; r < 3; r++) {
+        tb_row_wide *row = rows[r];
+        row->da[0].lo = d[r].x * -ima, row->da[1].lo = d[r].y * -ima, row->da[2].lo = d[r].z * -ima;
+        row->db[0].lo = d[r].x * imb, row->db[1].lo = d[r].y * imb, row->db[2].lo = d[r].z * imb;
+        row->dr[0].lo = d[r].x, row->dr[1].lo = d[r].y, row->dr[2].lo = d[r].z;
+        row->ra[0].lo = row->ra[1].lo = row->ra[2].lo = zero;
+    }
     tb_v3_4 p4 = rows4(point);
-    side4 a = {sub4(p4, rows4(pos_a)), {rows4(inv_a[0]), rows4(inv_a[1]), rows4(inv_a[2])}, lane_sa != zero_i};
-    side4 b = {sub4(p4, rows4(pos_b)), {rows4(inv_b[0]), rows4(inv_b[1]), rows4(inv_b[2])}, lane_sb != zero_i};
-
-    g->n = tb__transpose_in(tb__load_row(&c[0]->n), tb__load_row(&c[1]->n), tb__load_row(&c[2]->n),
-                            tb__load_row(&c[3]->n));
-    g->t1 = tb__transpose_in(tb__load_row(&c[0]->t1), tb__load_row(&c[1]->t1), tb__load_row(&c[2]->t1),
-                             tb__load_row(&c[3]->t1));
-    g->t2 = tb__transpose_in(tb__load_row(&c[0]->t2), tb__load_row(&c[1]->t2), tb__load_row(&c[2]->t2),
-                             tb__load_row(&c[3]->t2));
-    side_rows4(&a, g->n, &g->ra_n, &g->ia_n);
-    side_rows4(&a, g->t1, &g->ra_t1, &g->ia_t1);
-    side_rows4(&a, g->t2, &g->ra_t2, &g->ia_t2);
-    side_rows4(&b, g->n, &g->rb_n, &g->ib_n);
-    side_rows4(&b, g->t1, &g->rb_t1, &g->ib_t1);
-    side_rows4(&b, g->t2, &g->rb_t2, &g->ib_t2);
-    g->ima = (tb_f4){c[0]->ima, c[1]->ima, c[2]->ima, c[3]->ima};
-    g->imb = (tb_f4){c[0]->imb, c[1]->imb, c[2]->imb, c[3]->imb};
-    g->mass_n = effective_mass4(g->ima, g->imb, g->ra_n, g->ia_n, g->rb_n, g->ib_n);
-    g->mass_t1 = effective_mass4(g->ima, g->imb, g->ra_t1, g->ia_t1, g->rb_t1, g->ib_t1);
-    g->mass_t2 = effective_mass4(g->ima, g->imb, g->ra_t2, g->ia_t2, g->rb_t2, g->ib_t2);
+    tb_f4 ka[3], kb[3];
+    {
+        side4 a = {sub4(p4, rows4(pos_a)), {rows4(inv_a[0]), rows4(inv_a[1]), rows4(inv_a[2])}, lane_sa != zero_i};
+        prepare_side(&a, d, rows, true, ka);
+    }
+    {
+        side4 b = {sub4(p4, rows4(pos_b)), {rows4(inv_b[0]), rows4(inv_b[1]), rows4(inv_b[2])}, lane_sb != zero_i};
+        prepare_side(&b, d, rows, false, kb);
+    }
+    /* K = 1/ma + 1/mb + (ra x d) . Ia^-1 (ra x d) + (rb x d) . Ib^-1 (rb x d) */
+    g->mass_n = inverse_mass4(ima + imb + ka[0] + kb[0]);
+    g->mass_t1 = inverse_mass4(ima + imb + ka[1] + kb[1]);
+    g->mass_t2 = inverse_mass4(ima + imb + ka[2] + kb[2]);
+    const tb_v3_4 n = d[0];
+    const tb_v3_4 ra_n = {g->n.ra[0].hi, g->n.ra[1].hi, g->n.ra[2].hi};
+    const tb_v3_4 rb_n = {g->n.dr[0].hi, g->n.dr[1].hi, g->n.dr[2].hi};
 
     /* normal_target per lane (velocities before the warm start) */
     tb_v3_4 va, wa, vb, wb;
     gather(w->solver_bodies, g->off_a, &va, &wa);
     gather(w->solver_bodies, g->off_b, &vb, &wb);
-    tb_f4 vn = WROW_VELOCITY(g->n, g->ra_n, g->rb_n);
+    tb_f4 vn = WROW_VELOCITY(n, ra_n, rb_n);
     const float inv_dt = 1.0f / dt;
-    const tb_f4 s = {sep[0], sep[1], sep[2], sep[3]}, zero = f4_splat(0.0f);
+    const tb_f4 s = {sep[0], sep[1], sep[2], sep[3]};
     tb_f4 target = f4_select(s > zero, -s * f4_splat(inv_dt),
                              f4_splat(TB_BAUMGARTE * inv_dt) * f4_max(zero, -s - f4_splat(TB_LINEAR_SLOP)));
     tb_i4 bounce = (vn < f4_splat(-TB_RESTITUTION_THRESHOLD)) & (s < -vn * f4_splat(dt));
@@ -443,7 +549,7 @@ void tb_contact_solver_solve(tb_rigid_world *w)
     tb_solver_body *bodies = w->solver_bodies;
     const tb_f4 mu = f4_splat(w->friction);
     for (int it = 0; it < w->iterations; it++) {
-        for (int i = 0; i < graph->group_count; i++) solve_group(bodies, &graph->groups[i], mu);
+        solve_groups(bodies, graph->groups, graph->group_count, mu);
         for (int i = 0; i < graph->overflow_count; i++)
             solve_contact(bodies, &w->contacts[graph->overflow[i]], w->friction);
     }

@@ -14,9 +14,12 @@
 
 #include "physics/rigid_core.h"
 
+/* local_b: the point in body b's frame, R^T (p - x) with R's columns the
+ * frame's axes (three dot products, not the quaternion's two crosses). */
 static void add_manifold(tb_rigid_world *w, uint32_t key, int body_a, int body_b, const tb_manifold *m)
 {
     const tb_body *b = &w->bodies[body_b];
+    const tb_vec3 *ax = w->frames[body_b].box.axis;
     for (int i = 0; i < m->count; i++) {
         if (w->contact_count == w->contact_capacity) { w->contacts_dropped++; return; }
         int k = w->contact_count++;
@@ -26,7 +29,8 @@ static void add_manifold(tb_rigid_world *w, uint32_t key, int body_a, int body_b
         cp->body_b = body_b;
         cp->separation = m->separation[i];
         cp->point = m->point[i];
-        cp->local_b = tb_q_inv_rotate(b->rotation, tb_v3_sub(m->point[i], b->position));
+        tb_vec3 d = tb_v3_sub(m->point[i], b->position);
+        cp->local_b = tb_v3(tb_v3_dot(ax[0], d), tb_v3_dot(ax[1], d), tb_v3_dot(ax[2], d));
         w->contacts[k].n = m->normal;
     }
 }
@@ -36,28 +40,17 @@ static int collide_pair(tb_rigid_world *w, int ia, int ib, float margin, tb_mani
 {
     const tb_body *a = &w->bodies[ia], *b = &w->bodies[ib];
     const tb_body_frame *fa = &w->frames[ia], *fb = &w->frames[ib];
-    if (a->shape == TB_RIGID_BOX && b->shape == TB_RIGID_BOX) {
-        tb_collide_box ba, bb;
-        tb_collide_box_from_body(a, fa, &ba);
-        tb_collide_box_from_body(b, fb, &bb);
-        return tb_collide_box_box(&ba, &bb, margin, m);
-    }
-    if (a->shape == TB_RIGID_BOX) {
-        tb_collide_box ba;
-        tb_collide_box_from_body(a, fa, &ba);
-        return tb_collide_box_sphere(&ba, b->position, b->radius, margin, m);
-    }
+    if (a->shape == TB_RIGID_BOX && b->shape == TB_RIGID_BOX) return tb_collide_box_box(&fa->box, &fb->box, margin, m);
+    if (a->shape == TB_RIGID_BOX) return tb_collide_box_sphere(&fa->box, b->position, b->radius, margin, m);
     if (b->shape == TB_RIGID_BOX) {
-        tb_collide_box bb;
-        tb_collide_box_from_body(b, fb, &bb);
-        int n = tb_collide_box_sphere(&bb, a->position, a->radius, margin, m);
+        int n = tb_collide_box_sphere(&fb->box, a->position, a->radius, margin, m);
         m->normal = tb_v3_neg(m->normal);
         return n;
     }
     return tb_collide_sphere_sphere(a->position, a->radius, b->position, b->radius, margin, m);
 }
 
-void tb_manifold_collide(tb_rigid_world *w)
+TB_HOT_CLONES void tb_manifold_collide(tb_rigid_world *w)
 {
     tb_manifold m;
     w->contact_count = 0;
@@ -87,9 +80,7 @@ void tb_manifold_collide(tb_rigid_world *w)
             if (tb_v3_dot(n, b->position) - w->plane_offset[k] > b->radius + margin) continue;
             int count;
             if (b->shape == TB_RIGID_BOX) {
-                tb_collide_box box;
-                tb_collide_box_from_body(b, f, &box);
-                count = tb_collide_plane_box(n, w->plane_offset[k], &box, margin, &m);
+                count = tb_collide_plane_box(n, w->plane_offset[k], &f->box, margin, &m);
             } else {
                 count = tb_collide_plane_sphere(n, w->plane_offset[k], b->position, b->radius, margin, &m);
             }
@@ -98,29 +89,27 @@ void tb_manifold_collide(tb_rigid_world *w)
     }
 }
 
-/* First cache entry with key >= key (binary search). */
-static int cache_lower_bound(const tb_cache_entry *cache, int count, uint32_t key)
-{
-    int lo = 0, hi = count;
-    while (lo < hi) {
-        int mid = (lo + hi) / 2;
-        if (cache[mid].key < key) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
-
-void tb_manifold_warm_start(tb_rigid_world *w)
+/* The contacts are two key-sorted runs ([pairs][planes]) and the cache is
+ * sorted by key, so the first cache entry of each manifold's key is found by
+ * walking one cursor forward (reset once, where the plane run starts): the
+ * same entry a binary search would find, in O(contacts + cache) for the step. */
+TB_HOT_CLONES void tb_manifold_warm_start(tb_rigid_world *w)
 {
     memset(w->cache_used, 0, (size_t)w->cache_count);
+    const tb_cache_entry *cache = w->cache;
+    const int cache_count = w->cache_count;
+    int first = 0;
+    uint32_t prev_key = 0;
     int i = 0;
     while (i < w->contact_count) {
         uint32_t key = w->points[i].key;
         int end = i + 1;
         while (end < w->contact_count && w->points[end].key == key) end++;
-        int first = cache_lower_bound(w->cache, w->cache_count, key);
+        if (key < prev_key) first = 0; /* the plane run starts again from small keys */
+        prev_key = key;
+        while (first < cache_count && cache[first].key < key) first++;
         int last = first;
-        while (last < w->cache_count && w->cache[last].key == key) last++;
+        while (last < cache_count && cache[last].key == key) last++;
         for (int c = i; c < end; c++) {
             tb_contact *con = &w->contacts[c];
             con->jn = con->jt1 = con->jt2 = 0.0f;
@@ -128,26 +117,31 @@ void tb_manifold_warm_start(tb_rigid_world *w)
              * two contacts sharing one would double it every step. */
             float best = TB_WARM_MATCH_DIST_SQ;
             int match = -1;
+            const tb_vec3 p = w->points[c].local_b;
             for (int o = first; o < last; o++) {
                 if (w->cache_used[o]) continue;
-                float d = tb_v3_len_sq(tb_v3_sub(w->cache[o].local_b, w->points[c].local_b));
+                float d = tb_v3_len_sq(tb_v3_sub(cache[o].local_b, p));
                 if (d < best) { best = d; match = o; }
             }
             if (match < 0) continue;
             w->cache_used[match] = 1;
-            const tb_cache_entry *e = &w->cache[match];
+            const tb_cache_entry *e = &cache[match];
             con->jn = e->jn;
             con->jt1 = tb_v3_dot(e->friction, con->t1);
             con->jt2 = tb_v3_dot(e->friction, con->t2);
+            /* nothing to apply (a speculative contact that did not touch):
+             * the lanes already hold zero impulses */
+            if (con->jn == 0.0f && con->jt1 == 0.0f && con->jt2 == 0.0f) continue;
             tb_contact_solver_warm_apply(w, c);
         }
         i = end;
+        first = last;
     }
 }
 
 /* The contacts are [pairs sorted by key][planes by body id]; merge the two
  * runs into one key-sorted cache for the next step's binary searches. */
-void tb_manifold_store_cache(tb_rigid_world *w)
+TB_HOT_CLONES void tb_manifold_store_cache(tb_rigid_world *w)
 {
     int n = w->contact_count;
     int split = 0;
@@ -158,6 +152,10 @@ void tb_manifold_store_cache(tb_rigid_world *w)
         if (j >= n || (i < split && w->points[i].key <= w->points[j].key)) src = i++;
         else src = j++;
         const tb_contact *c = &w->contacts[src];
+        /* a contact that ended with no impulse (speculative, never touched)
+         * leaves nothing: the next step's contact there starts from zero
+         * anyway */
+        if (c->jn == 0.0f && c->jt1 == 0.0f && c->jt2 == 0.0f) continue;
         tb_cache_entry *e = &w->cache_next[k++];
         e->key = w->points[src].key;
         e->jn = c->jn;
@@ -167,5 +165,5 @@ void tb_manifold_store_cache(tb_rigid_world *w)
     tb_cache_entry *t = w->cache;
     w->cache = w->cache_next;
     w->cache_next = t;
-    w->cache_count = n;
+    w->cache_count = k;
 }

@@ -71,7 +71,8 @@ _Static_assert(sizeof(tb_body) == 4 * 25, "tb_body has no implicit padding");
 
 /* Per-step derived data of a body. */
 typedef struct tb_body_frame {
-    tb_vec3 axis[3];       /* body axes in world (rotation matrix columns) */
+    tb_collide_box box;    /* position, body axes in world (rotation matrix
+                            * columns), half extents (zero for a sphere) */
     tb_vec3 aabb_min, aabb_max;
     float speculative;     /* how far the body may move this step: (|v| + |w| r) dt */
 } tb_body_frame;
@@ -138,16 +139,7 @@ _Static_assert(sizeof(tb_cache_entry) == 4 * 8, "tb_cache_entry has no implicit 
  * ARM, plain code elsewhere); everything else in the physics is ISO C11. */
 typedef float tb_f4 __attribute__((vector_size(16)));
 
-/* TB_HOT_CLONES on a hot function compiles it twice, for AVX and for the
- * baseline, and picks one at load time (ifunc, x86-64 ELF). AVX here only
- * means three-operand encodings of the same IEEE operations (no FMA, and ISO
- * mode keeps -ffp-contract=off), so both clones give bit-identical results
- * and a world steps the same on machines with and without AVX. */
-#if defined(__x86_64__) && defined(__ELF__) && !defined(TB_NO_CLONES)
-#define TB_HOT_CLONES __attribute__((target_clones("avx", "default")))
-#else
-#define TB_HOT_CLONES
-#endif
+/* TB_HOT_CLONES: tb_math.h */
 typedef int32_t tb_i4 __attribute__((vector_size(16)));
 
 typedef struct tb_v3_4 {
@@ -190,11 +182,28 @@ static inline void tb__transpose_out(tb_v3_4 v, tb_f4 r[4])
 #define TB_LANES 4
 #define TB_GRAPH_COLORS 32 /* contacts that fit no color are solved one by one */
 
+/* Two halves of one 8-float vector (an AVX register in the solver's AVX
+ * clone, two SSE registers in the default one): lo holds a value of the four
+ * lanes for the linear velocity, hi one for the angular velocity, so that a
+ * body's (v, w) pair, loaded as one 32-byte row, is updated by one 8-wide
+ * multiply-add per component. */
+typedef struct tb_f4x2 {
+    tb_f4 lo, hi;
+} tb_f4x2;
+
+/* One constraint direction d of four contacts (x, y, z components): with A =
+ * [va | wa] and B = [vb | wb] the relative velocity along d is
+ *     lo(X . dr) + hi(X . dr) - hi(A . ra),  X = [vb - va | wb],
+ * and an impulse dj moves A by da [dj | dj] and B by db [dj | dj]. */
+typedef struct tb_row_wide {
+    tb_f4x2 da[3]; /* lo: -d / ma, hi: -I_a^-1 (r_a x d) */
+    tb_f4x2 db[3]; /* lo: d / mb, hi: I_b^-1 (r_b x d) */
+    tb_f4x2 dr[3]; /* lo: d, hi: r_b x d */
+    tb_f4x2 ra[3]; /* lo: 0, hi: r_a x d */
+} tb_row_wide;
+
 typedef struct tb_contact_wide {
-    tb_v3_4 n, t1, t2;
-    tb_v3_4 ra_n, rb_n, ra_t1, rb_t1, ra_t2, rb_t2;
-    tb_v3_4 ia_n, ib_n, ia_t1, ib_t1, ia_t2, ib_t2;
-    tb_f4 ima, imb;
+    tb_row_wide n, t1, t2;
     tb_f4 mass_n, mass_t1, mass_t2, target;
     tb_f4 jn, jt1, jt2;
     int32_t sa[TB_LANES], sb[TB_LANES];
@@ -211,6 +220,8 @@ typedef struct tb_constraint_graph {
     int group_capacity, group_count;
     int32_t *overflow;         /* contacts solved one by one */
     int overflow_count;
+    uint64_t *last_bodies;     /* per contact of the last colouring: (sa << 32) | sb */
+    int last_count;            /* contacts it coloured, -1 = none to reuse */
 } tb_constraint_graph;
 
 /* ---- broad phase (broad_phase.c) --------------------------------------------------- */
@@ -285,7 +296,6 @@ struct tb_rigid_world {
 void tb_body_compute_frame(const tb_body *body, tb_body_frame *frame, float dt, float margin);
 void tb_body_wake(tb_body *body);
 bool tb_body_is_slow(const tb_body *body);
-void tb_collide_box_from_body(const tb_body *body, const tb_body_frame *frame, tb_collide_box *box);
 
 /* broad_phase.c */
 int tb_broad_phase_init(tb_broad_phase *bp, int body_capacity);
@@ -309,8 +319,12 @@ void tb_contact_solver_solve(tb_rigid_world *world);
 /* constraint_graph.c */
 int tb_constraint_graph_init(tb_constraint_graph *g, int body_capacity, int contact_capacity);
 void tb_constraint_graph_free(tb_constraint_graph *g);
+/* No groups, and nothing to reuse (a cleared world, an idle step). */
+void tb_constraint_graph_reset(tb_constraint_graph *g);
 /* Colours the contacts (solver bodies set by tb_contact_solver_begin) and
- * cuts the colours into groups of four lanes: index, sa, sb and the slot map. */
+ * cuts the colours into groups of four lanes: index, sa, sb and the slot map.
+ * The colouring depends only on the contacts' (sa, sb) in order, so when
+ * those equal the last step's, the last groups are kept as they are. */
 void tb_constraint_graph_build(tb_rigid_world *world);
 
 /* rigid_world.c */

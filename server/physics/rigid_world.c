@@ -134,8 +134,7 @@ void tb_rigid_world_clear(tb_rigid_world *w)
     w->cache_count = 0;
     w->contact_count = 0;
     w->pair_count = 0;
-    w->graph.group_count = 0;
-    w->graph.overflow_count = 0;
+    tb_constraint_graph_reset(&w->graph);
 }
 
 int tb_rigid_world_add_plane(tb_rigid_world *w, tb_vec3 normal, float offset)
@@ -309,7 +308,7 @@ const char *tb_rigid_world_validate(const tb_rigid_world *w)
 
 /* ---- the step ----------------------------------------------------------------------------- */
 
-static void integrate_velocities(tb_rigid_world *w, float dt)
+TB_HOT_CLONES static void integrate_velocities(tb_rigid_world *w, float dt)
 {
     const float linear_keep = 1.0f / (1.0f + TB_LINEAR_DAMPING * dt);
     const float box_keep = 1.0f / (1.0f + TB_BOX_ANGULAR_DAMPING * dt);
@@ -327,7 +326,7 @@ static void integrate_velocities(tb_rigid_world *w, float dt)
 
 /* Awake bodies get solver slots 1..n in id order; sleeping bodies share the
  * static slot 0. World inverse inertia I^-1 = R diag(inv_inertia) R^T. */
-static void build_solver_bodies(tb_rigid_world *w)
+TB_HOT_CLONES static void build_solver_bodies(tb_rigid_world *w)
 {
     int n = 1;
     memset(&w->solver_bodies[0], 0, sizeof w->solver_bodies[0]);
@@ -343,7 +342,7 @@ static void build_solver_bodies(tb_rigid_world *w)
         if (b->shape == TB_RIGID_SPHERE) {
             w->inv_inertia_world[n] = tb_m3_diag(b->inv_inertia);
         } else {
-            const tb_vec3 *ax = w->frames[i].axis;
+            const tb_vec3 *ax = w->frames[i].box.axis;
             tb_vec3 d = b->inv_inertia;
             tb_mat3 m;
             /* (R D R^T)_rc = sum_k ax_k[r] d_k ax_k[c] with ax_k the columns of R */
@@ -357,7 +356,7 @@ static void build_solver_bodies(tb_rigid_world *w)
     }
 }
 
-static void integrate_positions(tb_rigid_world *w, float dt)
+TB_HOT_CLONES static void integrate_positions(tb_rigid_world *w, float dt)
 {
     for (int i = 0; i < w->body_end; i++) {
         tb_body *b = &w->bodies[i];
@@ -398,8 +397,7 @@ static void step_idle(tb_rigid_world *w, float dt)
     w->pair_count = 0;
     w->contact_count = 0;
     w->contacts_dropped = 0;
-    w->graph.group_count = 0;
-    w->graph.overflow_count = 0;
+    tb_constraint_graph_reset(&w->graph);
     w->cache_count = 0;
     w->time += dt;
     w->steps++;

@@ -19,6 +19,7 @@ void tb_bench_proto(const tb_bench_opts *opts);
 void tb_bench_count(const tb_bench_opts *opts);
 void tb_bench_tower_asleep(const tb_bench_opts *opts);
 void tb_bench_rigid_hash(const tb_bench_opts *opts);
+void tb_bench_tower_cycle(const tb_bench_opts *opts);
 
 static const struct { const char *name; tb_bench_fn fn; } scenarios[] = {
     {"cloth", tb_bench_cloth},
@@ -28,6 +29,7 @@ static const struct { const char *name; tb_bench_fn fn; } scenarios[] = {
     {"tower-asleep", tb_bench_tower_asleep},
     {"count", tb_bench_count},
     {"rigid-hash", tb_bench_rigid_hash},
+    {"tower-cycle", tb_bench_tower_cycle},
     {NULL, NULL} /* end */
 };
 
