@@ -45,6 +45,11 @@
 #else
 #define UNROLL3
 #endif
+#if defined(__GNUC__) && !defined(__clang__)
+#define UNROLL4 _Pragma("GCC unroll 4")
+#else
+#define UNROLL4
+#endif
 
 static inline float sign_of(float x) { return x < 0.0f ? -1.0f : 1.0f; }
 
@@ -212,34 +217,55 @@ static inline __attribute__((always_inline)) bool box_box_sat(const tb_collide_b
     return true;
 }
 
-/* A vertex in the reference face's frame: u, w along the face, h the height
- * above it (along the contact normal), so the side planes are |u| <= hu and
- * |w| <= hw and h is the vertex's separation. */
-typedef struct face_vertex {
-    float u, w, h;
-} face_vertex;
+/* A polygon in the reference face's frame, one array per coordinate: u, w
+ * along the face, h the height above it (along the contact normal), so the
+ * side planes are |u| <= hu and |w| <= hw and h is a vertex's separation.
+ * Clipping a quad by four sides leaves at most 8 vertices; the arrays hold
+ * 8 so that two 4-float loads cover any polygon. */
+#define POLY_MAX 8
+typedef struct face_poly {
+    float u[POLY_MAX], w[POLY_MAX], h[POLY_MAX];
+} face_poly;
+
+/* Whether some vertex of `in` (n of them) has sign * (u or w) - limit > 0
+ * (or NaN), the distance clip_face computes, eight vertices at a time. */
+static inline bool side_cuts(const face_poly *in, int n, int along_w, float sign, float limit)
+{
+    const float *x = along_w ? in->w : in->u;
+    sat_f4 lo, hi;
+    memcpy(&lo, x, sizeof lo);
+    memcpy(&hi, x + 4, sizeof hi);
+    const sat_f4 s = sat_splat(sign), l = sat_splat(limit), zero = sat_splat(0.0f);
+    const sat_i4 lane = {0, 1, 2, 3}, four = {4, 4, 4, 4}, count = {n, n, n, n};
+    sat_i4 out = (~(s * lo - l <= zero) & (lane < count)) | (~(s * hi - l <= zero) & (lane + four < count));
+    return (out[0] | out[1] | out[2] | out[3]) != 0;
+}
 
 /* Keeps the part of polygon `in` (n vertices) where sign * (u or w) <= limit;
  * h is linear along an edge, so interpolating it is exact. Inline: its four
  * calls pass constant along_w and sign, which then fold away. */
-static inline int clip_face(const face_vertex *in, int n, face_vertex *out, int along_w, float sign, float limit)
+static inline int clip_face(const face_poly *in, int n, face_poly *out, int along_w, float sign, float limit)
 {
     if (n == 0) return 0;
     int m = 0;
+    const float *x = along_w ? in->w : in->u;
     /* each vertex's distance computed once and carried to the next edge */
-    face_vertex p = in[0];
-    const float d0 = sign * (along_w ? p.w : p.u) - limit;
+    const float d0 = sign * x[0] - limit;
     float dp = d0;
     for (int i = 0; i < n; i++) {
-        face_vertex q = in[i + 1 < n ? i + 1 : 0];
-        float dq = i + 1 < n ? sign * (along_w ? q.w : q.u) - limit : d0;
-        if (dp <= 0.0f) out[m++] = p;
+        int k = i + 1 < n ? i + 1 : 0;
+        float dq = i + 1 < n ? sign * x[k] - limit : d0;
+        if (dp <= 0.0f) {
+            out->u[m] = in->u[i], out->w[m] = in->w[i], out->h[m] = in->h[i];
+            m++;
+        }
         if ((dp <= 0.0f) != (dq <= 0.0f)) {
             float t = dp / (dp - dq);
-            face_vertex r = {p.u + (q.u - p.u) * t, p.w + (q.w - p.w) * t, p.h + (q.h - p.h) * t};
-            out[m++] = r;
+            out->u[m] = in->u[i] + (in->u[k] - in->u[i]) * t;
+            out->w[m] = in->w[i] + (in->w[k] - in->w[i]) * t;
+            out->h[m] = in->h[i] + (in->h[k] - in->h[i]) * t;
+            m++;
         }
-        p = q;
         dp = dq;
     }
     return m;
@@ -324,25 +350,31 @@ static inline __attribute__((always_inline)) int face_manifold(const tb_collide_
     tb_vec3 u = ref->axis[next[axis]], w = ref->axis[after[axis]];
     float hu = ref->half[next[axis]], hw = ref->half[after[axis]];
     tb_vec3 rel = tb_v3_sub(fc, face_center);
-    face_vertex c = {tb_v3_dot(rel, u), tb_v3_dot(rel, w), tb_v3_dot(rel, n)};
-    face_vertex a1 = {tb_v3_dot(e1, u), tb_v3_dot(e1, w), tb_v3_dot(e1, n)};
-    face_vertex a2 = {tb_v3_dot(e2, u), tb_v3_dot(e2, w), tb_v3_dot(e2, n)};
-    face_vertex poly[16], tmp[16];
-    poly[0] = (face_vertex){c.u + a1.u + a2.u, c.w + a1.w + a2.w, c.h + a1.h + a2.h};
-    poly[1] = (face_vertex){c.u - a1.u + a2.u, c.w - a1.w + a2.w, c.h - a1.h + a2.h};
-    poly[2] = (face_vertex){c.u - a1.u - a2.u, c.w - a1.w - a2.w, c.h - a1.h - a2.h};
-    poly[3] = (face_vertex){c.u + a1.u - a2.u, c.w + a1.w - a2.w, c.h + a1.h - a2.h};
-    int count = clip_face(poly, 4, tmp, 0, 1.0f, hu);
-    count = clip_face(tmp, count, poly, 0, -1.0f, hu);
-    count = clip_face(poly, count, tmp, 1, 1.0f, hw);
-    count = clip_face(tmp, count, poly, 1, -1.0f, hw);
+    const float cu = tb_v3_dot(rel, u), cw = tb_v3_dot(rel, w), ch = tb_v3_dot(rel, n);
+    const float a1u = tb_v3_dot(e1, u), a1w = tb_v3_dot(e1, w), a1h = tb_v3_dot(e1, n);
+    const float a2u = tb_v3_dot(e2, u), a2w = tb_v3_dot(e2, w), a2h = tb_v3_dot(e2, n);
+    face_poly buf[2] = {{{cu + a1u + a2u, cu - a1u + a2u, cu - a1u - a2u, cu + a1u - a2u},
+                         {cw + a1w + a2w, cw - a1w + a2w, cw - a1w - a2w, cw + a1w - a2w},
+                         {ch + a1h + a2h, ch - a1h + a2h, ch - a1h - a2h, ch + a1h - a2h}}};
+    /* A side with every vertex inside it would only copy the polygon
+     * (Sutherland-Hodgman keeps every vertex and adds none): skipped. Most
+     * face contacts of a stack cut one side or none. */
+    int count = 4, cur = 0;
+    UNROLL4 for (int side = 0; side < 4; side++) {
+        const int along_w = side >= 2;
+        const float sign = side % 2 ? -1.0f : 1.0f, limit = along_w ? hw : hu;
+        if (!side_cuts(&buf[cur], count, along_w, sign, limit)) continue;
+        count = clip_face(&buf[cur], count, &buf[cur ^ 1], along_w, sign, limit);
+        cur ^= 1;
+    }
+    const face_poly *poly = &buf[cur];
 
     int out = 0;
     for (int i = 0; i < count && out < TB_MANIFOLD_MAX; i++) {
-        float s = poly[i].h;
+        float s = poly->h[i];
         if (s > margin) continue;
         /* the point midway between the reference face and the incident vertex */
-        tb_vec3 mid = tb_v3_mad(tb_v3_mad(tb_v3_mad(face_center, u, poly[i].u), w, poly[i].w), n, 0.5f * s);
+        tb_vec3 mid = tb_v3_mad(tb_v3_mad(tb_v3_mad(face_center, u, poly->u[i]), w, poly->w[i]), n, 0.5f * s);
         /* clipping can leave two vertices at (nearly) one place: keep one */
         bool dup = false;
         for (int j = 0; j < out && !dup; j++) {

@@ -164,6 +164,66 @@ static void reported_separation_matches_corner_projection(void **state)
     assert_true(separated > PAIRS / 10);
 }
 
+/* A box resting on a plank, shifted and turned about the vertical: the
+ * face manifold's points lie in both footprints (the faces' overlap), midway
+ * between the faces; unturned, they are exactly the 4 corners of the overlap
+ * rectangle. The shifts cover a box wholly inside the plank's face (no side
+ * clips), over one edge, over a corner and over two opposite edges. */
+static void stacked_box_contacts_lie_in_both_footprints(void **state)
+{
+    (void)state;
+    tb_rigid_rng r = tb_rigid_rng_seed(182);
+    int unturned = 0, clipped = 0, inside = 0;
+    for (int k = 0; k < PAIRS; k++) {
+        tb_vec3 hb = tb_v3(uniform(&r, 0.2f, 1.0f), 0.1f, uniform(&r, 0.2f, 1.0f));
+        tb_vec3 ha = tb_v3(uniform(&r, 0.05f, 0.6f), uniform(&r, 0.05f, 0.3f), uniform(&r, 0.05f, 0.6f));
+        bool turned = k % 2 == 1;
+        float yaw = turned ? uniform(&r, 0.05f, 1.5f) : 0.0f;
+        float pen = uniform(&r, 0.0f, 0.01f);
+        tb_vec3 c = tb_v3(uniform(&r, -hb.x, hb.x) * 1.2f, hb.y + ha.y - pen, uniform(&r, -hb.z, hb.z) * 1.2f);
+        tb_collide_box b = tb_collide_box_make(tb_v3(0, 0, 0), tb_q_identity(), hb);
+        tb_collide_box a = tb_collide_box_make(c, tb_q_axis_angle(tb_v3(0, 1, 0), yaw), ha);
+        /* the footprints must overlap in an area */
+        bool a_inside = true, overlap = true;
+        tb_vec3 ca[8];
+        corners(&a, ca);
+        for (int i = 0; i < 8; i++) a_inside = a_inside && fabsf(ca[i].x) < hb.x && fabsf(ca[i].z) < hb.z;
+        if (!turned) overlap = fabsf(c.x) < hb.x + ha.x - 0.01f && fabsf(c.z) < hb.z + ha.z - 0.01f;
+        else overlap = fabsf(c.x) < hb.x && fabsf(c.z) < hb.z; /* A's centre above the plank */
+        if (!overlap) continue;
+        tb_manifold m;
+        int n = tb_collide_box_box(&b, &a, 0.02f, &m);
+        if (n < 3) fail_msg("case %d: %d points", k, n);
+        assert_true(m.normal.y > 0.999f);
+        inside += a_inside;
+        clipped += !a_inside;
+        for (int i = 0; i < n; i++) {
+            tb_vec3 p = m.point[i];
+            tb_vec3 d = tb_v3_sub(p, a.center);
+            float u = tb_v3_dot(d, a.axis[0]), w = tb_v3_dot(d, a.axis[2]);
+            if (fabsf(p.x) > hb.x + 1e-4f || fabsf(p.z) > hb.z + 1e-4f || fabsf(u) > ha.x + 1e-4f ||
+                fabsf(w) > ha.z + 1e-4f)
+                fail_msg("case %d: point %d (%.5f %.5f %.5f) outside a footprint", k, i, p.x, p.y, p.z);
+            assert_float_equal(p.y, hb.y - 0.5f * pen, 1e-5f);
+            assert_float_equal(m.separation[i], -pen, 1e-5f);
+        }
+        if (turned) continue;
+        unturned++;
+        assert_int_equal(n, 4);
+        float x0 = fmaxf(-hb.x, c.x - ha.x), x1 = fminf(hb.x, c.x + ha.x);
+        float z0 = fmaxf(-hb.z, c.z - ha.z), z1 = fminf(hb.z, c.z + ha.z);
+        for (int q = 0; q < 4; q++) {
+            tb_vec3 want = tb_v3(q & 1 ? x1 : x0, 0.0f, q & 2 ? z1 : z0);
+            bool found = false;
+            for (int i = 0; i < n && !found; i++)
+                found = fabsf(m.point[i].x - want.x) < 1e-5f && fabsf(m.point[i].z - want.z) < 1e-5f;
+            if (!found) fail_msg("case %d: no point at corner (%.5f, %.5f) of the overlap", k, want.x, want.z);
+        }
+    }
+    print_message("%d unturned, %d wholly inside, %d clipped\n", unturned, inside, clipped);
+    assert_true(unturned > PAIRS / 4 && inside > PAIRS / 20 && clipped > PAIRS / 4);
+}
+
 static void sphere_inside_box_leaves_through_nearest_face(void **state)
 {
     (void)state;
@@ -231,6 +291,7 @@ int main(void)
         cmocka_unit_test(swapping_boxes_flips_normal_and_keeps_depth),
         cmocka_unit_test(moving_both_boxes_rigidly_keeps_the_result),
         cmocka_unit_test(reported_separation_matches_corner_projection),
+        cmocka_unit_test(stacked_box_contacts_lie_in_both_footprints),
         cmocka_unit_test(sphere_inside_box_leaves_through_nearest_face),
         cmocka_unit_test(grid_pairs_match_all_pairs_aabb_test),
     };
