@@ -15,6 +15,7 @@
  *   pile1000         tb_rigid_world_step, 0.17-1.0 s of pile 1000
  *   snap-tower-rest  tb_snap_encoder_step, 60 snapshots of a tower at rest
  *   dough-idle       tb_soft_world_step, 2-3 s of an untouched dough
+ *   snap-tower-cycle tb_snap_encoder_step, every second step of the tower cycle
  * Outside valgrind the client requests do nothing and "count" prints the
  * same JSON lines with the wall-clock median per call.
  *
@@ -213,6 +214,41 @@ static void snap_case(void)
     tb_rigid_world_destroy(w);
 }
 
+/* The encoder on the tower cycle (every second step, 60 snapshots a second,
+ * as the server sends them): knocked planks falling and sliding, the
+ * moving-body work of the load test's tower rooms (rot_within, quantizing). */
+static void snap_cycle_case(void)
+{
+    static counter c;
+    static const tb_proto_frame frame = {{-8.0, -1.0, -8.0}, {8.0, 15.0, 8.0}, 0, {0}};
+    c.name = "snap-tower-cycle";
+    c.calls = 0;
+    tb_rigid_rng rng;
+    tb_rigid_world *w = tower_cycle_world(&rng);
+    tb_snap_encoder *e = tb_snap_encoder_create(&frame, 64);
+    tb_proto_body bodies[64];
+    size_t bytes = 0;
+    for (int s = 0; s < TOWER_CYCLE_STEPS; s++) {
+        tower_cycle_input(w, s, &rng);
+        tb_rigid_world_step(w, DT);
+        if (s % 2 == 0) continue;
+        tb_snap_input in = {.tick = (uint32_t)s, .awake = (uint32_t)tb_rigid_world_awake_count(w), .bodies = bodies,
+                            .body_count = tb_bench_rigid_bodies(w, bodies)};
+        tb_proto_err err;
+        begin(&c);
+        int rc = tb_snap_encoder_step(e, &in, &err);
+        end(&c);
+        if (rc) { fprintf(stderr, "bench count: encoder: %s\n", err.msg); exit(1); }
+        const tb_snap_blob *d = tb_snap_encoder_delta(e);
+        if (d) bytes += d->tail_len;
+    }
+    char extra[64];
+    snprintf(extra, sizeof extra, ",\"delta_tail_bytes_total\":%zu", bytes);
+    report(&c, extra);
+    tb_snap_encoder_destroy(e);
+    tb_rigid_world_destroy(w);
+}
+
 static void dough_case(void)
 {
     static counter c;
@@ -240,6 +276,7 @@ void tb_bench_count(const tb_bench_opts *opts)
     tower_cycle_case();
     snap_case();
     dough_case();
+    snap_cycle_case();
 }
 
 static uint64_t world_hash(const tb_rigid_world *w)
