@@ -147,16 +147,23 @@ static int best_k(const uint32_t *v, size_t n, uint64_t *bits_out)
         hist[L]++;
         maxL = L > maxL ? L : maxL;
     }
+    /* A value of L bits costs 2 max(L, k + 1) - 1 - k bits at order k: k + 1
+     * for L <= k + 1, else (2 L - 1) - k. With low = how many have
+     * L <= k + 1, high = the others and high_sum = their sum of 2 L - 1,
+     * total(k) = low (k + 1) + high_sum - k high; moving to k + 1 moves the
+     * values of L = k + 2 from high to low. (Exact integers: the sum over L
+     * of the same terms.) */
+    uint64_t low = hist[0] + hist[1], high = (uint64_t)n - low, high_sum = 0;
+    for (int L = 2; L <= maxL; L++) high_sum += hist[L] * (uint64_t)(2 * L - 1);
     uint64_t best = UINT64_MAX;
     int bk = 0;
     for (int k = 0; k < 16; k++) {
-        uint64_t total = 0;
-        for (int L = 0; L <= maxL; L++) {
-            if (!hist[L]) continue;
-            int len = L > k + 1 ? L : k + 1;
-            total += hist[L] * (uint64_t)(2 * len - 1 - k);
-        }
+        uint64_t total = low * (uint64_t)(k + 1) + high_sum - (uint64_t)k * high;
         if (total < best) { best = total; bk = k; }
+        uint64_t moved = hist[k + 2];
+        low += moved;
+        high -= moved;
+        high_sum -= moved * (uint64_t)(2 * (k + 2) - 1);
     }
     if (bits_out) *bits_out = best;
     return bk;

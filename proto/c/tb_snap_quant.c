@@ -66,17 +66,25 @@ void tb_proto_quant_rot(const float qf[4], int *index, int32_t c[3])
     *index = big;
 }
 
+/* Written out, no loops (the encoder calls it for every cell it tries);
+ * the sums run in index order, each component divided by the norm. */
 void tb_proto_dequant_rot(int index, const int32_t c[3], double q[4])
 {
-    double s = 0.0, v[3];
-    for (int j = 0; j < 3; j++) {
-        v[j] = (double)(c[j] - TB_PROTO_ROT_HALF) * (SQRT1_2 / (double)TB_PROTO_ROT_HALF);
-        s += v[j] * v[j];
-    }
-    double w = s < 1.0 ? sqrt(1.0 - s) : 0.0;
-    for (int i = 0, j = 0; i < 4; i++) q[i] = i == index ? w : v[j++];
-    double n = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
-    for (int i = 0; i < 4; i++) q[i] /= n;
+    const double f = SQRT1_2 / (double)TB_PROTO_ROT_HALF;
+    const double v0 = (double)(c[0] - TB_PROTO_ROT_HALF) * f, v1 = (double)(c[1] - TB_PROTO_ROT_HALF) * f,
+                 v2 = (double)(c[2] - TB_PROTO_ROT_HALF) * f;
+    const double s = v0 * v0 + v1 * v1 + v2 * v2; /* 0 + v0 v0 is v0 v0 */
+    const double w = s < 1.0 ? sqrt(1.0 - s) : 0.0;
+    /* w at `index`, v0 v1 v2 in the other slots in order */
+    const double q0 = index == 0 ? w : v0;
+    const double q1 = index == 0 ? v0 : index == 1 ? w : v1;
+    const double q2 = index <= 1 ? v1 : index == 2 ? w : v2;
+    const double q3 = index <= 2 ? v2 : w;
+    const double n = sqrt(q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3);
+    q[0] = q0 / n;
+    q[1] = q1 / n;
+    q[2] = q2 / n;
+    q[3] = q3 / n;
 }
 
 int tb_snap__grid(const tb_proto_frame *f, tb_snap_grid *g, tb_proto_err *err)

@@ -228,6 +228,7 @@ static void snap_cycle_case(void)
     tb_snap_encoder *e = tb_snap_encoder_create(&frame, 64);
     tb_proto_body bodies[64];
     size_t bytes = 0;
+    uint64_t hash = 0xcbf29ce484222325ull;
     for (int s = 0; s < TOWER_CYCLE_STEPS; s++) {
         tower_cycle_input(w, s, &rng);
         tb_rigid_world_step(w, DT);
@@ -241,9 +242,12 @@ static void snap_cycle_case(void)
         if (rc) { fprintf(stderr, "bench count: encoder: %s\n", err.msg); exit(1); }
         const tb_snap_blob *d = tb_snap_encoder_delta(e);
         if (d) bytes += d->tail_len;
+        /* FNV-1a over every delta's tail bytes: the encoder's output must not change */
+        for (size_t k = 0; d && k < d->tail_len; k++) hash = (hash ^ d->tail[k]) * 0x100000001b3ull;
     }
-    char extra[64];
-    snprintf(extra, sizeof extra, ",\"delta_tail_bytes_total\":%zu", bytes);
+    char extra[96];
+    snprintf(extra, sizeof extra, ",\"delta_tail_bytes_total\":%zu,\"delta_hash\":\"%016llx\"", bytes,
+             (unsigned long long)hash);
     report(&c, extra);
     tb_snap_encoder_destroy(e);
     tb_rigid_world_destroy(w);
