@@ -172,19 +172,24 @@ static inline __attribute__((always_inline)) bool box_box_sat(const tb_collide_b
         /* lanes j: L = a_i x b_j, |L|^2, ra, rb, the numerator, 1/|L| */
         const sat_f4 aix = sat_splat(aa[i].x), aiy = sat_splat(aa[i].y), aiz = sat_splat(aa[i].z);
         sat_f4 lx = aiy * bz - aiz * by, ly = aiz * bx - aix * bz, lz = aix * by - aiy * bx;
-        sat_f4 len_sq = lx * lx + ly * ly + lz * lz; /* 1 - r^2 loses digits for nearly parallel edges */
         sat_f4 ra = sat_splat(a->half[i1]) * sat_abs(row[i2]) + sat_splat(a->half[i2]) * sat_abs(row[i1]);
         sat_f4 ri = sat_abs(row[i]);
         sat_f4 rb = bh_next * SAT_PERM(ri, 2, 0, 1, 3) + bh_after * SAT_PERM(ri, 1, 2, 0, 3);
         sat_f4 num = sat_abs(tx * lx + ty * ly + tz * lz) - (ra + rb);
+        /* The lanes that pass the two skips, three at a time (the scalar
+         * tests: 1 - r^2 < PARALLEL_EDGES^2, skip_overlapping && num <= 0).
+         * Resting contacts mostly keep no edge of a row: no 1/|L|, no scan. */
+        sat_i4 keep = ~(sat_splat(1.0f) - row[i] * row[i] < sat_splat(PARALLEL_EDGES * PARALLEL_EDGES)) &
+                      (sat_i4){-1, -1, -1, 0};
+        if (skip_overlapping) keep &= ~(num <= sat_splat(0.0f));
+        if (!(keep[0] | keep[1] | keep[2])) continue;
+        sat_f4 len_sq = lx * lx + ly * ly + lz * lz; /* 1 - r^2 loses digits for nearly parallel edges */
         sat_f4 inv_len = sat_splat(1.0f) / sat_sqrt(len_sq);
-        float r_l[4], num_l[4], inv_l[4];
-        memcpy(r_l, &row[i], sizeof r_l);
+        float num_l[4], inv_l[4];
         memcpy(num_l, &num, sizeof num_l);
         memcpy(inv_l, &inv_len, sizeof inv_l);
         UNROLL3 for (int j = 0; j < 3; j++) {
-            if (1.0f - r_l[j] * r_l[j] < PARALLEL_EDGES * PARALLEL_EDGES) continue;
-            if (skip_overlapping && num_l[j] <= 0.0f) continue;
+            if (!keep[j]) continue;
             float s = num_l[j] * inv_l[j];
             if (s > margin) { out->separation = s; return false; }
             if (s > best_edge) {
