@@ -412,6 +412,13 @@ static inline tb_v3_4 rows4(const tb_vec3 *const r[TB_LANES])
     return tb__transpose_in(tb__load_row(r[0]), tb__load_row(r[1]), tb__load_row(r[2]), tb__load_row(r[3]));
 }
 
+/* Row r of four lanes' matrices (one pointer per lane, not per row). */
+static inline tb_v3_4 mat_rows4(const tb_mat3 *const m[TB_LANES], int r)
+{
+    return tb__transpose_in(tb__load_row(&m[0]->r[r]), tb__load_row(&m[1]->r[r]), tb__load_row(&m[2]->r[r]),
+                            tb__load_row(&m[3]->r[r]));
+}
+
 typedef struct side4 {
     tb_v3_4 r;       /* contact point minus body position */
     tb_v3_4 inv[3];  /* rows of the world inverse inertia */
@@ -466,7 +473,7 @@ TB_HOT_CLONES static void prepare_group(const tb_rigid_world *w, tb_contact_wide
     static const tb_vec3 origin[2];  /* two, so the 16-byte row load stays inside */
     const tb_contact *c[TB_LANES];
     const tb_vec3 *point[TB_LANES], *pos_a[TB_LANES], *pos_b[TB_LANES];
-    const tb_vec3 *inv_a[3][TB_LANES], *inv_b[3][TB_LANES];
+    const tb_mat3 *inv_a[TB_LANES], *inv_b[TB_LANES];
     float sep[TB_LANES];
     for (int k = 0; k < TB_LANES; k++) {
         int idx = g->index[k];
@@ -477,10 +484,8 @@ TB_HOT_CLONES static void prepare_group(const tb_rigid_world *w, tb_contact_wide
         pos_a[k] = p && p->body_a >= 0 ? &w->bodies[p->body_a].position : point[k];
         pos_b[k] = p ? &w->bodies[p->body_b].position : point[k];
         sep[k] = p ? p->separation : 0.0f;
-        for (int r = 0; r < 3; r++) {
-            inv_a[r][k] = &w->inv_inertia_world[g->sa[k]].r[r];
-            inv_b[r][k] = &w->inv_inertia_world[g->sb[k]].r[r];
-        }
+        inv_a[k] = &w->inv_inertia_world[g->sa[k]];
+        inv_b[k] = &w->inv_inertia_world[g->sb[k]];
     }
     const tb_i4 lane_sa = {g->sa[0], g->sa[1], g->sa[2], g->sa[3]}, lane_sb = {g->sb[0], g->sb[1], g->sb[2], g->sb[3]};
     const tb_i4 zero_i = {0, 0, 0, 0};
@@ -504,11 +509,13 @@ TB_HOT_CLONES static void prepare_group(const tb_rigid_world *w, tb_contact_wide
     tb_v3_4 p4 = rows4(point);
     tb_f4 ka[3], kb[3];
     {
-        side4 a = {sub4(p4, rows4(pos_a)), {rows4(inv_a[0]), rows4(inv_a[1]), rows4(inv_a[2])}, lane_sa != zero_i};
+        side4 a = {sub4(p4, rows4(pos_a)), {mat_rows4(inv_a, 0), mat_rows4(inv_a, 1), mat_rows4(inv_a, 2)},
+                   lane_sa != zero_i};
         prepare_side(&a, d, rows, true, ka);
     }
     {
-        side4 b = {sub4(p4, rows4(pos_b)), {rows4(inv_b[0]), rows4(inv_b[1]), rows4(inv_b[2])}, lane_sb != zero_i};
+        side4 b = {sub4(p4, rows4(pos_b)), {mat_rows4(inv_b, 0), mat_rows4(inv_b, 1), mat_rows4(inv_b, 2)},
+                   lane_sb != zero_i};
         prepare_side(&b, d, rows, false, kb);
     }
     /* K = 1/ma + 1/mb + (ra x d) . Ia^-1 (ra x d) + (rb x d) . Ib^-1 (rb x d) */
