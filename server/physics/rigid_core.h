@@ -222,9 +222,6 @@ typedef struct tb_constraint_graph {
     int overflow_count;
     uint64_t *last_bodies;     /* per contact of the last colouring: (sa << 32) | sb */
     int last_count;            /* contacts it coloured, -1 = none to reuse */
-    int32_t *body_group;       /* packing, per solver body: 1 + last group holding it, 0 = none */
-    int32_t *next_open;        /* packing, per group: itself if a lane is free, else a later group */
-    uint8_t *lanes_used;       /* packing, per group */
 } tb_constraint_graph;
 
 /* ---- broad phase (broad_phase.c) --------------------------------------------------- */

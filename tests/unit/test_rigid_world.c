@@ -524,69 +524,6 @@ static void kept_colouring_steps_bit_identically_to_a_fresh_one(void **state)
     for (int k = 0; k < 2; k++) tb_rigid_world_destroy(w[k]);
 }
 
-/* The packed groups (constraint_graph.c): every coloured contact in exactly
- * one lane (and its slot says which), and any two contacts that share an
- * awake body in groups in their colour order, so each body meets its
- * contacts in the order of one colour's groups after another's. Never more
- * groups than that cut needs, and fewer in some steps of a collapse. */
-static void packed_groups_keep_each_bodys_contact_order(void **state)
-{
-    (void)state;
-    tb_rigid_world *w = tb_test_tray_world(TB_SCENE_TOWER_BODIES);
-    assert_int_equal(tb_rigid_scene_tower(w, NULL), TB_RIGID_OK);
-    int packed = 0, checked = 0;
-    int *group_of = malloc(sizeof *group_of * (size_t)w->contact_capacity);
-    int *last = malloc(sizeof *last * ((size_t)w->capacity + 1));
-    for (int s = 0; s < 600; s++) {
-        if (s == 60) assert_true(tb_rigid_scene_tower_launch_ball(w) >= 0);
-        assert_int_equal(tb_rigid_world_step(w, DT), TB_RIGID_OK);
-        assert_null(tb_rigid_world_validate(w));
-        const tb_constraint_graph *g = &w->graph;
-        int count[TB_GRAPH_COLORS] = {0}, coloured = 0;
-        for (int i = 0; i < w->contact_count; i++) {
-            group_of[i] = -1;
-            if (g->color_of[i] >= 0) count[g->color_of[i]]++, coloured++;
-        }
-        for (int k = 0; k < g->group_count; k++)
-            for (int lane = 0; lane < TB_LANES; lane++) {
-                int i = g->groups[k].index[lane];
-                if (i < 0) continue;
-                assert_true(i < w->contact_count && group_of[i] == -1 && g->color_of[i] >= 0);
-                assert_int_equal(g->slot[i], k * TB_LANES + lane);
-                assert_int_equal(g->groups[k].sa[lane], w->contacts[i].sa);
-                assert_int_equal(g->groups[k].sb[lane], w->contacts[i].sb);
-                group_of[i] = k;
-            }
-        int cut = 0, placed = 0;
-        for (int c = 0; c < TB_GRAPH_COLORS; c++) cut += (count[c] + TB_LANES - 1) / TB_LANES;
-        for (int i = 0; i < w->contact_count; i++) placed += group_of[i] >= 0;
-        assert_int_equal(placed, coloured);
-        assert_true(g->group_count <= cut);
-        packed += g->group_count < cut;
-        /* colour order: by colour, then contact index (the counting sort) */
-        for (int b = 0; b <= w->capacity; b++) last[b] = -1;
-        for (int c = 0; c < TB_GRAPH_COLORS; c++)
-            for (int i = 0; i < w->contact_count; i++) {
-                if (g->color_of[i] != c) continue;
-                const int side[2] = {w->contacts[i].sa, w->contacts[i].sb};
-                for (int k = 0; k < 2; k++) {
-                    if (side[k] == 0) continue;
-                    if (last[side[k]] >= 0 && group_of[last[side[k]]] >= group_of[i])
-                        fail_msg("step %d: contact %d (group %d) before contact %d (group %d) of body %d", s, i,
-                                 group_of[i], last[side[k]], group_of[last[side[k]]], side[k]);
-                    last[side[k]] = i;
-                    checked++;
-                }
-            }
-    }
-    print_message("steps with fewer groups than the colour-by-colour cut: %d of 600; %d orders checked\n", packed,
-                  checked);
-    assert_true(packed > 0);
-    free(group_of);
-    free(last);
-    tb_rigid_world_destroy(w);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -601,7 +538,6 @@ int main(void)
         cmocka_unit_test(removing_a_support_wakes_what_rested_on_it),
         cmocka_unit_test(same_scene_and_inputs_give_bit_identical_poses_after_10_s),
         cmocka_unit_test(kept_colouring_steps_bit_identically_to_a_fresh_one),
-        cmocka_unit_test(packed_groups_keep_each_bodys_contact_order),
         cmocka_unit_test(loaded_world_steps_bit_identically_to_the_original),
         cmocka_unit_test(load_rejects_truncated_or_corrupt_images),
         cmocka_unit_test(internal_state_stays_consistent_through_a_collapse),
