@@ -139,8 +139,10 @@ static void integrate(tb_cloth_world *world, tb_cloth_piece_state *ps, tb_cloth_
  * and SIMD paths evaluate it in the same order, so they give the same bits. */
 static inline float share_of(float k, float wa, float wb) { return k * wa * (1.0f - 0.5f * wb); }
 
-/* One constraint between a and b with shares sa, sb and rest length `rest`. */
-static inline void solve_one(float *ax, float *ay, float *az, float *bx, float *by, float *bz, float sa, float sb,
+/* One constraint between a and b with shares sa, sb and rest length `rest`.
+ * Used by the path for targets without SSE2 (checked by building with
+ * -U__SSE2__), hence "unused" for clang on x86. */
+__attribute__((unused)) static inline void solve_one(float *ax, float *ay, float *az, float *bx, float *by, float *bz, float sa, float sb,
                              float rest)
 {
     float dx = *bx - *ax, dy = *by - *ay, dz = *bz - *az;
@@ -226,7 +228,7 @@ void tb_cloth__update_shares(const tb_cloth_piece_state *ps, tb_cloth_piece *p)
     }
 }
 
-static inline void solve_scalar(tb_cloth_piece *p, int a, int b, float sa, float sb, float rest)
+__attribute__((unused)) static inline void solve_scalar(tb_cloth_piece *p, int a, int b, float sa, float sb, float rest)
 {
     solve_one(&p->px[a], &p->py[a], &p->pz[a], &p->px[b], &p->py[b], &p->pz[b], sa, sb, rest);
 }
