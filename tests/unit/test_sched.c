@@ -311,7 +311,7 @@ static void rooms_of_a_worker_share_one_wake_per_phase(void **state)
     double seconds = (double)(tb_clock_now_ns() - t0) / 1e9;
     uint64_t steps = tb_sched_worker_steps(&f.sched, 0) - steps0;
     uint64_t wakes = tb_sched_worker_wakes(&f.sched, 0) - wakes0;
-    /* every room stepped (a loaded machine may lag, then catch up within a slot) ... */
+    /* every room stepped (a loaded machine may lag, then catch up within a period) ... */
     assert_true((double)steps >= ROOMS * 60 * seconds);
     /* ... in at most one wake-up per phase pass (phases x 120/s), not one per room */
     assert_true((double)wakes <= TB_SCHED_PHASES * 121 * seconds + 5);
