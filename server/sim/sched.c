@@ -391,10 +391,13 @@ static void tb__input_pass(tb_worker *w)
         tb__wake(w);
 }
 
-/* The input pass, if TB__INPUT_PASS_NS went by since the last one. */
+/* The input pass, when the worker has been stepping without a sleep for
+ * TB__INPUT_PASS_NS and as long since the last pass. A worker that keeps up
+ * needs none: each room's inputs are applied before its own step, at most
+ * a period away, and its replies go out with the phase. */
 static void tb__maybe_input_pass(tb_worker *w, int64_t now)
 {
-    if (now < w->next_pass_ns)
+    if (now - w->awake_ns < TB__INPUT_PASS_NS || now < w->next_pass_ns)
         return;
     tb__input_pass(w);
     w->next_pass_ns = now + TB__INPUT_PASS_NS;
@@ -524,7 +527,7 @@ static void *tb__worker_main(void *arg)
 
     int64_t start = tb_clock_now_ns();
     w->origin_ns = start + TB_STEP_NS;
-    w->next_pass_ns = start;
+    w->awake_ns = w->next_pass_ns = start;
     for (int p = 0; p < TB_SCHED_PHASES; p++)
         w->phases[p].due_ns = w->origin_ns + tb_phase_offset(p, TB_SCHED_PHASES, TB_STEP_NS);
     while (!atomic_load_explicit(&sched->stop, memory_order_acquire)) {
@@ -532,13 +535,13 @@ static void *tb__worker_main(void *arg)
         if (w->overflow_count)
             tb__flush_overflow(w);
 
-        /* Inputs of every room first (they belong before its next step
-         * anyway), and what they produced (welcomes, replies) is sent
-         * before the stepping; the pass comes every TB__INPUT_PASS_NS at
-         * most, also while a long stepping goes on, so a join is answered
-         * within milliseconds even when an overloaded worker takes seconds
-         * to step all its rooms. A room's own inputs are applied again
-         * right before each of its steps. */
+        /* A room's queued inputs are applied right before each of its
+         * steps. When the worker has been busy for TB__INPUT_PASS_NS
+         * without a sleep (overloaded), every room's inputs are applied
+         * every TB__INPUT_PASS_NS too, and what they produced (welcomes,
+         * replies) is sent at once, so a join is answered within
+         * milliseconds even when the worker takes seconds to step all its
+         * rooms. */
         int64_t now = tb_clock_now_ns();
         tb__maybe_input_pass(w, now);
         /* One phase per turn of the loop, the earliest due first: an
@@ -550,6 +553,7 @@ static void *tb__worker_main(void *arg)
             continue;
         }
         tb_clock_sleep_until(tb__next_wake(w));
+        w->awake_ns = tb_clock_now_ns();
     }
     return NULL;
 }

@@ -10,8 +10,9 @@
  * work. A worker loops:
  *
  *   adopt new rooms, drop retired ones
- *   every 2 ms (also during a long pass): apply the queued inputs of every
- *     room, and wake the network loop if that produced replies
+ *   when it has been busy 2 ms without a sleep (overloaded), every 2 ms:
+ *     apply the queued inputs of every room, and wake the network loop if
+ *     that produced replies
  *   for every phase that is due, earliest first, and each of its rooms that
  *     is due (tb_pace): for each owed step, apply the queued inputs in
  *     arrival order, step the world (timed into the step histogram), and on
@@ -92,7 +93,8 @@ typedef struct tb_worker {
     tb_ring ctl;               /* tb_out control messages, worker -> network */
     /* worker thread only */
     int64_t origin_ns;         /* phase 0's grid: origin_ns + n x TB_STEP_NS */
-    int64_t next_pass_ns;      /* next input pass over every room */
+    int64_t awake_ns;          /* when the worker last woke from a sleep */
+    int64_t next_pass_ns;      /* earliest next input pass over every room */
     uint64_t out_seq;          /* next tb_out.seq */
     uint64_t woken_seq;        /* out_seq when the network thread was last woken */
     tb_out *overflow;          /* control messages waiting for room in ctl */
