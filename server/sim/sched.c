@@ -452,18 +452,24 @@ static void tb__take_adoptions(tb_worker *w)
     pthread_mutex_unlock(&w->lock);
 }
 
-/* Drops ph->rooms[i] if the registry retired it; true if it did. */
-static bool tb__drop_if_retired(tb_worker *w, tb_sched_phase *ph, int i)
+/* Drops the phase's rooms the registry retired. One tight pass before the
+ * stepping, not a check per room inside it: the independent loads overlap,
+ * and the rooms are then in cache for the stepping (with thousands of
+ * resting rooms, a first touch per room inside the step loop cost 0.1 core). */
+static void tb__drop_retired(tb_worker *w, tb_sched_phase *ph)
 {
-    tb_room *room = ph->rooms[i];
-    if (!atomic_load_explicit(&room->retire, memory_order_acquire))
-        return false;
-    room->ops->destroy(room->world);
-    room->world = NULL;
-    ph->rooms[i] = ph->rooms[--ph->count];
-    atomic_fetch_sub(&w->load, 1);
-    tb_room_unref(room);
-    return true;
+    for (int i = 0; i < ph->count;) {
+        tb_room *room = ph->rooms[i];
+        if (!atomic_load_explicit(&room->retire, memory_order_acquire)) {
+            i++;
+            continue;
+        }
+        room->ops->destroy(room->world);
+        room->world = NULL;
+        ph->rooms[i] = ph->rooms[--ph->count];
+        atomic_fetch_sub(&w->load, 1);
+        tb_room_unref(room);
+    }
 }
 
 /* Steps the rooms of phase p that are due (all of them, unless some were
@@ -475,22 +481,21 @@ static bool tb__drop_if_retired(tb_worker *w, tb_sched_phase *ph, int i)
 static void tb__step_phase(tb_worker *w, int p)
 {
     tb_sched_phase *ph = &w->phases[p];
+    tb__drop_retired(w, ph);
     if (ph->count == 0) {
         ph->due_ns = tb_phase_next_due(w->origin_ns, p, TB_SCHED_PHASES, TB_STEP_NS, tb_clock_now_ns());
         return;
     }
     int64_t due = INT64_MAX;
-    for (int i = 0; i < ph->count;) {
-        if (tb__drop_if_retired(w, ph, i))
-            continue;
+    for (int i = 0; i < ph->count; i++) {
         int64_t t = tb_clock_now_ns();
         tb__maybe_input_pass(w, t);
-        tb_room *room = ph->rooms[i++];
+        tb_room *room = ph->rooms[i];
         tb__step_room(w, room, t);
         if (room->pace.next_ns < due)
             due = room->pace.next_ns;
     }
-    ph->due_ns = ph->count ? due : tb_phase_next_due(w->origin_ns, p, TB_SCHED_PHASES, TB_STEP_NS, tb_clock_now_ns());
+    ph->due_ns = due;
     /* once for everything the phase's stepping produced */
     if (w->out_seq != w->woken_seq || tb_ring_count(&w->out) > 0 || tb_ring_count(&w->ctl) > 0)
         tb__wake(w);
