@@ -26,4 +26,20 @@ void tb_pace_init(tb_pace *pace, int64_t start_ns, int64_t step_ns, int64_t max_
  * stores how late the first due step is in *lateness_ns (0 if not due). */
 int tb_pace_take(tb_pace *pace, int64_t now_ns, uint64_t *overrun, int64_t *lateness_ns);
 
+/* Phases: a worker splits the step period into `count` phases and gives
+ * every room one of them, so its rooms are not all due at the same instant.
+ * Phase p's grid is origin + p * step / count + n * step (whole steps), and a
+ * room of phase p keeps its tb_pace on that grid: its lateness is measured
+ * from its own due time, not from the start of the worker's period. */
+
+/* Offset of phase p into the period: p * step_ns / count. */
+int64_t tb_phase_offset(int phase, int count, int64_t step_ns);
+
+/* The first time on phase p's grid strictly after after_ns. */
+int64_t tb_phase_next_due(int64_t origin_ns, int phase, int count, int64_t step_ns, int64_t after_ns);
+
+/* The phase a new room goes to: the one with the fewest rooms (rooms[p]),
+ * the lowest index among equals. Deterministic; count >= 1. */
+int tb_phase_pick(const int *rooms, int count);
+
 #endif

@@ -1,12 +1,16 @@
 /* sched.c: worker threads stepping rooms at 120 Hz (see sched.h).
  *
  * Why the loop looks like this: a 120 Hz step is 8.333 ms, finer than a
- * libuv timer can express. So the worker keeps one grid of slots 8.333 ms
- * apart, every room's due time (tb_pace) sits on that grid, and the worker
- * sleeps with clock_nanosleep(TIMER_ABSTIME) until the next slot; a late
- * wake-up only shortens the next sleep. One wake-up per slot, whatever the
- * number of rooms, and one uv_async_send for everything the slot produced.
- * A newly adopted room or a stop request waits at most one slot.
+ * libuv timer can express. So the worker sleeps with
+ * clock_nanosleep(TIMER_ABSTIME) until the next boundary of its phase grid
+ * (TB_SCHED_PHASES boundaries per 8.333 ms period), and a late wake-up only
+ * shortens the next sleep. Each room sits on one phase and is due at that
+ * phase's boundaries, so the stepping (and the snapshots, every 2nd tick) is
+ * spread over the period instead of done in one burst, and a room's tick
+ * lateness is its own delay, not the work of every room due before it in
+ * one shared slot. One wake-up per phase boundary, whatever the number of
+ * rooms, and one uv_async_send per phase pass that produced something. A
+ * newly adopted room or a stop request waits at most one period.
  */
 #define _GNU_SOURCE
 #include "sim/sched.h"
@@ -314,7 +318,7 @@ static void tb__step_room(tb_worker *w, tb_room *room, int64_t now)
         TB_COUNT_N(m, overrun_steps_total, overrun);
 
     const float dt = 1.0f / (float)TB_STEP_HZ;
-    /* The shared counters are added once per room and slot, not per step:
+    /* The shared counters are added once per room and pass, not per step:
      * with thousands of resting rooms, atomics on cache lines both workers
      * write would cost more than the steps themselves. */
     int64_t step_ns = 0;
@@ -377,32 +381,64 @@ static void tb__wake(tb_worker *w)
 static void tb__input_pass(tb_worker *w)
 {
     uint64_t before = w->out_seq;
-    for (int i = 0; i < w->room_count; i++)
-        if (tb_ring_count(&w->rooms[i]->inputs))
-            tb__apply_inputs(w, w->rooms[i]);
+    for (int p = 0; p < TB_SCHED_PHASES; p++) {
+        tb_sched_phase *ph = &w->phases[p];
+        for (int i = 0; i < ph->count; i++)
+            if (tb_ring_count(&ph->rooms[i]->inputs))
+                tb__apply_inputs(w, ph->rooms[i]);
+    }
     if (w->out_seq != before)
         tb__wake(w);
+}
+
+/* The input pass, when the worker has been stepping without a sleep for
+ * TB__INPUT_PASS_NS and as long since the last pass. A worker that keeps up
+ * needs none: each room's inputs are applied before its own step, at most
+ * a period away, and its replies go out with the phase. */
+static void tb__maybe_input_pass(tb_worker *w, int64_t now)
+{
+    if (now - w->awake_ns < TB__INPUT_PASS_NS || now < w->next_pass_ns)
+        return;
+    tb__input_pass(w);
+    w->next_pass_ns = now + TB__INPUT_PASS_NS;
+}
+
+/* Adds a room to the phase with the fewest rooms, first due at that phase's
+ * next boundary. -1 (nothing changed) when the list cannot grow. */
+static int tb__place_room(tb_worker *w, tb_room *room, int64_t now)
+{
+    int counts[TB_SCHED_PHASES];
+    for (int p = 0; p < TB_SCHED_PHASES; p++)
+        counts[p] = w->phases[p].count;
+    tb_sched_phase *ph = &w->phases[tb_phase_pick(counts, TB_SCHED_PHASES)];
+    if (ph->count == ph->cap) {
+        int cap = ph->cap ? ph->cap * 2 : 16;
+        tb_room **rooms = realloc(ph->rooms, (size_t)cap * sizeof *rooms);
+        if (!rooms)
+            return -1;
+        ph->rooms = rooms;
+        ph->cap = cap;
+    }
+    int64_t due = tb_phase_next_due(w->origin_ns, (int)(ph - w->phases), TB_SCHED_PHASES, TB_STEP_NS, now);
+    tb_pace_init(&room->pace, due - TB_STEP_NS, TB_STEP_NS, TB_MAX_BEHIND_NS);
+    if (ph->count == 0 || due < ph->due_ns)
+        ph->due_ns = due;
+    ph->rooms[ph->count++] = room;
+    return 0;
 }
 
 static void tb__take_adoptions(tb_worker *w)
 {
     pthread_mutex_lock(&w->lock);
+    int64_t now = tb_clock_now_ns();
     for (int i = 0; i < w->adopt_count; i++) {
         tb_room *room = w->adopt[i];
-        if (w->room_count == w->room_cap) {
-            int cap = w->room_cap ? w->room_cap * 2 : 16;
-            tb_room **rooms = realloc(w->rooms, (size_t)cap * sizeof *rooms);
-            if (!rooms) { /* keep it queued; try again next wake */
-                memmove(w->adopt, w->adopt + i, (size_t)(w->adopt_count - i) * sizeof *w->adopt);
-                w->adopt_count -= i;
-                pthread_mutex_unlock(&w->lock);
-                return;
-            }
-            w->rooms = rooms;
-            w->room_cap = cap;
+        if (tb__place_room(w, room, now) < 0) { /* keep it queued; try again next wake */
+            memmove(w->adopt, w->adopt + i, (size_t)(w->adopt_count - i) * sizeof *w->adopt);
+            w->adopt_count -= i;
+            pthread_mutex_unlock(&w->lock);
+            return;
         }
-        /* on the worker's grid: first due at its next slot */
-        tb_pace_init(&room->pace, w->slot_ns - TB_STEP_NS, TB_STEP_NS, TB_MAX_BEHIND_NS);
         if (!room->encoder && tb__start_encoder(room) < 0) /* no snapshots; joins get no welcome */
             atomic_fetch_add(&w->sched->metrics->events_dropped_total, 1);
         if (w->sched->record_dir[0] && !room->record && room->ops->hash) {
@@ -411,26 +447,101 @@ static void tb__take_adoptions(tb_worker *w)
             if (!room->record && w->sched->record_fail_cb)
                 w->sched->record_fail_cb(room, why);
         }
-        w->rooms[w->room_count++] = room;
     }
     w->adopt_count = 0;
     pthread_mutex_unlock(&w->lock);
 }
 
-static void tb__drop_retired(tb_worker *w)
+/* Drops the phase's rooms the registry retired. One tight pass before the
+ * stepping, not a check per room inside it: the independent loads overlap,
+ * and the rooms are then in cache for the stepping (with thousands of
+ * resting rooms, a first touch per room inside the step loop cost 0.1 core). */
+static void tb__drop_retired(tb_worker *w, tb_sched_phase *ph)
 {
-    for (int i = 0; i < w->room_count;) {
-        tb_room *room = w->rooms[i];
+    for (int i = 0; i < ph->count;) {
+        tb_room *room = ph->rooms[i];
         if (!atomic_load_explicit(&room->retire, memory_order_acquire)) {
             i++;
             continue;
         }
         room->ops->destroy(room->world);
         room->world = NULL;
-        w->rooms[i] = w->rooms[--w->room_count];
+        ph->rooms[i] = ph->rooms[--ph->count];
         atomic_fetch_sub(&w->load, 1);
         tb_room_unref(room);
     }
+}
+
+/* Resting rooms cost little besides cache misses (the room, its input
+ * ring, its world), one after the other: ask for the next rooms' lines
+ * while this one steps. Hints only. */
+static void tb__prefetch_room(const tb_room *room)
+{
+    __builtin_prefetch(room);
+    __builtin_prefetch(&room->inputs.tail);
+    __builtin_prefetch(&room->pace);
+    __builtin_prefetch(&room->step_ns_sum);
+}
+
+static void tb__prefetch_world(const tb_room *room)
+{
+    size_t tail = atomic_load_explicit(&room->inputs.tail, memory_order_relaxed);
+    __builtin_prefetch(room->inputs.cells + (tail & room->inputs.mask) * room->inputs.stride);
+    __builtin_prefetch(room->world);
+}
+
+/* Steps the rooms of phase p that are due (all of them, unless some were
+ * adopted late or fell behind) and drops the retired ones, with an input
+ * pass every TB__INPUT_PASS_NS of a long pass, then wakes the network
+ * thread once for what the pass produced. The phase's next due time is its
+ * rooms' earliest: whole steps on the phase's grid, so the rooms stay on it
+ * after a stall too. */
+static void tb__step_phase(tb_worker *w, int p)
+{
+    tb_sched_phase *ph = &w->phases[p];
+    tb__drop_retired(w, ph);
+    if (ph->count == 0) {
+        ph->due_ns = tb_phase_next_due(w->origin_ns, p, TB_SCHED_PHASES, TB_STEP_NS, tb_clock_now_ns());
+        return;
+    }
+    int64_t due = INT64_MAX;
+    for (int i = 0; i < ph->count; i++) {
+        int64_t t = tb_clock_now_ns();
+        tb__maybe_input_pass(w, t);
+        tb_room *room = ph->rooms[i];
+        if (i + 2 < ph->count)
+            tb__prefetch_room(ph->rooms[i + 2]);
+        if (i + 1 < ph->count)
+            tb__prefetch_world(ph->rooms[i + 1]);
+        tb__step_room(w, room, t);
+        if (room->pace.next_ns < due)
+            due = room->pace.next_ns;
+    }
+    ph->due_ns = due;
+    /* once for everything the phase's stepping produced */
+    if (w->out_seq != w->woken_seq || tb_ring_count(&w->out) > 0 || tb_ring_count(&w->ctl) > 0)
+        tb__wake(w);
+}
+
+/* The phase to step next: the earliest due at or before now, else -1. */
+static int tb__due_phase(const tb_worker *w, int64_t now)
+{
+    int best = -1;
+    for (int p = 0; p < TB_SCHED_PHASES; p++)
+        if (w->phases[p].due_ns <= now && (best < 0 || w->phases[p].due_ns < w->phases[best].due_ns))
+            best = p;
+    return best;
+}
+
+/* When to wake next: the earliest due phase that has rooms, and phase 0's
+ * boundary in any case (adoptions, stop requests, input passes). */
+static int64_t tb__next_wake(const tb_worker *w)
+{
+    int64_t next = w->phases[0].due_ns;
+    for (int p = 1; p < TB_SCHED_PHASES; p++)
+        if (w->phases[p].count > 0 && w->phases[p].due_ns < next)
+            next = w->phases[p].due_ns;
+    return next;
 }
 
 static void *tb__worker_main(void *arg)
@@ -441,43 +552,35 @@ static void *tb__worker_main(void *arg)
     snprintf(name, sizeof name, "tb-worker-%d", w->index);
     pthread_setname_np(pthread_self(), name);
 
-    w->slot_ns = tb_clock_now_ns() + TB_STEP_NS;
+    int64_t start = tb_clock_now_ns();
+    w->origin_ns = start + TB_STEP_NS;
+    w->awake_ns = w->next_pass_ns = start;
+    for (int p = 0; p < TB_SCHED_PHASES; p++)
+        w->phases[p].due_ns = w->origin_ns + tb_phase_offset(p, TB_SCHED_PHASES, TB_STEP_NS);
     while (!atomic_load_explicit(&sched->stop, memory_order_acquire)) {
         tb__take_adoptions(w);
-        tb__drop_retired(w);
         if (w->overflow_count)
             tb__flush_overflow(w);
 
-        /* Inputs of every room first (they belong before its next step
-         * anyway), and what they produced (welcomes, replies) is sent
-         * before the stepping; the pass is repeated every
-         * TB__INPUT_PASS_NS while the stepping goes on, so a join is
-         * answered within milliseconds even when an overloaded worker takes
-         * seconds to step all its rooms. */
-        tb__input_pass(w);
-        int64_t next_pass = tb_clock_now_ns() + TB__INPUT_PASS_NS;
-        for (int i = 0; i < w->room_count; i++) {
-            int64_t t = tb_clock_now_ns();
-            if (t >= next_pass) {
-                tb__input_pass(w);
-                next_pass = t + TB__INPUT_PASS_NS;
-            }
-            tb__step_room(w, w->rooms[i], t);
-        }
-        /* once for everything the slot's stepping produced */
-        if (w->out_seq != w->woken_seq || tb_ring_count(&w->out) > 0 || tb_ring_count(&w->ctl) > 0)
-            tb__wake(w);
-
-        /* Next slot: the grid moves in whole steps, so rooms (whose pace
-         * also moves in whole steps) stay on it after a stall too. */
+        /* A room's queued inputs are applied right before each of its
+         * steps. When the worker has been busy for TB__INPUT_PASS_NS
+         * without a sleep (overloaded), every room's inputs are applied
+         * every TB__INPUT_PASS_NS too, and what they produced (welcomes,
+         * replies) is sent at once, so a join is answered within
+         * milliseconds even when the worker takes seconds to step all its
+         * rooms. */
         int64_t now = tb_clock_now_ns();
-        if (w->slot_ns <= now)
-            w->slot_ns += ((now - w->slot_ns) / TB_STEP_NS + 1) * TB_STEP_NS;
-        int64_t next = w->slot_ns;
-        for (int i = 0; i < w->room_count; i++)
-            if (w->rooms[i]->pace.next_ns < next)
-                next = w->rooms[i]->pace.next_ns;
-        tb_clock_sleep_until(next);
+        tb__maybe_input_pass(w, now);
+        /* One phase per turn of the loop, the earliest due first: an
+         * overloaded worker still sees adoptions and a stop request
+         * between phases. Retired rooms are dropped as their phase comes. */
+        int p = tb__due_phase(w, now);
+        if (p >= 0) {
+            tb__step_phase(w, p);
+            continue;
+        }
+        tb_clock_sleep_until(tb__next_wake(w));
+        w->awake_ns = tb_clock_now_ns();
     }
     return NULL;
 }
@@ -609,15 +712,18 @@ void tb_sched_close(tb_sched *sched)
         for (int k = 0; k < w->overflow_count; k++)
             tb__release_out(&w->overflow[k]);
         free(w->overflow);
-        for (int r = 0; r < w->room_count; r++) {
-            tb_room *room = w->rooms[r];
-            room->ops->destroy(room->world);
-            room->world = NULL;
-            tb_room_unref(room);
+        for (int p = 0; p < TB_SCHED_PHASES; p++) {
+            tb_sched_phase *ph = &w->phases[p];
+            for (int r = 0; r < ph->count; r++) {
+                tb_room *room = ph->rooms[r];
+                room->ops->destroy(room->world);
+                room->world = NULL;
+                tb_room_unref(room);
+            }
+            free(ph->rooms);
         }
         for (int r = 0; r < w->adopt_count; r++)
             tb_room_unref(w->adopt[r]);
-        free(w->rooms);
         free(w->adopt);
         tb_ring_close(&w->out);
         tb_ring_close(&w->ctl);

@@ -2,15 +2,24 @@
  *
  * W worker threads; each room is adopted by the least loaded worker and
  * stays there for its life, so a world is only ever touched by one thread
- * and needs no lock. A worker loops:
+ * and needs no lock. A worker splits the 8.33 ms step period into
+ * TB_SCHED_PHASES phases and puts each new room on the phase with the
+ * fewest rooms; a room's due times sit on its phase's grid (period 8.33 ms,
+ * offset phase x period / TB_SCHED_PHASES), so the worker's rooms are not
+ * all due at once and the last room stepped is not late by all the others'
+ * work. A worker loops:
  *
  *   adopt new rooms, drop retired ones
- *   for every room that is due (tb_pace): for each owed step, apply the
- *     queued inputs in arrival order, step the world (timed into the step
- *     histogram), and on every Nth tick encode the room's snapshot once
- *   push what was produced into the worker's output ring, wake the
- *     network loop (wake_cb)
- *   sleep until the earliest due step with an absolute-time sleep
+ *   when it has been busy 2 ms without a sleep (overloaded), every 2 ms:
+ *     apply the queued inputs of every room, and wake the network loop if
+ *     that produced replies
+ *   for every phase that is due, earliest first, and each of its rooms that
+ *     is due (tb_pace): for each owed step, apply the queued inputs in
+ *     arrival order, step the world (timed into the step histogram), and on
+ *     every Nth tick encode the room's snapshot once; then push what the
+ *     phase produced into the worker's output ring and wake the network loop
+ *     (wake_cb) once for the phase
+ *   sleep until the next phase boundary with an absolute-time sleep
  *
  * The network thread drains the output rings with tb_sched_poll() and
  * hands each message to the sessions of its room.
@@ -34,6 +43,9 @@
 #define TB_MAX_BEHIND_NS 250000000LL
 #define TB_WORKER_OUT_CAPACITY 8192 /* snapshots */
 #define TB_WORKER_CTL_CAPACITY 4096 /* control messages; overflow waits, never dropped */
+#ifndef TB_SCHED_PHASES
+#define TB_SCHED_PHASES 4 /* phases of a worker's step period: 2.08 ms apart (BENCHMARKS.md: 4 vs 8) */
+#endif
 
 typedef enum tb_out_kind {
     TB_OUT_SNAPSHOT = 1, /* newest-wins: to every up-to-date session of the room */
@@ -58,6 +70,13 @@ typedef struct tb_out {
 
 typedef void (*tb_sched_wake_cb)(void *data);
 
+/* The rooms of one phase of a worker (worker thread only). */
+typedef struct tb_sched_phase {
+    tb_room **rooms;
+    int count, cap;
+    int64_t due_ns;            /* earliest due step of its rooms; its next grid time when empty */
+} tb_sched_phase;
+
 typedef struct tb_worker {
     struct tb_sched *sched;
     int index;
@@ -66,15 +85,16 @@ typedef struct tb_worker {
     pthread_mutex_t lock;      /* guards adopt[] */
     tb_room **adopt;
     int adopt_count, adopt_cap;
-    tb_room **rooms;           /* worker thread only */
-    int room_count, room_cap;
+    tb_sched_phase phases[TB_SCHED_PHASES]; /* worker thread only */
     atomic_int load;           /* rooms owned or being adopted */
     atomic_uint_fast64_t steps;
-    atomic_uint_fast64_t wakes;  /* slots that woke the network thread */
+    atomic_uint_fast64_t wakes;  /* phase passes and input passes that woke the network thread */
     tb_ring out;               /* tb_out snapshots, worker -> network */
     tb_ring ctl;               /* tb_out control messages, worker -> network */
     /* worker thread only */
-    int64_t slot_ns;           /* due time of the worker's next grid slot */
+    int64_t origin_ns;         /* phase 0's grid: origin_ns + n x TB_STEP_NS */
+    int64_t awake_ns;          /* when the worker last woke from a sleep */
+    int64_t next_pass_ns;      /* earliest next input pass over every room */
     uint64_t out_seq;          /* next tb_out.seq */
     uint64_t woken_seq;        /* out_seq when the network thread was last woken */
     tb_out *overflow;          /* control messages waiting for room in ctl */
@@ -114,8 +134,8 @@ void tb_sched_close(tb_sched *sched);
 
 uint64_t tb_sched_worker_steps(const tb_sched *sched, int worker);
 int tb_sched_worker_load(const tb_sched *sched, int worker);
-/* Times the worker woke the network thread: at most one per slot for the
- * stepping, plus one per input pass whose inputs produced replies. */
+/* Times the worker woke the network thread: at most one per phase pass for
+ * the stepping, plus one per input pass whose inputs produced replies. */
 uint64_t tb_sched_worker_wakes(const tb_sched *sched, int worker);
 
 #endif

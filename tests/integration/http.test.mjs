@@ -94,8 +94,9 @@ test('metrics are Prometheus text and count what happened', async () => {
     assert.match(text, new RegExp(`^${name}`, 'm'), name);
   }
   assert.match(text, /^# TYPE tumble_step_seconds histogram$/m);
-  // The workers step every room in one 8.33 ms slot: on a quiet machine the
-  // requests above can all fit inside one, so give the rooms a few slots.
+  // The workers step every room once per 8.33 ms period (each on its phase):
+  // on a quiet machine the requests above can all fit inside one, so give the
+  // rooms a few periods.
   await sleep(50);
   const after = await metrics(srv.url);
   assert.ok(after.tumble_http_requests_total >= before.tumble_http_requests_total + 3);

@@ -1,8 +1,10 @@
 /* test_sched.c: the workers as the network thread sees them, with real
  * worlds and no sockets: what an empty room costs (no snapshot encoding),
  * what a join gets (a current keyframe that later deltas chain from), that
- * control messages survive a full snapshot ring, and that a worker's rooms
- * share one 120 Hz grid (one wake-up of the network thread per slot). */
+ * control messages survive a full snapshot ring, that a worker spreads its
+ * rooms over the phases of its 120 Hz period (each room on its phase's grid,
+ * lateness measured from its own due time) and wakes the network thread
+ * once per phase pass, not once per room. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,6 +15,7 @@
 
 #include "sim/clock.h"
 #include "sim/metrics.h"
+#include "sim/pace.h"
 #include "sim/registry.h"
 #include "sim/room.h"
 #include "sim/sched.h"
@@ -192,12 +195,107 @@ static void welcome_arrives_while_the_snapshot_ring_is_full(void **state)
     fixture_stop(&f);
 }
 
-static void rooms_of_a_worker_share_one_wake_per_slot(void **state)
+static void new_rooms_go_to_the_phase_with_fewest_rooms(void **state)
+{
+    (void)state;
+    int rooms[4] = {0, 0, 0, 0};
+    /* an empty worker fills phase 0, 1, 2, 3, then 0 again: round robin */
+    for (int k = 0; k < 8; k++) {
+        int p = tb_phase_pick(rooms, 4);
+        assert_int_equal(p, k % 4);
+        rooms[p]++;
+    }
+    /* a phase emptied by retired rooms is filled first */
+    int uneven[4] = {5, 2, 5, 3};
+    assert_int_equal(tb_phase_pick(uneven, 4), 1);
+    int ties[4] = {4, 3, 3, 3};
+    assert_int_equal(tb_phase_pick(ties, 4), 1); /* the lowest index among equals */
+    int one[1] = {7};
+    assert_int_equal(tb_phase_pick(one, 1), 0);
+}
+
+static void phase_grids_are_offset_by_a_share_of_the_period(void **state)
+{
+    (void)state;
+    const int64_t step = TB_STEP_NS;
+    assert_int_equal(tb_phase_offset(0, 8, step), 0);
+    assert_int_equal(tb_phase_offset(4, 8, step), step / 2);
+    assert_int_equal(tb_phase_offset(7, 8, step), 7 * step / 8);
+    const int64_t origin = 1000 * step; /* phase 0 due at origin + n x step */
+    /* strictly after: a time on the grid gives the next one */
+    assert_int_equal(tb_phase_next_due(origin, 0, 8, step, origin), origin + step);
+    assert_int_equal(tb_phase_next_due(origin, 0, 8, step, origin - 1), origin);
+    assert_int_equal(tb_phase_next_due(origin, 2, 8, step, origin), origin + step / 4);
+    /* far before and far after the origin: still on phase 2's grid, the first one past */
+    int64_t o2 = origin + tb_phase_offset(2, 8, step);
+    assert_int_equal(tb_phase_next_due(origin, 2, 8, step, origin - 37 * step + 5), o2 - 37 * step);
+    assert_int_equal(tb_phase_next_due(origin, 2, 8, step, o2 + 12 * step + 3), o2 + 13 * step);
+}
+
+/* The issue's case: a room on the phase 6 ms into the period, stepped at
+ * 6.1 ms, is 0.1 ms late (with one grid per worker it counted 6.1 ms).
+ * An 8 ms period in 4 phases keeps the numbers round. */
+static void a_late_phase_room_is_late_by_its_own_delay(void **state)
+{
+    (void)state;
+    const int64_t step = 8 * TB_NS_PER_MS, origin = 500 * step;
+    int64_t due = tb_phase_next_due(origin, 3, 4, step, origin - 1);
+    assert_int_equal(due - origin, 6 * TB_NS_PER_MS);
+    tb_pace pace;
+    tb_pace_init(&pace, due - step, step, TB_MAX_BEHIND_NS);
+    uint64_t overrun = 0;
+    int64_t late = -1;
+    /* at the start of the period (when phase 0 is stepped) it is not due yet */
+    assert_int_equal(tb_pace_take(&pace, origin, &overrun, &late), 0);
+    assert_int_equal(tb_pace_take(&pace, origin + 6100 * TB_NS_PER_US, &overrun, &late), 1);
+    assert_int_equal(late, 100 * TB_NS_PER_US);
+    assert_int_equal(overrun, 0);
+    /* and the next period the same: the room stays on its phase */
+    assert_int_equal(pace.next_ns, due + step);
+    assert_int_equal(tb_pace_take(&pace, origin + step + 6050 * TB_NS_PER_US, &overrun, &late), 1);
+    assert_int_equal(late, 50 * TB_NS_PER_US);
+}
+
+/* A worker's rooms, once running, are spread evenly over the phases and
+ * each room is due on its own phase's grid (its due time minus the worker's
+ * origin is the phase's offset, modulo the period). */
+static void a_worker_spreads_its_rooms_over_the_phases(void **state)
 {
     (void)state;
     fixture f;
     fixture_start(&f, 1, 60);
-    enum { ROOMS = 20 };
+    enum { PER_PHASE = 3, ROOMS = PER_PHASE * TB_SCHED_PHASES };
+    tb_room *rooms[ROOMS];
+    open_joined_rooms(&f, "phase", ROOMS, rooms, 300);
+    sleep_ms(300);
+    for (int i = 0; i < ROOMS; i++)
+        assert_true(atomic_load(&rooms[i]->step_count) >= 10);
+    tb_sched_stop(&f.sched); /* the worker's own fields are ours to read now */
+    tb_worker *w = &f.sched.workers[0];
+    int placed = 0;
+    for (int p = 0; p < TB_SCHED_PHASES; p++) {
+        tb_sched_phase *ph = &w->phases[p];
+        assert_int_equal(ph->count, PER_PHASE);
+        for (int i = 0; i < ph->count; i++) {
+            int64_t into = (ph->rooms[i]->pace.next_ns - w->origin_ns) % TB_STEP_NS;
+            if (into < 0)
+                into += TB_STEP_NS;
+            assert_int_equal(into, tb_phase_offset(p, TB_SCHED_PHASES, TB_STEP_NS));
+            placed++;
+        }
+    }
+    assert_int_equal(placed, ROOMS);
+    close_rooms(rooms, ROOMS);
+    tb_registry_close(&f.reg);
+    tb_sched_close(&f.sched);
+}
+
+static void rooms_of_a_worker_share_one_wake_per_phase(void **state)
+{
+    (void)state;
+    fixture f;
+    fixture_start(&f, 1, 60);
+    enum { ROOMS = 4 * TB_SCHED_PHASES };
     tb_room *rooms[ROOMS];
     open_joined_rooms(&f, "grid", ROOMS, rooms, 200);
     sleep_ms(200);
@@ -213,11 +311,11 @@ static void rooms_of_a_worker_share_one_wake_per_slot(void **state)
     double seconds = (double)(tb_clock_now_ns() - t0) / 1e9;
     uint64_t steps = tb_sched_worker_steps(&f.sched, 0) - steps0;
     uint64_t wakes = tb_sched_worker_wakes(&f.sched, 0) - wakes0;
-    /* every room stepped (a loaded machine may lag, then catch up within a slot) ... */
+    /* every room stepped (a loaded machine may lag, then catch up within a period) ... */
     assert_true((double)steps >= ROOMS * 60 * seconds);
-    /* ... in at most one wake-up per 120 Hz slot, not one per room */
-    assert_true((double)wakes <= 121 * seconds + 5);
-    assert_true(wakes * 10 < steps);
+    /* ... in at most one wake-up per phase pass (phases x 120/s), not one per room */
+    assert_true((double)wakes <= TB_SCHED_PHASES * 121 * seconds + 5);
+    assert_true(wakes * 3 < steps);
     close_rooms(rooms, ROOMS);
     fixture_stop(&f);
 }
@@ -228,7 +326,11 @@ int main(void)
         cmocka_unit_test(empty_room_steps_but_encodes_no_snapshots),
         cmocka_unit_test(first_join_gets_a_current_keyframe_and_deltas_chain_from_it),
         cmocka_unit_test(welcome_arrives_while_the_snapshot_ring_is_full),
-        cmocka_unit_test(rooms_of_a_worker_share_one_wake_per_slot),
+        cmocka_unit_test(new_rooms_go_to_the_phase_with_fewest_rooms),
+        cmocka_unit_test(phase_grids_are_offset_by_a_share_of_the_period),
+        cmocka_unit_test(a_late_phase_room_is_late_by_its_own_delay),
+        cmocka_unit_test(a_worker_spreads_its_rooms_over_the_phases),
+        cmocka_unit_test(rooms_of_a_worker_share_one_wake_per_phase),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
