@@ -294,6 +294,20 @@ static void tl__grab(tl_client *c, int type, uint32_t pointer)
     tl__send(c, &m);
 }
 
+/* Seconds between the starts of a client's input cycles (the table at the top). */
+static double tl__cycle_s(const tl_client *c)
+{
+    if (c->index != 0)
+        return 3.0; /* a poke, press or drag every 3 s */
+    switch (c->room->scene) {
+    case TL_TOWER: return 5.0;
+    case TL_DICE: return 4.0;
+    case TL_FLAG:
+    case TL_CAPE: return 4.0;
+    default: return 3.0; /* pile, dough */
+    }
+}
+
 /* Drive the scene (client 0): see the table at the top of the file. */
 static void tl__drive(tl_client *c, double now)
 {
@@ -456,8 +470,11 @@ static void tl__joined(tl_client *c, const tb_proto_welcome *w)
             c->wind_max = w->params[i].max;
             break;
         }
-    /* spread the rooms' schedules so that not every tower falls on the same tick */
-    c->next_at = c->joined_at + 1.0 + tl__rand() * 3.0;
+    /* Spread the rooms' schedules over a whole cycle of the scene's input (the
+     * table at the top), as independent rooms would be: not every tower falls
+     * on the same tick, and rooms joined at once are no denser in one part of
+     * the cycle than in another. */
+    c->next_at = c->joined_at + 1.0 + tl__rand() * tl__cycle_s(c);
     c->next_ping_at = c->joined_at + tl__rand() * 5.0;
     c->last_snap_at = c->joined_at;
     if (c->run->opt.leave)
