@@ -295,7 +295,6 @@ int tb_rigid_world_restore_bodies(tb_rigid_world *w, const void *buf, size_t len
     w->contact_count = 0;
     w->contacts_dropped = 0;
     w->pair_count = 0;
-    w->graph.group_count = 0;
-    w->graph.overflow_count = 0;
+    tb_constraint_graph_reset(&w->graph);
     return TB_RIGID_OK;
 }

@@ -70,14 +70,11 @@ static int tb__scene_id(const char *scene)
 
 static int tb__build(tb__rigid *r)
 {
-    tb_rigid_world_clear(r->world);
     r->projectile_count = 0;
     r->grab_count = 0;
     r->dice_pending = false;
     r->checked = false; /* new poses: the next fault check looks at every body even after an idle step */
-    int rc = tb_rigid_scene_tray(r->world);
-    if (rc < 0)
-        return TB_ENOMEM;
+    int rc; /* every scene clears the world and puts in the tray itself */
     switch (r->scene) {
     case TB__TOWER:
         /* the tower as it stands once settled (memoised per parameter set):
