@@ -73,11 +73,12 @@ static int decode_fields(const msgpack_object *root, tb_proto_client_msg *m, tb_
         TRY(tb_proto__vec(&f[3], 3, TB_PROTO_MAX_COORD, m->u.poke.point, "poke.point", err));
         TRY(tb_proto__vec(&f[4], 3, TB_PROTO_MAX_IMPULSE, m->u.poke.impulse, "poke.impulse", err));
         return TB_OK;
-    case TB_MSG_GRAB_START:
-        TRY(need(root, 5, name, err));
+    case TB_MSG_GRAB_START: /* body: optional at the end, may be left out (PROTOCOL.md §2) */
+        TRY(need(root, 4, name, err));
         TRY(tb_proto__uint(&f[2], 0xffff, &m->u.grab.pointer, "grab.pointer", err));
         TRY(tb_proto__vec(&f[3], 3, TB_PROTO_MAX_COORD, m->u.grab.point, "grab.point", err));
-        TRY(opt_uint(&f[4], &m->u.grab.has_body, &m->u.grab.body, 0xffff, "grab.body", err));
+        if (root->via.array.size > 4)
+            TRY(opt_uint(&f[4], &m->u.grab.has_body, &m->u.grab.body, 0xffff, "grab.body", err));
         return TB_OK;
     case TB_MSG_GRAB_MOVE:
         TRY(need(root, 4, name, err));
@@ -93,10 +94,10 @@ static int decode_fields(const msgpack_object *root, tb_proto_client_msg *m, tb_
         TRY(tb_proto__str(&f[2], TB_STR_TOKEN, m->u.param.name, TB_PROTO_NAME_MAX, "param.name", err));
         TRY(tb_proto__num(&f[3], TB_PROTO_MAX_PARAM_ABS, &m->u.param.value, "param.value", err));
         return TB_OK;
-    case TB_MSG_ACTION:
-        TRY(need(root, 4, name, err));
+    case TB_MSG_ACTION: /* scene: optional at the end, may be left out */
+        TRY(need(root, 3, name, err));
         TRY(tb_proto__str(&f[2], TB_STR_TOKEN, m->u.action.action, TB_PROTO_NAME_MAX, "action.action", err));
-        m->u.action.has_scene = !tb_proto__is_nil(&f[3]);
+        m->u.action.has_scene = root->via.array.size > 3 && !tb_proto__is_nil(&f[3]);
         if (m->u.action.has_scene) TRY(tb_proto__str(&f[3], TB_STR_TOKEN, m->u.action.scene, TB_PROTO_NAME_MAX, "action.scene", err));
         return TB_OK;
     case TB_MSG_CONTACTS_VIEW:

@@ -217,6 +217,8 @@ const CLIENT_FIELDS = {
   lobby_req: [],
 };
 const readSeq = (v) => uint(v, 0xffffffff, 'seq');
+/** Optional fields at the end of a client message, which a sender may leave out (PROTOCOL.md §2). */
+const TRAILING_OPTIONAL = { grab_start: 1, action: 1 };
 
 /**
  * Encode a client message given as {type: 'throw', seq, origin, velocity, shape} (the same
@@ -243,9 +245,10 @@ export function decodeClient(bytes) {
   const type = MSG_NAME[v[0]];
   if (!type || v[0] > 12) fail(ERR.unknown_type, `unknown message type ${v[0]}`);
   const fields = CLIENT_FIELDS[type];
-  if (v.length < fields.length + 1) fail(ERR.bad_message, `${type}: ${v.length} fields, need ${fields.length + 1}`);
+  const need = fields.length + 1 - (TRAILING_OPTIONAL[type] ?? 0);
+  if (v.length < need) fail(ERR.bad_message, `${type}: ${v.length} fields, need ${need}`);
   const out = { type };
-  fields.forEach(([name, read], i) => { out[name] = name === 'seq' ? readSeq(v[i + 1]) : read(v[i + 1]); });
+  fields.forEach(([name, read], i) => { out[name] = name === 'seq' ? readSeq(v[i + 1]) : read(v[i + 1] ?? null); });
   if (type === 'hello' && out.version !== VERSION) {
     fail(ERR.bad_version, `protocol version ${out.version} not supported; this server speaks ${VERSION} (tumble.v1)`);
   }
@@ -451,10 +454,10 @@ const SERVER_READERS = {
     };
   },
   error(v) {
-    arr(v, 5, Infinity, 'error');
+    arr(v, 4, Infinity, 'error'); // seq: optional at the end, may be left out
     return {
       type: 'error', code: uint(v[1], 0xffffffff, 'error.code'), name: str(v[2], 'token', L.name, 'error.name'),
-      message: str(v[3], 'text', L.text, 'error.message'), seq: optUint(v[4], 0xffffffff, 'error.seq'),
+      message: str(v[3], 'text', L.text, 'error.message'), seq: optUint(v[4] ?? null, 0xffffffff, 'error.seq'),
     };
   },
   lobby(v) {

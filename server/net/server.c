@@ -3,9 +3,15 @@
  * A session is one `tumble.v1` WebSocket. What it sends is kept in two
  * places, and that split is the backpressure policy:
  *
- *   ctl[]  a small FIFO of messages that must all arrive, in order: the
- *          welcome, errors, parameter changes, room events, pongs. If it
- *          overflows the client is not keeping up at all and is closed.
+ *   ctl[]  a small FIFO of messages that arrive in order: the welcome,
+ *          errors, pongs, and the room's events. Room events that only
+ *          say what is true now (a parameter's value, who is here, the
+ *          scene, the last reset, the dice) supersede their own kind: an
+ *          unsent one is dropped when a newer one of the same kind (and
+ *          parameter, and peer) comes (tb__push_ctl), so what other
+ *          players do can never fill a client's queue; only its own
+ *          requests (pongs, lobby, errors) can. If it overflows the client
+ *          is not keeping up at all and is closed.
  *   slots  at most TB__SNAP_SLOTS (8, 133 ms at 60/s) snapshots. When a new
  *          snapshot finds the slots full, the unsent ones are dropped
  *          (counted as skipped) and the client gets a keyframe next, so a
@@ -13,6 +19,8 @@
  *          slots only absorb scheduling hiccups of the server itself (the
  *          network thread descheduled for a frame or two on a busy machine)
  *          so that a client that keeps up sees every tick.
+ *   contacts  the newest contacts view, written after the slots, so the
+ *          contacts of tick T come after the snapshot of T (PROTOCOL.md §5).
  *
  * Snapshots are deltas against the previous snapshot tick, encoded once per
  * room by its worker. A session knows the tick its client will hold once
@@ -51,6 +59,7 @@
 #include <libwebsockets.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -62,10 +71,14 @@
 
 _Static_assert(TB_MSG_HEADROOM >= LWS_PRE, "tb_msg headroom must hold LWS_PRE");
 
-#define TB__CTL_CAP 128
+/* Room events supersede each other (see above), so what fills ctl is a
+ * client's own requests; this is far more than a client that reads needs. */
+#define TB__CTL_CAP 256
 #define TB__SNAP_SLOTS 8
 #define TB__WRITES_PER_CALLBACK 32
 #define TB__SEQ_FIFO 64
+/* Refused messages answered, per connection: bursts of TB__ERROR_BURST,
+ * then TB__ERROR_RATE a second; one more closes it (PROTOCOL.md §8). */
 #define TB__ERROR_BURST 32.0
 /* Messages taken from one socket per loop turn before its reading pauses
  * until the next turn: a flooding client cannot hold the network thread
@@ -97,6 +110,7 @@ typedef struct tb_session {
     int ctl_head, ctl_count;
     tb_msg *slot[TB__SNAP_SLOTS]; /* oldest first */
     int slot_count;
+    tb_msg *contacts;     /* the newest contacts view, written after the slots */
     uint32_t sent_tick;   /* the state the client holds once ctl is written */
     uint32_t queued_tick; /* ... and once the slots are written too */
     int64_t last_write_ns;
@@ -134,11 +148,10 @@ typedef struct tb_session {
     int rx_turn_count;
     uint64_t rx_turn;     /* uv_now() of the turn rx_turn_count counts */
 
-    double tokens, throw_tokens;
-    int64_t tokens_ns, throw_ns;
+    /* PROTOCOL.md §8, "What a flooder gets": inputs, throws, the refusals
+     * of rate limited messages (flood) and the error replies (errors) */
+    tb_bucket input, throws, flood, errors;
     int64_t last_rate_error_ns;
-    double error_tokens;
-    int64_t error_ns;
 
     bool closing, close_sent;
     bool slow_counted;
@@ -148,7 +161,13 @@ typedef struct tb_session {
 
 /* ---- small helpers ------------------------------------------------------ */
 
-static bool tb__has_output(const tb_session *s) { return s->ctl_count > 0 || s->slot_count > 0; }
+static bool tb__has_output(const tb_session *s) { return s->ctl_count > 0 || s->slot_count > 0 || s->contacts; }
+
+static void tb__clear_contacts(tb_session *s)
+{
+    tb_msg_unref(s->contacts);
+    s->contacts = NULL;
+}
 
 static void tb__clear_slots(tb_session *s)
 {
@@ -211,7 +230,50 @@ static void tb__count_slow_reader(tb_session *s)
     TB_COUNT(s->server->metrics, connections_refused_total[TB_REFUSE_SLOW_READER]);
 }
 
-/* Queue a must-deliver message (takes the caller's reference). */
+/* Drops ctl's i-th unsent message (0 = the oldest), keeping the order. */
+static void tb__ctl_remove(tb_session *s, int i)
+{
+    tb_msg_unref(s->ctl[(s->ctl_head + i) % TB__CTL_CAP]);
+    for (; i + 1 < s->ctl_count; i++)
+        s->ctl[(s->ctl_head + i) % TB__CTL_CAP] = s->ctl[(s->ctl_head + i + 1) % TB__CTL_CAP];
+    s->ctl_count--;
+}
+
+/* The unsent message of this supersede class and key, or -1. */
+static int tb__ctl_find(const tb_session *s, int supersede, uint32_t key)
+{
+    for (int i = 0; i < s->ctl_count; i++) {
+        const tb_msg *m = s->ctl[(s->ctl_head + i) % TB__CTL_CAP];
+        if (m->supersede == supersede && m->supersede_key == key)
+            return i;
+    }
+    return -1;
+}
+
+/* A newer room event replaces an unsent one of its kind: the old one is
+ * dropped and the new one queued at the end, so it still follows whatever
+ * came between (a `scene` carrying the older value). A peer that left
+ * before the client was told it came is not mentioned at all. true when
+ * msg was consumed here. */
+static bool tb__supersede(tb_session *s, tb_msg *msg)
+{
+    if (msg->supersede == TB_SUPERSEDE_PEER_LEFT) {
+        int joined = tb__ctl_find(s, TB_SUPERSEDE_PEER_JOINED, msg->supersede_key);
+        if (joined >= 0) {
+            tb__ctl_remove(s, joined);
+            tb_msg_unref(msg);
+            return true;
+        }
+    }
+    int old = tb__ctl_find(s, msg->supersede, msg->supersede_key);
+    if (old >= 0) {
+        tb__ctl_remove(s, old);
+        TB_COUNT(s->server->metrics, events_superseded_total);
+    }
+    return false;
+}
+
+/* Queue a message for ctl (takes the caller's reference). */
 static void tb__push_ctl(tb_session *s, tb_msg *msg)
 {
     if (!msg)
@@ -220,6 +282,8 @@ static void tb__push_ctl(tb_session *s, tb_msg *msg)
         tb_msg_unref(msg);
         return;
     }
+    if (msg->supersede != TB_SUPERSEDE_NONE && tb__supersede(s, msg))
+        return;
     if (s->ctl_count == TB__CTL_CAP) {
         tb_msg_unref(msg);
         tb__count_slow_reader(s);
@@ -231,46 +295,58 @@ static void tb__push_ctl(tb_session *s, tb_msg *msg)
     tb__want_write(s);
 }
 
-/* An error message (envelope [43, ...]) rather than a contacts view? */
-static bool tb__is_error(const tb_msg *msg)
+/* The code of an error message ([43, code, ...]), or 0 for another message. */
+static int tb__error_code(const tb_msg *msg)
 {
     const unsigned char *d = tb_msg_data((tb_msg *)msg);
-    return msg->len >= 2 && (d[0] & 0xf0) == 0x90 && d[1] == TB_MSG_ERROR;
+    if (msg->len < 3 || (d[0] & 0xf0) != 0x90 || d[1] != TB_MSG_ERROR || d[2] > 0x7f)
+        return 0;
+    return d[2];
 }
 
-/* May the client be sent one more error reply now? */
-static bool tb__error_token(tb_session *s)
+/* The end of a client that floods or keeps sending refused messages
+ * (PROTOCOL.md §8): a last `rate_limited` saying why, then close 1008. */
+static void tb__flood_close(tb_session *s, const char *why)
 {
-    int64_t now = tb_clock_now_ns();
-    s->error_tokens += (double)(now - s->error_ns) * TB__ERROR_RATE / 1e9;
-    s->error_ns = now;
-    if (s->error_tokens > TB__ERROR_BURST)
-        s->error_tokens = TB__ERROR_BURST;
-    if (s->error_tokens < 1.0)
-        return false;
-    s->error_tokens -= 1.0;
-    return true;
+    if (s->closing)
+        return;
+    TB_COUNT(s->server->metrics, connections_refused_total[TB_REFUSE_FLOOD]);
+    tb_log_info("client %u (%s): %s: closing", s->id, s->addr, why);
+    tb__push_ctl(s, tb_wire_error(TB_ERR_RATE_LIMITED, why, -1));
+    tb__begin_close(s, LWS_CLOSE_STATUS_POLICY_VIOLATION, why);
 }
 
-/* An error to the client, counted by its protocol code; fatal codes close.
- * Replies are themselves rate limited (bursts of TB__ERROR_BURST, then
- * TB__ERROR_RATE a second): a client spraying garbage is counted in full
- * but cannot make the server spray errors back. */
+/* Answer one refused message (decode errors, a refused hello, the room's
+ * refusals of inputs): with its error while the connection's error
+ * allowance lasts; the refusal that finds it empty closes the connection
+ * instead. Fatal codes close anyway; projectile_cap is a warning about an
+ * applied throw (at most --throw-rate a second) and is always sent. */
+static void tb__answer_refused(tb_session *s, tb_msg *error, int code)
+{
+    int close_code = tb_proto_close_code(code);
+    if (close_code || code == TB_ERR_PROJECTILE_CAP ||
+        tb_bucket_take(&s->errors, TB__ERROR_RATE, TB__ERROR_BURST, tb_clock_now_ns())) {
+        tb__push_ctl(s, error);
+        if (close_code)
+            tb__begin_close(s, close_code, tb_proto_code_name(code));
+        return;
+    }
+    tb_msg_unref(error);
+    tb__flood_close(s, "too many refused messages");
+}
+
+/* An error to the client, counted by its protocol code (see above). */
 static void tb__send_error(tb_session *s, int code, const char *message, int64_t seq)
 {
     if (code > 0 && code < TB_REJECT_COUNT)
         TB_COUNT(s->server->metrics, inputs_rejected_total[code]);
-    int close_code = tb_proto_close_code(code);
-    if (tb__error_token(s) || close_code)
-        tb__push_ctl(s, tb_wire_error(code, message, seq));
-    if (close_code)
-        tb__begin_close(s, close_code, tb_proto_code_name(code));
+    tb__answer_refused(s, tb_wire_error(code, message, seq), code);
 }
 
 static void tb__refuse(tb_session *s, tb_refuse_reason reason, int code, const char *message)
 {
     TB_COUNT(s->server->metrics, connections_refused_total[reason]);
-    tb__push_ctl(s, tb_wire_error(code, message, -1));
+    tb__answer_refused(s, tb_wire_error(code, message, -1), code);
 }
 
 static tb_addr_count *tb__addr(tb_server *server, const char *addr, bool create)
@@ -365,6 +441,7 @@ static void tb__leave_room(tb_session *s)
     s->room = NULL;
     s->welcomed = false;
     tb__clear_slots(s);
+    tb__clear_contacts(s);
     tb_room_unref(room);
 }
 
@@ -452,27 +529,23 @@ static void tb__join(tb_session *s, const tb_client_msg *m)
     room->idle_since_ns = 0;
 }
 
-/* Token bucket: rate per second, bursts of 2 * rate. */
-static bool tb__take_token(double *tokens, int64_t *last_ns, int64_t now, int rate)
-{
-    *tokens += (double)(now - *last_ns) * rate / 1e9;
-    *last_ns = now;
-    if (*tokens > 2.0 * rate)
-        *tokens = 2.0 * rate;
-    if (*tokens < 1.0)
-        return false;
-    *tokens -= 1.0;
-    return true;
-}
-
+/* A message refused by a rate limit (input, throws, grabs held, the room's
+ * queue): one `rate_limited` reply per 250 ms, not one per message; each
+ * refusal takes a token of the flood allowance (as big as the input
+ * bucket), and the one that finds it empty closes the connection: it has
+ * sent more than twice the input rate for a while (PROTOCOL.md §8). */
 static void tb__rate_error(tb_session *s, const char *msg, uint32_t seq, int64_t now)
 {
-    if (now - s->last_rate_error_ns < 250 * TB_NS_PER_MS) { /* count, but do not flood replies */
-        TB_COUNT(s->server->metrics, inputs_rejected_total[TB_ERR_RATE_LIMITED]);
+    int rate = s->server->cfg->input_rate;
+    TB_COUNT(s->server->metrics, inputs_rejected_total[TB_ERR_RATE_LIMITED]);
+    if (!tb_bucket_take(&s->flood, rate, 2.0 * rate, now)) {
+        tb__flood_close(s, "flooding: messages far over the input rate");
         return;
     }
+    if (now - s->last_rate_error_ns < 250 * TB_NS_PER_MS)
+        return;
     s->last_rate_error_ns = now;
-    tb__send_error(s, TB_ERR_RATE_LIMITED, msg, seq);
+    tb__push_ctl(s, tb_wire_error(TB_ERR_RATE_LIMITED, msg, seq));
 }
 
 static void tb__remember_seq(tb_session *s, uint64_t serial, uint32_t seq)
@@ -515,7 +588,8 @@ static void tb__on_message(tb_session *s, const unsigned char *data, size_t len)
     int64_t now = tb_clock_now_ns();
     /* Everything but hello costs a token: pings and lobby requests are
      * answered, so they must not be free either. */
-    if (m.kind != TB_CLIENT_JOIN && !tb__take_token(&s->tokens, &s->tokens_ns, now, server->cfg->input_rate)) {
+    int rate = server->cfg->input_rate;
+    if (m.kind != TB_CLIENT_JOIN && !tb_bucket_take(&s->input, rate, 2.0 * rate, now)) {
         tb__rate_error(s, "input rate limit", m.input.seq, now);
         return;
     }
@@ -548,7 +622,8 @@ static void tb__on_message(tb_session *s, const unsigned char *data, size_t len)
         tb__send_error(s, TB_ERR_NOT_JOINED, "send hello first", m.input.seq);
         return;
     }
-    if (m.input.type == TB_INPUT_THROW && !tb__take_token(&s->throw_tokens, &s->throw_ns, now, server->cfg->throw_rate)) {
+    int throw_rate = server->cfg->throw_rate;
+    if (m.input.type == TB_INPUT_THROW && !tb_bucket_take(&s->throws, throw_rate, 2.0 * throw_rate, now)) {
         tb__rate_error(s, "throw rate limit", m.input.seq, now);
         return;
     }
@@ -573,7 +648,7 @@ static void tb__on_message(tb_session *s, const unsigned char *data, size_t len)
     m.input.recv_ns = now;
     m.input.serial = s->room->next_serial + 1;
     if (tb_room_push_input(s->room, &m.input) < 0) {
-        tb__send_error(s, TB_ERR_RATE_LIMITED, "room input queue full", m.input.seq);
+        tb__rate_error(s, "room input queue full", m.input.seq, now);
         return;
     }
     s->room->next_serial++;
@@ -644,11 +719,20 @@ static void tb__deliver(tb_server *server, tb_out *out)
             }
         break;
     case TB_OUT_CLIENT: {
-        /* The world's refusals (no such body, ...) share the error reply
-         * budget: a flood of bad inputs must not overflow ctl and get a
-         * client closed before the rate limiter has told it anything. */
+        /* The world's refusals (no such body, ...) are refused messages
+         * like the decoder's (tb__answer_refused); a contacts view waits
+         * in its own slot, behind the snapshots. */
         tb_session *s = tb__room_session(room, out->client);
-        if (s && (!tb__is_error(out->msg) || tb__error_token(s)))
+        int code = tb__error_code(out->msg);
+        if (!s || s->closing)
+            break;
+        if (code)
+            tb__answer_refused(s, tb_msg_ref(out->msg), code);
+        else if (out->msg->supersede == TB_SUPERSEDE_CONTACTS) {
+            tb__clear_contacts(s);
+            s->contacts = tb_msg_ref(out->msg);
+            tb__want_write(s);
+        } else
             tb__push_ctl(s, tb_msg_ref(out->msg));
         break;
     }
@@ -734,6 +818,15 @@ static int tb__write_one(tb_session *s)
         memmove(s->slot, s->slot + 1, (TB__SNAP_SLOTS - 1) * sizeof s->slot[0]);
         s->slot_count--;
         rc = tb__write_snapshot(s, msg);
+    } else if (s->contacts) {
+        msg = s->contacts;
+        s->contacts = NULL;
+        if (lws_write(s->wsi, tb_msg_data(msg), msg->len, LWS_WRITE_BINARY) < (int)msg->len) {
+            rc = -1;
+        } else {
+            TB_COUNT_N(m, bytes_sent_total, msg->len);
+            s->wire_bytes += msg->len + (msg->len < 126 ? 2 : msg->len < 65536 ? 4 : 10);
+        }
     }
     if (!msg)
         return 0;
@@ -750,7 +843,7 @@ static int tb__write_one(tb_session *s)
 static int tb__write_queued(tb_session *s, bool direct)
 {
     int n = 0;
-    while ((s->ctl_count || (s->slot_count && !s->closing)) && n++ < TB__WRITES_PER_CALLBACK) {
+    while ((s->ctl_count || ((s->slot_count || s->contacts) && !s->closing)) && n++ < TB__WRITES_PER_CALLBACK) {
         if (tb__write_one(s) < 0)
             return -1;
         if (direct)
@@ -774,6 +867,7 @@ static void tb__flush(tb_server *server)
             s->closing = s->close_sent = true;
             tb__clear_ctl(s);
             tb__clear_slots(s);
+            tb__clear_contacts(s);
             lws_set_timeout(s->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
             continue;
         }
@@ -862,30 +956,86 @@ static void tb__path_room(struct lws *wsi, char *out, size_t cap)
     out[n] = 0;
 }
 
+/* Why a WebSocket upgrade is refused, or NULL when it may proceed: the
+ * HTTP status and a one-line reason a person can act on (PROTOCOL.md §1).
+ * *reason (may be NULL) gets the refusal's metric. */
+static const char *tb__upgrade_refusal(tb_server *server, struct lws *wsi, int *status, tb_refuse_reason *reason)
+{
+    static char why[160]; /* network thread only */
+    int st = 0;
+    tb_refuse_reason r = TB_REFUSE_COUNT;
+    char offered[256] = "", addr[48] = "";
+    if (lws_hdr_copy(wsi, offered, sizeof offered, WSI_TOKEN_PROTOCOL) < 0)
+        offered[0] = 0;
+    /* lws binds the first offered name it knows: "http" would land the
+     * socket on the HTTP handler, so tumble.v1 must be the only one it knows */
+    bool tumble = false, other_known = false;
+    for (char *save = NULL, *tok = strtok_r(offered, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save)) {
+        tumble = tumble || strcmp(tok, "tumble.v1") == 0;
+        other_known = other_known || strcmp(tok, "http") == 0;
+    }
+    tb__client_addr(server, wsi, addr, sizeof addr);
+    tb_addr_count *a = tb__addr(server, addr, false);
+    if (server->stopping) {
+        st = 503, r = TB_REFUSE_SHUTTING_DOWN;
+        snprintf(why, sizeof why, "server shutting down");
+    } else if (!tumble || other_known) {
+        st = 400, r = TB_REFUSE_SUBPROTOCOL;
+        snprintf(why, sizeof why, "WebSocket subprotocol tumble.v1 required (Sec-WebSocket-Protocol: tumble.v1)");
+    } else if (!tb__origin_allowed(server, wsi)) {
+        st = 403, r = TB_REFUSE_ORIGIN;
+        snprintf(why, sizeof why, "origin not allowed (--allowed-origins)");
+    } else if (a && a->count >= server->cfg->max_conns_per_address) {
+        st = 429, r = TB_REFUSE_PER_ADDRESS;
+        snprintf(why, sizeof why, "connection limit per address reached: %d open from %s (--max-conns-per-address)",
+                 a->count, addr);
+    } else {
+        return NULL;
+    }
+    if (status)
+        *status = st;
+    if (reason)
+        *reason = r;
+    return why;
+}
+
+/* LWS_CALLBACK_HTTP_CONFIRM_UPGRADE (on the http protocol, before lws
+ * binds a WebSocket protocol): a refused upgrade gets a plain HTTP answer,
+ * "HTTP/1.1 <status>" with the reason as its text body, then the
+ * connection closes. Returning -1 makes lws hang up after that write
+ * (the >0 path keeps the connection for another request). */
+static int tb__confirm_upgrade(tb_server *server, struct lws *wsi, const char *upgrade)
+{
+    if (!upgrade || strcasecmp(upgrade, "websocket") != 0)
+        return 0;
+    int status = 0;
+    tb_refuse_reason reason = TB_REFUSE_COUNT;
+    const char *why = tb__upgrade_refusal(server, wsi, &status, &reason);
+    if (!why)
+        return 0;
+    TB_COUNT(server->metrics, connections_refused_total[reason]);
+    tb_log_debug("refused WebSocket upgrade: %d %s", status, why);
+    const char *text = status == 400 ? "Bad Request" : status == 403 ? "Forbidden"
+                       : status == 429 ? "Too Many Requests" : "Service Unavailable";
+    unsigned char buf[LWS_PRE + 512];
+    int n = snprintf((char *)buf + LWS_PRE, sizeof buf - LWS_PRE,
+                     "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %zu\r\n"
+                     "Connection: close\r\n\r\n%s\n",
+                     status, text, strlen(why) + 1, why);
+    if (n > 0 && (size_t)n < sizeof buf - LWS_PRE)
+        lws_write(wsi, buf + LWS_PRE, (size_t)n, LWS_WRITE_HTTP_HEADERS);
+    return -1;
+}
+
 static int tb__ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len)
 {
     tb_server *server = lws_context_user(lws_get_context(wsi));
     tb_session *s = user;
     switch (reason) {
-    case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION: {
-        char addr[48] = "";
-        tb__client_addr(server, wsi, addr, sizeof addr);
-        if (server->stopping) {
-            TB_COUNT(server->metrics, connections_refused_total[TB_REFUSE_SHUTTING_DOWN]);
-            return 1;
-        }
-        if (!tb__origin_allowed(server, wsi)) {
-            TB_COUNT(server->metrics, connections_refused_total[TB_REFUSE_ORIGIN]);
-            tb_log_info("refused WebSocket from %s: origin not allowed", addr);
-            return 1;
-        }
-        tb_addr_count *a = tb__addr(server, addr, false);
-        if (a && a->count >= server->cfg->max_conns_per_address) {
-            TB_COUNT(server->metrics, connections_refused_total[TB_REFUSE_PER_ADDRESS]);
-            return 1;
-        }
-        return 0;
-    }
+    case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+        /* tb__confirm_upgrade has answered every refusal in HTTP already;
+         * this only holds if lws ever skipped it */
+        return tb__upgrade_refusal(server, wsi, NULL, NULL) ? 1 : 0;
     case LWS_CALLBACK_ESTABLISHED: {
         memset(s, 0, sizeof *s);
         s->wsi = wsi;
@@ -902,12 +1052,10 @@ static int tb__ws_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
         int64_t now = tb_clock_now_ns();
         s->last_write_ns = now;
         s->last_progress_ns = now;
-        s->tokens_ns = now;
-        s->throw_ns = now;
-        s->tokens = 2.0 * server->cfg->input_rate;
-        s->throw_tokens = 2.0 * server->cfg->throw_rate;
-        s->error_tokens = TB__ERROR_BURST;
-        s->error_ns = now;
+        tb_bucket_init(&s->input, 2.0 * server->cfg->input_rate, now);
+        tb_bucket_init(&s->throws, 2.0 * server->cfg->throw_rate, now);
+        tb_bucket_init(&s->flood, 2.0 * server->cfg->input_rate, now);
+        tb_bucket_init(&s->errors, TB__ERROR_BURST, now);
         s->next = server->sessions;
         if (s->next)
             s->next->prev = s;
@@ -975,7 +1123,7 @@ static int tb__ws_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
                 tb__ask_writable(s);
             return 0;
         }
-        if (s->ctl_count || (s->slot_count && !s->closing)) {
+        if (s->ctl_count || ((s->slot_count || s->contacts) && !s->closing)) {
             if (tb__write_queued(s, false) < 0)
                 return -1;
             if (tb__has_output(s) || s->closing)
@@ -1012,6 +1160,7 @@ static int tb__ws_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
         tb__leave_room(s);
         tb__clear_ctl(s);
         tb__clear_slots(s);
+        tb__clear_contacts(s);
         free(s->rx);
         s->rx = NULL;
         free(s->tx);
@@ -1036,6 +1185,8 @@ static int tb__ws_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
 static int tb__http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len)
 {
     tb_server *server = lws_context_user(lws_get_context(wsi));
+    if (reason == LWS_CALLBACK_HTTP_CONFIRM_UPGRADE)
+        return tb__confirm_upgrade(server, wsi, in);
     return tb_http_callback(server, wsi, (int)reason, user, in, len);
 }
 
@@ -1242,6 +1393,7 @@ void tb_server_stop(tb_server *server, tb_server_close_cb close_cb)
         /* Going away beats anything still queued for the client. */
         tb__clear_ctl(s);
         tb__clear_slots(s);
+        tb__clear_contacts(s);
         tb__push_ctl(s, tb_wire_error(TB_ERR_SHUTTING_DOWN, "server shutting down", -1));
         tb__begin_close(s, LWS_CLOSE_STATUS_GOINGAWAY, "server shutting down");
     }

@@ -100,10 +100,18 @@ static int tb__replay_input(tb_room *room, const tb_input *in)
     case TB_INPUT_JOIN:
     case TB_INPUT_CONTACTS:
         return 0;
-    case TB_INPUT_PARAM:
-        return room->ops->param_set(room->world, in->name, in->value_d);
-    case TB_INPUT_SCENE:
-        return tb_room_swap_scene(room, in->name);
+    case TB_INPUT_PARAM: {
+        int rc = room->ops->param_set(room->world, in->name, in->value_d);
+        if (rc == TB_WORLD_STATIC_CHANGED)
+            room->tick++; /* a static change takes a tick of its own (sched.c tb__static_changed) */
+        return rc;
+    }
+    case TB_INPUT_SCENE: {
+        int rc = tb_room_swap_scene(room, in->name);
+        if (rc == 0)
+            room->tick++;
+        return rc;
+    }
     default: /* LEAVE, RESET and the world inputs */
         return room->ops->apply_input(room->world, in);
     }

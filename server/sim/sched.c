@@ -158,11 +158,26 @@ static int tb__start_encoder(tb_room *room)
     return tb__encode_state(room);
 }
 
-/* Rebuild the room's world (another scene of the same kind). */
+/* The world's static description changed between two steps (another scene,
+ * a new cloth grid): the new state takes a tick number of its own, without
+ * a step, so that every tick names exactly one state (PROTOCOL.md §3): the
+ * `scene` keyframe is tick T+1, the next step's snapshot deltas from it.
+ * Replays do the same (sim/record.c). */
+static int tb__static_changed(tb_room *room)
+{
+    room->tick++;
+    return tb__start_encoder(room);
+}
+
+/* Rebuild the room's world (another scene of the same kind). An unknown
+ * scene name is a bad value of `action select`; another kind's scene is
+ * not allowed in this room. */
 static int tb__rebuild(tb_room *room, const char *scene_name)
 {
     int rc = tb_room_swap_scene(room, scene_name);
-    return rc < 0 ? rc : tb__start_encoder(room);
+    if (rc == TB_EBADSCENE)
+        return TB_EINVAL;
+    return rc < 0 ? rc : tb__static_changed(room);
 }
 
 static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *in)
@@ -178,9 +193,12 @@ static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *in)
     switch (in->type) {
     case TB_INPUT_JOIN: {
         /* An empty room is not encoded (tb__snapshot): the first one in
-         * gets the current state, and later deltas chain from it. */
+         * gets the current state from a fresh encoder, and later deltas
+         * chain from it. Fresh, because an encoder stepped from a state
+         * minutes old would put the whole way since into the keyframe's
+         * velocities (the predictor of the next delta). */
         if (room->peer_count == 0 && room->encoder && room->encoder_tick != (uint32_t)room->tick)
-            tb__encode_state(room);
+            tb__start_encoder(room);
         if (!tb__peer(room, in->client) && room->peer_count < TB_ROOM_MAX_PEERS) {
             tb_peer *p = &room->peers[room->peer_count++];
             p->id = in->client;
@@ -209,13 +227,14 @@ static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *in)
     case TB_INPUT_PARAM: {
         rc = room->ops->param_set(room->world, in->name, in->value_d);
         if (rc == TB_WORLD_STATIC_CHANGED) { /* new meshes: everyone needs the static description and a keyframe */
-            rc = tb__start_encoder(room);
+            rc = tb__static_changed(room);
             if (rc == 0)
                 tb__emit(w, TB_OUT_SCENE, 0, room, tb_wire_welcome(room, 0, w->sched->instance, TB_MSG_SCENE));
         }
         if (rc == 0) {
             double applied = in->value_d;
             room->ops->param_get(room->world, in->name, &applied);
+            applied = tb_world_param_decimal(applied); /* 0.2, not 0.2 widened from float */
             tb__emit(w, TB_OUT_BROADCAST, 0, room,
                      tb_wire_param_changed(in->name, applied, in->client, tb__peer_name(room, in->client)));
         }

@@ -99,7 +99,10 @@ typedef struct tb_world_param {
 
 /* Fills a tb_proto_param; value from the world. */
 void tb_world_param_describe(const tb_world_param *p, double value, tb_proto_param *out);
-/* TB_ERANGE unless finite and within [min, max]. */
+/* The shortest decimal that names value's float32 (0.2f -> 0.2): how a
+ * parameter value goes out on the wire. */
+double tb_world_param_decimal(double value);
+/* TB_ERANGE unless finite and, at float32 precision, within [min, max]. */
 int tb_world_param_check(const tb_world_param *p, double value);
 /* Index of the parameter called name in params[0..count), or -1. */
 int tb_world_param_find(const tb_world_param *params, int count, const char *name);

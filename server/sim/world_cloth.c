@@ -168,14 +168,16 @@ static void cloth_step(void *world, float dt)
 static void cloth_info(const void *world, tb_world_info *out)
 {
     const tb__cloth *c = world;
-    int points = 0;
+    int points = 0, free_points = 0;
     for (int p = 0; p < tb_cloth_world_piece_count(c->world); p++) {
         tb_cloth_view v;
-        if (tb_cloth_world_get_cloth(c->world, p, &v) == TB_CLOTH_OK)
+        if (tb_cloth_world_get_cloth(c->world, p, &v) == TB_CLOTH_OK) {
             points += v.point_count;
+            free_points += v.point_count - v.pin_count;
+        }
     }
     out->bodies = points;
-    out->awake = points;
+    out->awake = free_points; /* PROTOCOL.md §7.4: a cloth never sleeps; its pins are held */
 }
 
 /* The scene's default grid (tb_cloth_def_default), width x height. */
@@ -289,9 +291,9 @@ static void cloth_fill_snapshot(void *world, tb_snap_input *in)
         if (tb_cloth_world_get_cloth(c->world, p, &v) != TB_CLOTH_OK)
             continue;
         in->verts[m++] = v.positions;
-        points += v.point_count;
+        points += v.point_count - v.pin_count;
     }
-    in->awake = (uint32_t)points;
+    in->awake = (uint32_t)points; /* the free vertices, as in cloth_info */
 }
 
 static uint32_t cloth_max_bodies(const void *world) { return TB_CLOTH_MAX_CAPSULES; }

@@ -116,7 +116,7 @@ static void soft_info(const void *world, tb_world_info *out)
 {
     const tb__soft *s = world;
     out->bodies = tb_soft_world_vertex_count(s->world);
-    out->awake = out->bodies;
+    out->awake = tb_soft_world_asleep(s->world) ? 0 : out->bodies; /* PROTOCOL.md §7.4: vertices still moving */
 }
 
 static void soft_describe(const void *world, tb_proto_welcome *out)
@@ -146,7 +146,7 @@ static void soft_fill_snapshot(void *world, tb_snap_input *in)
     tb__soft *s = world;
     memset(in, 0, sizeof *in);
     in->verts[0] = tb_soft_world_positions(s->world);
-    in->awake = (uint32_t)tb_soft_world_vertex_count(s->world);
+    in->awake = tb_soft_world_asleep(s->world) ? 0 : (uint32_t)tb_soft_world_vertex_count(s->world);
 }
 
 static uint32_t soft_max_bodies(const void *world) { return 0; }

@@ -541,6 +541,25 @@ static void hostile_client(void)
     /* extra trailing fields are ignored: [11, "later"] */
     static const uint8_t extra[] = {0x92, 0x0b, 0xa5, 'l', 'a', 't', 'e', 'r'};
     raw_client_vector("x_extra_fields_ignored", extra, sizeof extra, TB_OK);
+    /* [8, 3, "reset"]: an optional field at the end left out is nil (PROTOCOL.md §2) */
+    static const uint8_t action_short[] = {0x93, 0x08, 0x03, 0xa5, 'r', 'e', 's', 'e', 't'};
+    raw_client_vector("x_optional_left_out_action", action_short, sizeof action_short, TB_OK);
+    /* [4, 5, 1, [0, 0, 0]]: grab_start without its trailing body */
+    static const uint8_t grab_short[] = {0x94, 0x04, 0x05, 0x01, 0x93, 0x00, 0x00, 0x00};
+    raw_client_vector("x_optional_left_out_grab", grab_short, sizeof grab_short, TB_OK);
+    /* [1, 1, "tower", "rigid"]: hello's kind/scene are optional but not at the end: present (nil) */
+    static const uint8_t hello_short[] = {0x94, 0x01, 0x01, 0xa5, 't', 'o', 'w', 'e', 'r', 0xa5, 'r', 'i', 'g', 'i', 'd'};
+    raw_client_vector("x_optional_inner_left_out", hello_short, sizeof hello_short, TB_ERR_BAD_MESSAGE);
+    /* [6, -1, 1]: a negative integer where a uint goes is the wrong msgpack type */
+    static const uint8_t negative_seq[] = {0x93, 0x06, 0xff, 0x01};
+    raw_client_vector("x_negative_uint", negative_seq, sizeof negative_seq, TB_ERR_BAD_MESSAGE);
+    /* [6, 4294967296, 1]: a uint above its maximum (a seq of 2^32) is a bad value; the
+     * error cannot name that seq, so its seq is nil */
+    static const uint8_t big_uint[] = {0x93, 0x06, 0xcf, 0, 0, 0, 0x01, 0, 0, 0, 0, 0x01};
+    raw_client_vector("x_uint_over_max", big_uint, sizeof big_uint, TB_ERR_BAD_VALUE);
+    /* [5, 1, 0, [[[0]], 0, 0]]: client messages nest at most 3 containers */
+    static const uint8_t deep3[] = {0x94, 0x05, 0x01, 0x00, 0x93, 0x91, 0x91, 0x00, 0x00, 0x00};
+    raw_client_vector("x_deep_client", deep3, sizeof deep3, TB_ERR_MALFORMED);
 }
 
 static void server_messages(void)
@@ -575,6 +594,14 @@ static void server_messages(void)
 
 static void hostile_server(void)
 {
+    /* [43, 13, "rate_limited", "slow down"]: error's seq, optional at the end, left out */
+    static const uint8_t error_short[] = {0x94, 0x2b, 0x0d, 0xac, 'r', 'a', 't', 'e', '_', 'l', 'i', 'm', 'i', 't', 'e', 'd',
+                                          0xa9, 's', 'l', 'o', 'w', ' ', 'd', 'o', 'w', 'n'};
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_sbuffer_write(&sb, (const char *)error_short, sizeof error_short);
+    server_vector("y_optional_left_out_error", &sb, NULL);
+    msgpack_sbuffer_destroy(&sb);
     static const uint8_t unknown[] = {0x91, 0x3f};
     raw_server_vector("y_unknown_type", unknown, sizeof unknown, TB_ERR_UNKNOWN_TYPE);
     /* [35, 1, bin(28) with a NaN] */
