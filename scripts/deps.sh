@@ -12,6 +12,8 @@ if [ "$what" = test ]; then
   pkgs="$pkgs libcmocka-dev clang libclang-rt-dev valgrind procps curl nginx libnginx-mod-http-js"
   # Debian's Chromium for the browser tests (playwright-core drives it; it never downloads one)
   pkgs="$pkgs chromium"
+  # the conformance client (tests/conformance): a second implementation, in Python
+  pkgs="$pkgs python3 python3-msgpack python3-websockets"
 fi
 
 missing=""

@@ -6,6 +6,7 @@
 #   fuzz corpus replay (libFuzzer targets, no mutation)  build/fuzz
 #   JavaScript tests (node --test)                       tests/js, proto/js
 #   integration tests against a real server (node --test) tests/integration
+#   the Python conformance client against a real server   tests/conformance
 # The counts come from each runner's own summary (cmocka, node's TAP reporter).
 set -u
 cd "$(dirname "$0")/.."
@@ -66,6 +67,25 @@ js=$(find tests/js proto/js -name '*.test.mjs' 2>/dev/null | sort)
 for f in $(find tests/integration tests/browser -name '*.test.mjs' 2>/dev/null | sort); do
   run_node "$(basename "$(dirname "$f")")-$(basename "$f" .test.mjs)" "$f"
 done
+
+# The conformance client (tests/conformance, Python from PROTOCOL.md alone) against
+# real servers it starts itself; TAP summary like node's. Debian's python3 with
+# python3-msgpack and python3-websockets (scripts/deps.sh).
+py=${TUMBLE_PYTHON:-/usr/bin/python3}
+if [ -f tests/conformance/conformance.py ]; then
+  out="$log/conformance.log"
+  if "$py" -c 'import msgpack, websockets' 2>/dev/null; then
+    "$py" tests/conformance/conformance.py >"$out" 2>&1; rc=$?
+  else
+    echo "not ok - $py lacks python3-msgpack/python3-websockets (make deps)" >"$out"; rc=1
+  fi
+  p=$(sed -n 's/^# pass \([0-9]*\)/\1/p' "$out" | tail -1); f=$(sed -n 's/^# fail \([0-9]*\)/\1/p' "$out" | tail -1)
+  p=${p:-0}; f=${f:-0}
+  if [ $rc -ne 0 ] && [ "$f" = 0 ]; then f=1; fi
+  passed=$((passed + p)); failed=$((failed + f))
+  if [ "$f" != 0 ]; then broken="$broken conformance"; grep -E '^not ok|^  #' "$out" | head -60; fi
+  printf '%-50s %3d passed, %d failed\n' "conformance (python)" "$p" "$f"
+fi
 
 [ -n "$broken" ] && echo "failing:$broken"
 echo "tumble: $passed passed, $failed failed"
