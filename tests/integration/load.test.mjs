@@ -108,3 +108,21 @@ test('20 rooms x 3 clients of every kind hold the snapshot rate with no errors',
   }
   assert.equal(code, 0, `exit status${why}`);
 });
+
+test('against a server with default limits, tumble-load says once which limit refused it and how to run', { timeout: 60_000 }, async () => {
+  const srv = await startServer({ args: ['--workers', '1'] });
+  const { stderr } = await runLoad([
+    '--url', `ws://127.0.0.1:${srv.port}`, '--rooms', '20', '--clients-per-room', '2',
+    '--duration', '1', '--warmup', '0.5', '--join-timeout', '3', '--server-pid', String(srv.proc.pid),
+  ], 45_000);
+  const lines = stderr.split('\n');
+  const once = (re) => lines.filter((l) => re.test(l)).length;
+  // 40 connections from one address: the per-address limit (32) answers HTTP 429
+  assert.equal(once(/HTTP 429: its connection limit per address \(--max-conns-per-address/), 1, stderr);
+  assert.equal(once(/--max-conns-per-address 40 or more, or .*--source-addrs 2/), 1, stderr);
+  // 20 new rooms from one address: the room-creation limit (10 a minute)
+  assert.equal(once(/room creations per address \(--room-create-rate/), 1, stderr);
+  assert.equal(once(/--room-create-rate 20 or more/), 1, stderr);
+  assert.equal(once(/connection failed/), 0, 'no per-client line for a refusal the server explained');
+  await srv.stop();
+});

@@ -282,7 +282,24 @@ struct tl_run {
      * to the alternative once and reports it (not as an error). */
     bool rebuild_as_reset, throw_dice_as_roll;
 
+    /* Server limits that refused this run's clients, each explained once
+     * (tl_note_limit): a bit per enum tl_limit. */
+    unsigned limits_told;
+
     int exit_code;
+};
+
+/* Server limits a load run can run into; tl_note_limit names the server flag
+ * and how to run (once per run, not per client). */
+enum tl_limit {
+    TL_LIMIT_CONNS_PER_ADDRESS,   /* HTTP 429 at the upgrade */
+    TL_LIMIT_ROOM_CREATE_RATE,    /* rate_limited on a hello that creates a room */
+    TL_LIMIT_MAX_ROOMS,           /* too_many_rooms */
+    TL_LIMIT_CLIENTS_PER_ROOM,    /* room_full */
+    TL_LIMIT_INPUT_RATE,          /* rate_limited on inputs */
+    TL_LIMIT_ORIGIN,              /* HTTP 403 */
+    TL_LIMIT_OTHER_HTTP,          /* any other refusal of the upgrade */
+    TL_LIMIT_COUNT
 };
 
 /* load_client.c */
@@ -295,6 +312,9 @@ void tl_client_close(tl_client *c);
 void tl_client_free(tl_client *c);
 double tl_now(void);
 void tl_count_error(tl_run *run, int err);
+/* Prints, the first time a run meets `limit`, which server limit refused it
+ * and how to run instead; true then, false when it was told already. */
+bool tl_note_limit(tl_run *run, enum tl_limit limit, int http_status);
 void tl_client_seed(uint32_t seed);
 
 #endif

@@ -52,6 +52,56 @@ double tl_now(void)
 
 static bool tl__measuring(const tl_run *run) { return run->window_start > 0 && run->window_end == 0; }
 
+bool tl_note_limit(tl_run *run, enum tl_limit limit, int http_status)
+{
+    if (run->limits_told & (1u << limit))
+        return false;
+    run->limits_told |= 1u << limit;
+    int clients = run->opt.rooms * run->opt.clients_per_room;
+    const char *why = "", *how = "";
+    char buf[160];
+    switch (limit) {
+    case TL_LIMIT_CONNS_PER_ADDRESS:
+        why = "HTTP 429: its connection limit per address (--max-conns-per-address, default 32)";
+        snprintf(buf, sizeof buf, "start it with --max-conns-per-address %d or more, or spread the clients over "
+                 "loopback addresses with --source-addrs %d", clients, clients / 32 + 1);
+        how = buf;
+        break;
+    case TL_LIMIT_ROOM_CREATE_RATE:
+        why = "rate_limited: its room creations per address (--room-create-rate, default 10 a minute)";
+        snprintf(buf, sizeof buf, "start it with --room-create-rate %d or more, or spread the clients with "
+                 "--source-addrs %d", run->opt.rooms, run->opt.rooms / 10 + 1);
+        how = buf;
+        break;
+    case TL_LIMIT_MAX_ROOMS:
+        why = "too_many_rooms: its room limit (--max-rooms, default 256)";
+        snprintf(buf, sizeof buf, "start it with --max-rooms %d or more (its default rooms count too)", run->opt.rooms + 8);
+        how = buf;
+        break;
+    case TL_LIMIT_CLIENTS_PER_ROOM:
+        why = "room_full: its clients per room (--max-clients-per-room, default 32)";
+        snprintf(buf, sizeof buf, "start it with --max-clients-per-room %d, or use fewer --clients per room",
+                 run->opt.clients_per_room);
+        how = buf;
+        break;
+    case TL_LIMIT_INPUT_RATE:
+        why = "rate_limited: its input rate per client (--input-rate, default 120 a second)";
+        how = "start it with a higher --input-rate";
+        break;
+    case TL_LIMIT_ORIGIN:
+        why = "HTTP 403: its origin allow-list (--allowed-origins)";
+        how = "add this tool's origin to --allowed-origins, or start it without the flag";
+        break;
+    default:
+        snprintf(buf, sizeof buf, "HTTP %d at the WebSocket upgrade", http_status);
+        why = buf;
+        how = "see the server's log";
+        break;
+    }
+    fprintf(stderr, "tumble-load: the server refused clients: %s.\ntumble-load:   to load it: %s.\n", why, how);
+    return true;
+}
+
 void tl_count_error(tl_run *run, int err)
 {
     if (err >= 0 && err < TL_ERR_COUNT)
@@ -572,7 +622,16 @@ static void tl__message(tl_client *c, const uint8_t *buf, size_t len)
             run->win.inputs_refused++;
         else if (code != TB_ERR_PROJECTILE_CAP)
             tl_count_error(run, TL_ERR_SERVER_ERROR);
-        if (!run->opt.quiet && run->win.server_errors_by_code[code <= TB_ERR__COUNT ? code : TB_ERR__COUNT] <= 3)
+        /* A server limit is explained once, with the flag to raise, not per client. */
+        int limit = code == TB_ERR_TOO_MANY_ROOMS ? TL_LIMIT_MAX_ROOMS
+                    : code == TB_ERR_ROOM_FULL    ? TL_LIMIT_CLIENTS_PER_ROOM
+                    : code != TB_ERR_RATE_LIMITED ? -1
+                    : strstr(msg.u.error.text, "room creation") ? TL_LIMIT_ROOM_CREATE_RATE
+                                                                 : TL_LIMIT_INPUT_RATE;
+        if (limit >= 0) {
+            if (!run->opt.quiet)
+                tl_note_limit(run, (enum tl_limit)limit, 0);
+        } else if (!run->opt.quiet && run->win.server_errors_by_code[code <= TB_ERR__COUNT ? code : TB_ERR__COUNT] <= 3)
             fprintf(stderr, "tumble-load: %s client %d: server error %s: %s\n", c->room->id, c->index,
                     msg.u.error.name, msg.u.error.text);
         if (c->probe_kind != TL_PROBE_NONE && msg.u.error.has_seq && msg.u.error.seq == c->probe_seq)
@@ -612,9 +671,20 @@ static int tl__callback(struct lws *wsi, enum lws_callback_reasons reason, void 
     case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
         if (!c)
             break;
-        if (!c->run->opt.quiet && c->run->win.errors[TL_ERR_CONNECT] < 3)
+        /* An upgrade the server answered in HTTP (a limit, PROTOCOL.md §1) is
+         * explained once; other failures are shown for the first few clients. */
+        int status = in && strstr((const char *)in, "not 101") ? (int)lws_http_client_http_response(wsi) : 0;
+        if (c->run->opt.quiet) {
+        } else if (status == 429) {
+            tl_note_limit(c->run, TL_LIMIT_CONNS_PER_ADDRESS, status);
+        } else if (status == 403) {
+            tl_note_limit(c->run, TL_LIMIT_ORIGIN, status);
+        } else if (status) {
+            tl_note_limit(c->run, TL_LIMIT_OTHER_HTTP, status);
+        } else if (c->run->win.errors[TL_ERR_CONNECT] < 3) {
             fprintf(stderr, "tumble-load: %s client %d: connection failed: %s\n", c->room->id, c->index,
                     in ? (const char *)in : "?");
+        }
         tl__closed(c, true);
         break;
     case LWS_CALLBACK_CLIENT_ESTABLISHED: {
