@@ -419,6 +419,26 @@ async def awake_counts_what_moves(ctx):
 
 
 @check
+async def contacts_of_a_tick_come_after_its_snapshot(ctx):
+    """§5: contacts for tick T arrive after the snapshot of tick T."""
+    srv = ctx['srv']
+    c = await joined(srv, 'conf-contacts', 'pile')
+    await c.send({'type': 'contacts_view', 'on': True})
+    await c.send({'type': 'throw', 'origin': [0, 2, 4], 'velocity': [0, 1, -8], 'shape': 'ball'})
+    await asyncio.sleep(2.0)
+    seen, n = set(), 0
+    for m in c.inbox:
+        if m['type'] in SNAP_TYPES:
+            seen.add(m['tick'])
+        elif m['type'] == 'contacts':
+            assert m['tick'] in seen, f'contacts of tick {m["tick"]} before its snapshot'
+            n += 1
+    assert n >= 20, f'{n} contacts messages in 2 s'
+    await c.close()
+    return f'{n} contacts messages'
+
+
+@check
 async def a_scene_takes_a_tick_of_its_own(ctx):
     """§3: grid change and select: the scene's tick is new, deltas chain from it, param_changed follows."""
     srv = ctx['srv']
