@@ -213,12 +213,45 @@ uint32_t tb_inbound_acked_seq(tb_session *s, uint64_t serial)
     return s->acked_seq;
 }
 
+/* One client may hold a few pointers (multi-touch), not every grab of the
+ * room: a grab_start for a new pointer beyond --max-grabs-per-client is
+ * rate limited; grab_end frees the pointer. */
+static bool tb__grab_allowed(tb_session *s, const tb_input *in, int64_t now)
+{
+    if (in->type != TB_INPUT_GRAB_START && in->type != TB_INPUT_GRAB_END)
+        return true;
+    int at = -1;
+    for (int i = 0; i < s->grab_count; i++)
+        if (s->grab_pointers[i] == in->pointer)
+            at = i;
+    if (in->type == TB_INPUT_GRAB_END && at >= 0) {
+        s->grab_pointers[at] = s->grab_pointers[--s->grab_count];
+    } else if (in->type == TB_INPUT_GRAB_START && at < 0) {
+        int cap = s->server->cfg->max_grabs_per_client;
+        if (s->grab_count >= cap || s->grab_count >= (int)(sizeof s->grab_pointers / sizeof s->grab_pointers[0])) {
+            tb__rate_error(s, "grab limit: release a pointer first", in->seq, now);
+            return false;
+        }
+        s->grab_pointers[s->grab_count++] = in->pointer;
+    }
+    return true;
+}
+
+/* A lobby message lists at most TB_PROTO_MAX_ROOMS: only those are copied,
+ * whatever the number of rooms open (30 kB of rows, on the stack). */
+static void tb__send_lobby(tb_session *s)
+{
+    tb_room_row rows[TB_PROTO_MAX_ROOMS];
+    int n = tb_registry_rows(s->server->registry, rows, TB_PROTO_MAX_ROOMS);
+    tb_outbox_push_ctl(s, tb_wire_lobby(rows, n < TB_PROTO_MAX_ROOMS ? n : TB_PROTO_MAX_ROOMS));
+}
+
 static void tb__on_message(tb_session *s, const unsigned char *data, size_t len)
 {
     tb_server *server = s->server;
     TB_COUNT(server->metrics, messages_received_total);
     TB_COUNT_N(server->metrics, bytes_received_total, len);
-    static tb_client_msg m; /* network thread only */
+    tb_client_msg m;
     tb_proto_err err;
     int rc = tb_wire_decode(data, len, &m, &err);
     if (rc != TB_OK) {
@@ -240,14 +273,9 @@ static void tb__on_message(tb_session *s, const unsigned char *data, size_t len)
     case TB_CLIENT_PING:
         tb_outbox_push_ctl(s, tb_wire_pong(m.ping_time, (double)now / 1e6));
         return;
-    case TB_CLIENT_LOBBY: {
-        /* a lobby message lists at most TB_PROTO_MAX_ROOMS: copy only those,
-         * whatever the number of rooms open */
-        static tb_room_row rows[TB_PROTO_MAX_ROOMS]; /* network thread only */
-        int n = tb_registry_rows(server->registry, rows, TB_PROTO_MAX_ROOMS);
-        tb_outbox_push_ctl(s, tb_wire_lobby(rows, n < TB_PROTO_MAX_ROOMS ? n : TB_PROTO_MAX_ROOMS));
+    case TB_CLIENT_LOBBY:
+        tb__send_lobby(s);
         return;
-    }
     case TB_CLIENT_RESYNC:
         if (s->room) {
             tb_outbox_clear_slots(s);
@@ -267,23 +295,8 @@ static void tb__on_message(tb_session *s, const unsigned char *data, size_t len)
         tb__rate_error(s, "throw rate limit", m.input.seq, now);
         return;
     }
-    if (m.input.type == TB_INPUT_GRAB_START || m.input.type == TB_INPUT_GRAB_END) {
-        /* One client may hold a few pointers (multi-touch), not every grab of the room. */
-        int at = -1;
-        for (int i = 0; i < s->grab_count; i++)
-            if (s->grab_pointers[i] == m.input.pointer)
-                at = i;
-        if (m.input.type == TB_INPUT_GRAB_END && at >= 0) {
-            s->grab_pointers[at] = s->grab_pointers[--s->grab_count];
-        } else if (m.input.type == TB_INPUT_GRAB_START && at < 0) {
-            int cap = server->cfg->max_grabs_per_client;
-            if (s->grab_count >= cap || s->grab_count >= (int)(sizeof s->grab_pointers / sizeof s->grab_pointers[0])) {
-                tb__rate_error(s, "grab limit: release a pointer first", m.input.seq, now);
-                return;
-            }
-            s->grab_pointers[s->grab_count++] = m.input.pointer;
-        }
-    }
+    if (!tb__grab_allowed(s, &m.input, now))
+        return;
     m.input.client = s->id;
     m.input.recv_ns = now;
     m.input.serial = s->room->next_serial + 1;

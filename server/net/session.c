@@ -164,12 +164,12 @@ static void tb__path_room(struct lws *wsi, char *out, size_t cap)
     out[n] = 0;
 }
 
-/* Why a WebSocket upgrade is refused, or NULL when it may proceed: the
- * HTTP status and a one-line reason a person can act on (PROTOCOL.md §1).
- * *reason (may be NULL) gets the refusal's metric. */
-static const char *tb__upgrade_refusal(tb_server *server, struct lws *wsi, int *status, tb_refuse_reason *reason)
+/* Is a WebSocket upgrade refused? true with the HTTP status and, in why, a
+ * one-line reason a person can act on (PROTOCOL.md §1); *reason (may be
+ * NULL) gets the refusal's metric. false when it may proceed. */
+static bool tb__upgrade_refusal(tb_server *server, struct lws *wsi, int *status, tb_refuse_reason *reason, char *why,
+                                size_t cap)
 {
-    static char why[160]; /* network thread only */
     int st = 0;
     tb_refuse_reason r = TB_REFUSE_COUNT;
     char offered[256] = "", addr[48] = "";
@@ -186,25 +186,25 @@ static const char *tb__upgrade_refusal(tb_server *server, struct lws *wsi, int *
     tb_addr_count *a = tb__addr(server, addr, false);
     if (server->stopping) {
         st = 503, r = TB_REFUSE_SHUTTING_DOWN;
-        snprintf(why, sizeof why, "server shutting down");
+        snprintf(why, cap, "server shutting down");
     } else if (!tumble || other_known) {
         st = 400, r = TB_REFUSE_SUBPROTOCOL;
-        snprintf(why, sizeof why, "WebSocket subprotocol tumble.v1 required (Sec-WebSocket-Protocol: tumble.v1)");
+        snprintf(why, cap, "WebSocket subprotocol tumble.v1 required (Sec-WebSocket-Protocol: tumble.v1)");
     } else if (!tb__origin_allowed(server, wsi)) {
         st = 403, r = TB_REFUSE_ORIGIN;
-        snprintf(why, sizeof why, "origin not allowed (--allowed-origins)");
+        snprintf(why, cap, "origin not allowed (--allowed-origins)");
     } else if (a && a->count >= server->cfg->max_conns_per_address) {
         st = 429, r = TB_REFUSE_PER_ADDRESS;
-        snprintf(why, sizeof why, "connection limit per address reached: %d open from %s (--max-conns-per-address)",
+        snprintf(why, cap, "connection limit per address reached: %d open from %s (--max-conns-per-address)",
                  a->count, addr);
     } else {
-        return NULL;
+        return false;
     }
     if (status)
         *status = st;
     if (reason)
         *reason = r;
-    return why;
+    return true;
 }
 
 /* LWS_CALLBACK_HTTP_CONFIRM_UPGRADE (on the http protocol, before lws
@@ -218,8 +218,8 @@ int tb_session_confirm_upgrade(tb_server *server, struct lws *wsi, const char *u
         return 0;
     int status = 0;
     tb_refuse_reason reason = TB_REFUSE_COUNT;
-    const char *why = tb__upgrade_refusal(server, wsi, &status, &reason);
-    if (!why)
+    char why[160];
+    if (!tb__upgrade_refusal(server, wsi, &status, &reason, why, sizeof why))
         return 0;
     TB_COUNT(server->metrics, connections_refused_total[reason]);
     tb_log_debug("refused WebSocket upgrade: %d %s", status, why);
@@ -308,10 +308,12 @@ int tb_session_callback(struct lws *wsi, enum lws_callback_reasons reason, void 
     tb_server *server = lws_context_user(lws_get_context(wsi));
     tb_session *s = user;
     switch (reason) {
-    case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+    case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION: {
         /* tb_session_confirm_upgrade has answered every refusal in HTTP
          * already; this only holds if lws ever skipped it */
-        return tb__upgrade_refusal(server, wsi, NULL, NULL) ? 1 : 0;
+        char why[160];
+        return tb__upgrade_refusal(server, wsi, NULL, NULL, why, sizeof why) ? 1 : 0;
+    }
     case LWS_CALLBACK_ESTABLISHED:
         return tb__session_open(server, wsi, s);
     case LWS_CALLBACK_RECEIVE:
