@@ -16,6 +16,8 @@
  *   snap-tower-rest  tb_snap_encoder_step, 60 snapshots of a tower at rest
  *   dough-idle       tb_soft_world_step, 2-3 s of an untouched dough
  *   snap-tower-cycle tb_snap_encoder_step, every second step of the tower cycle
+ *   flag+cape        tb_cloth_world_step, 1-3 s of the flag and the cape in one world
+ *   dough-grab       tb_soft_world_step, 1-2 s of a dough held by two grabs
  * Outside valgrind the client requests do nothing and "count" prints the
  * same JSON lines with the wall-clock median per call.
  *
@@ -30,6 +32,7 @@
 #include "bench/bench.h"
 #include "physics/rigid.h"
 #include "physics/rigid_scenes.h"
+#include "physics/cloth.h"
 #include "physics/soft.h"
 #include "tb_proto.h"
 
@@ -239,6 +242,53 @@ static void dough_case(void)
     tb_soft_world_destroy(w);
 }
 
+/* The cloth budget case: flag and cape in one world (default def: wind
+ * 6 m/s, the figure walking, 8 iterations), 1-3 s after creation. */
+static void cloth_case(void)
+{
+    static counter c;
+    c.name = "flag+cape";
+    c.calls = 0;
+    tb_cloth_def def = tb_cloth_def_default();
+    def.scene = TB_CLOTH_SCENE_FLAG_AND_CAPE;
+    tb_cloth_world *w = tb_cloth_world_create(&def, NULL);
+    if (!w) { fprintf(stderr, "bench count: cloth world\n"); exit(1); }
+    for (int s = 0; s < 360; s++) {
+        if (s < 120) { tb_cloth_world_step(w); continue; }
+        begin(&c);
+        tb_cloth_world_step(w);
+        end(&c);
+    }
+    report(&c, NULL);
+    tb_cloth_world_destroy(w);
+}
+
+/* An awake dough: two grabs (opposite corners of the icosahedron) pulled
+ * out to 1.8x and held, 1-2 s after they start (an idle dough sleeps). */
+static void dough_grab_case(void)
+{
+    static counter c;
+    c.name = "dough-grab";
+    c.calls = 0;
+    tb_soft_def def = tb_soft_def_default();
+    tb_soft_world *w = tb_soft_world_create(&def, NULL);
+    if (!w) { fprintf(stderr, "bench count: soft world\n"); exit(1); }
+    const float *p = tb_soft_world_positions(w);
+    for (int g = 0; g < 2; g++) {
+        int v = g == 0 ? 0 : 3;
+        tb_soft_world_grab_start(w, 1, (uint32_t)g, tb_v3(p[3 * v], p[3 * v + 1], p[3 * v + 2]));
+        tb_soft_world_grab_move(w, 1, (uint32_t)g, tb_v3(p[3 * v] * 1.8f, p[3 * v + 1] * 1.8f, p[3 * v + 2] * 1.8f));
+    }
+    for (int s = 0; s < 240; s++) {
+        if (s < 120) { tb_soft_world_step(w, DT); continue; }
+        begin(&c);
+        tb_soft_world_step(w, DT);
+        end(&c);
+    }
+    report(&c, NULL);
+    tb_soft_world_destroy(w);
+}
+
 void tb_bench_count(const tb_bench_opts *opts)
 {
     (void)opts;
@@ -249,6 +299,8 @@ void tb_bench_count(const tb_bench_opts *opts)
     snap_case();
     dough_case();
     snap_cycle_case();
+    cloth_case();
+    dough_grab_case();
 }
 
 /* Timing of a tower at rest (all planks asleep from 0.51 s), 1.0-11.0 s. */
