@@ -177,17 +177,4 @@ static inline tb_mat3 tb_m3_world_inv_inertia(tb_quat q, tb_vec3 inv_inertia_loc
     return tb_m3_mul(tb_m3_mul(r, tb_m3_diag(inv_inertia_local)), tb_m3_transpose(r));
 }
 
-/* TB_HOT_CLONES on a hot function compiles it twice, for AVX and for the
- * baseline, and picks one at load time (ifunc, x86-64 ELF). AVX here only
- * means three-operand encodings of the same IEEE operations (no FMA, and ISO
- * mode keeps -ffp-contract=off), so both clones give bit-identical results
- * and a world steps the same on machines with and without AVX. */
-/* GCC only: clang 14 leaves calls from other files to an external cloned
- * function unresolved, so a clang build uses the baseline code throughout. */
-#if defined(__x86_64__) && defined(__ELF__) && !defined(TB_NO_CLONES) && !defined(__clang__)
-#define TB_HOT_CLONES __attribute__((target_clones("avx", "default")))
-#else
-#define TB_HOT_CLONES
-#endif
-
 #endif /* TB_MATH_H */
