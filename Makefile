@@ -29,9 +29,11 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 WARN     := -std=c11 -Wall -Wextra -Werror -Wno-unused-parameter -Wformat=2 -Wno-psabi
+# -ffp-contract=off: no fused multiply-adds, so every platform rounds the physics alike
+# (GCC in ISO mode already does; clang fuses by default where the CPU has FMA).
 # -fno-math-errno: sqrtf is the plain IEEE square root, which the SIMD layer
 # (server/physics/simd.h) can vectorise; results do not change (nothing reads errno).
-MATH     := -fno-math-errno
+MATH     := -fno-math-errno -ffp-contract=off
 INC      := -Iserver -Iproto/c -Itests
 CFLAGS_REL  := $(WARN) $(MATH) -O2 -g -DNDEBUG $(INC) $(PKG_CFLAGS)
 CFLAGS_ASAN := $(WARN) $(MATH) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined \

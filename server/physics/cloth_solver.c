@@ -56,11 +56,16 @@
 #define COLLISION_SKIN 0.0005f    /* the final pass leaves points this far outside */
 
 /* Wind strength varies slowly with time (deterministic gusts) so a flag in a
- * steady wind keeps moving. Computed in double from the step count. */
+ * steady wind keeps moving: 1 + 0.25 sin(1.3 t) + 0.15 sin(3.7 t + 1). The
+ * phases are taken modulo 2 pi in double from the step count (exact
+ * operations), so the float sines (tb_libm.h) see small angles however long
+ * the room has run. */
+static float wrap_phase(double a) { return (float)(a - floor(a / 6.283185307179586477) * 6.283185307179586477); }
+
 static float gust_factor(uint64_t step_count)
 {
     double t = (double)step_count * (1.0 / 120.0);
-    return (float)(1.0 + 0.25 * sin(1.3 * t) + 0.15 * sin(3.7 * t + 1.0));
+    return 1.0f + 0.25f * tb_sinf(wrap_phase(1.3 * t)) + 0.15f * tb_sinf(wrap_phase(3.7 * t + 1.0));
 }
 
 static void integrate(tb_cloth_world *world, tb_cloth_piece_state *ps, tb_cloth_piece *p, int piece_index,
@@ -608,7 +613,9 @@ void tb_cloth__solve_step(tb_cloth_world *world)
     }
 
     float strength = st->wind_strength * gust_factor(st->step_count);
-    tb_vec3 wind = tb_v3(cosf(st->wind_direction) * strength, 0.0f, -sinf(st->wind_direction) * strength);
+    float ws, wc;
+    tb_sin_cos(st->wind_direction, &ws, &wc);
+    tb_vec3 wind = tb_v3(wc * strength, 0.0f, -ws * strength);
 
     for (int i = 0; i < st->piece_count; i++) {
         tb_cloth_piece_state *ps = &st->pieces[i];

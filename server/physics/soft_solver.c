@@ -319,10 +319,10 @@ void tb_soft__solve_step(tb_soft_world *world, float dt)
     dt = tb_clampf(dt, TB_SOFT_DT_MIN, TB_SOFT_DT_CLAMP_MAX); /* before any division by it */
     int n = st->substeps;
     float sdt = dt / (float)n, inv_sdt = 1.0f / sdt;
-    float damp = expf(-DAMPING_RATE * sdt);
-    float pull = 1.0f - expf(-GRAB_RATE * sdt);
-    float mem = 1.0f - expf(-MEMORY_RATE * sdt);
-    float k = st->stiffness >= 1.0f ? 1.0f : 1.0f - powf(1.0f - st->stiffness, SEED_SUBSTEP_RATE * sdt);
+    float damp = tb_expf(-DAMPING_RATE * sdt); /* tb_libm.h: the same bits on every platform */
+    float pull = 1.0f - tb_expf(-GRAB_RATE * sdt);
+    float mem = 1.0f - tb_expf(-MEMORY_RATE * sdt);
+    float k = st->stiffness >= 1.0f ? 1.0f : 1.0f - tb_powf(1.0f - st->stiffness, SEED_SUBSTEP_RATE * sdt);
 
     for (int s = 0; s < n; s++) {
         integrate(st, world->prev, sdt, damp);

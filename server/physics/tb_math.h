@@ -12,6 +12,8 @@
 #include <math.h>
 #include <stdbool.h>
 
+#include "physics/tb_libm.h" /* sin, cos: the physics' own (same bits on every platform) */
+
 typedef struct tb_vec3 { float x, y, z; } tb_vec3;
 typedef struct tb_quat { float x, y, z, w; } tb_quat;
 typedef struct tb_mat3 { tb_vec3 r[3]; } tb_mat3;
@@ -94,8 +96,9 @@ static inline tb_quat tb_q_norm(tb_quat q)
 /* Rotation of angle radians about a unit axis. */
 static inline tb_quat tb_q_axis_angle(tb_vec3 axis, float angle)
 {
-    float s = sinf(0.5f * angle);
-    return tb_q(axis.x * s, axis.y * s, axis.z * s, cosf(0.5f * angle));
+    float s, c;
+    tb_sin_cos(0.5f * angle, &s, &c);
+    return tb_q(axis.x * s, axis.y * s, axis.z * s, c);
 }
 
 /* v' = q v q*, expanded: v + 2w (u x v) + 2 u x (u x v) with u = q.xyz. */

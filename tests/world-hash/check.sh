@@ -39,7 +39,7 @@ else
 fi
 
 src="server/physics/*.c tests/bench/bench_world_hash.c tests/world-hash/world_hash_main.c"
-warn="-std=c11 -Wall -Wextra -Werror -Wno-unused-parameter -Wno-psabi -fno-math-errno -Iserver -Itests"
+warn="-std=c11 -Wall -Wextra -Werror -Wno-unused-parameter -Wno-psabi -fno-math-errno -ffp-contract=off -Iserver -Itests"
 build() { # name compiler flags...
   local name=$1 cc=$2; shift 2
   if ! command -v "$cc" >/dev/null; then
