@@ -5,7 +5,8 @@
 #   C unit tests (cmocka), plain and under ASan+UBSan   build/tests, build/asan/tests
 #   fuzz corpus replay (libFuzzer targets, no mutation)  build/fuzz
 #   world hashes: the physics built six ways (gcc/clang, -O0/-O2, clones or
-#   not, scalar) steps bit for bit like the goldens     tests/world-hash/check.sh
+#   not, lanes unvectorised) and as WebAssembly in Node steps bit for bit
+#   like the goldens                                    tests/world-hash/check.sh
 #   JavaScript tests (node --test)                       tests/js, proto/js
 #   integration tests against a real server (node --test) tests/integration
 # The counts come from each runner's own summary (cmocka, node's TAP reporter).

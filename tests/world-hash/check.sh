@@ -12,6 +12,9 @@
 #                 one, as on a machine or a WebAssembly build without SIMD
 #   gcc-O0        no optimisation: nothing reassociated, nothing kept in registers
 #   clang-O2, clang-O0
+#   wasm-node     build/wasm/tumble-physics.wasm (`make wasm`: clang wasm32-wasi,
+#                 musl's libc) run by Node through the client's loader
+#                 (node tests/wasm/world-hash.mjs)
 # Prints one line per build ("ok NAME" or "FAIL NAME" with a diff) and
 # "world-hash: N passed, M failed"; exits non-zero on any failure. The goldens
 # change only in a commit that says why the physics' results changed.
@@ -59,6 +62,15 @@ build gcc-O2-lanes gcc -O2 -DNDEBUG -fno-tree-vectorize -fno-tree-slp-vectorize
 build gcc-O0 gcc -O0
 build clang-O2 clang -O2 -DNDEBUG
 build clang-O0 clang -O0
+
+wasm=build/wasm/tumble-physics.wasm
+if [ ! -f "$wasm" ]; then
+  failed=$((failed + 1)); echo "FAIL wasm-node: $wasm not built (make wasm)"
+elif ! node tests/wasm/world-hash.mjs "$wasm" >"$out/wasm-node.txt" 2>&1; then
+  failed=$((failed + 1)); echo "FAIL wasm-node: node tests/wasm/world-hash.mjs"; cat "$out/wasm-node.txt"
+else
+  compare wasm-node "$out/wasm-node.txt"
+fi
 
 echo "world-hash: $passed passed, $failed failed"
 [ "$failed" = 0 ]
