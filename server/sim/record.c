@@ -146,7 +146,7 @@ int tb_replay_file(const char *path, tb_replay_result *res)
     }
     tb_room *room = NULL;
     char why[160];
-    int rc = tb_persist_decode(img, len, &room, why, sizeof why);
+    int rc = tb_persist_decode(img, len, NULL, &room, why, sizeof why);
     free(img);
     if (rc < 0) {
         snprintf(res->error, sizeof res->error, "state image: %s", why);

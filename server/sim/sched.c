@@ -596,6 +596,8 @@ int tb_sched_init(tb_sched *sched, int workers, int snapshot_rate_hz, const char
     if (!sched->workers)
         return TB_ENOMEM;
     sched->worker_count = workers;
+    tb_tower_memo_init(&sched->tower_memo);
+    sched->env.tower_memo = &sched->tower_memo;
     sched->snapshot_every = TB_STEP_HZ / snapshot_rate_hz;
     snprintf(sched->instance, sizeof sched->instance, "%s", instance ? instance : "");
     sched->metrics = metrics;
@@ -731,6 +733,8 @@ void tb_sched_close(tb_sched *sched)
     }
     free(sched->workers);
     sched->workers = NULL;
+    tb_tower_memo_close(&sched->tower_memo);
+    sched->env.tower_memo = NULL;
 }
 
 uint64_t tb_sched_worker_steps(const tb_sched *sched, int worker)

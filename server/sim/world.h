@@ -29,10 +29,19 @@ typedef struct tb_world_info {
     int awake;  /* bodies not asleep (all points for cloth/soft) */
 } tb_world_info;
 
+/* What a world may share beyond itself, owned by the scheduler (sim/sched.h)
+ * and valid for the world's whole life: passed to create and load. NULL
+ * (tests, tools) shares nothing: a tower rebuild then settles anew, with the
+ * same bits. */
+struct tb_tower_memo;
+typedef struct tb_world_env {
+    struct tb_tower_memo *tower_memo; /* settled towers (sim/tower_memo.h) */
+} tb_world_env;
+
 typedef struct tb_world_ops {
     const char *kind;
     /* Build the scene; *world set on success. TB_EBADSCENE, TB_ENOMEM. */
-    int (*create)(const char *scene, uint64_t seed, void **world);
+    int (*create)(const char *scene, uint64_t seed, const tb_world_env *env, void **world);
     void (*destroy)(void *world);
     /* Every input except JOIN and PARAM (LEAVE too, so a leaving client's
      * grabs end). 0 or a TB_E* code the client is told (sim/error.h);
@@ -70,7 +79,8 @@ typedef struct tb_world_ops {
      * went non-finite or left the room are reset or removed; returns how
      * many (0 normally). May be NULL. */
     int (*save)(const void *world, unsigned char **buf, size_t *len);
-    int (*load)(const char *scene, uint64_t seed, const unsigned char *buf, size_t len, void **world);
+    int (*load)(const char *scene, uint64_t seed, const tb_world_env *env, const unsigned char *buf, size_t len,
+                void **world);
     uint64_t (*hash)(const void *world);
     int (*check)(void *world);
 } tb_world_ops;

@@ -67,7 +67,7 @@ static void tb__bounds(tb__cloth *c)
         c->bounds_min[1] = -1.0;
 }
 
-static int cloth_create(const char *scene, uint64_t seed, void **out)
+static int cloth_create(const char *scene, uint64_t seed, const tb_world_env *env, void **out)
 {
     (void)seed; /* the cloth scenes have no randomness */
     tb_cloth_def def = tb_cloth_def_default();
@@ -393,7 +393,8 @@ static int cloth_save(const void *world, unsigned char **buf, size_t *len)
     return tb_world_save_end(out, ok, sizeof h + wlen, buf, len);
 }
 
-static int cloth_load(const char *scene, uint64_t seed, const unsigned char *buf, size_t len, void **out)
+static int cloth_load(const char *scene, uint64_t seed, const tb_world_env *env, const unsigned char *buf, size_t len,
+                      void **out)
 {
     tb__cloth_save h;
     const unsigned char *image = tb_world_load_begin(buf, len, TB__SAVE_MAGIC, &h, sizeof h);
@@ -404,7 +405,7 @@ static int cloth_load(const char *scene, uint64_t seed, const unsigned char *buf
         if (!(h.bounds_min[a] >= -1e4 && h.bounds_max[a] <= 1e4 && h.bounds_min[a] < h.bounds_max[a]))
             return TB_EINVAL;
     void *made = NULL;
-    int rc = cloth_create(scene, seed, &made);
+    int rc = cloth_create(scene, seed, env, &made);
     if (rc < 0)
         return rc;
     tb__cloth *c = made;

@@ -14,6 +14,7 @@
 #include "physics/rigid.h"
 #include "physics/rigid_scenes.h"
 #include "sim/error.h"
+#include "sim/tower_memo.h"
 #include "sim/world.h"
 
 enum { TB__TOWER, TB__DICE, TB__PILE };
@@ -32,6 +33,7 @@ typedef struct {
 
 typedef struct {
     tb_rigid_world *world;
+    tb_tower_memo *tower_memo; /* the scheduler's, or NULL: settle at every build */
     int scene;
     uint64_t seed;
     tb_rigid_rng rng;
@@ -79,7 +81,8 @@ static int tb__build(tb__rigid *r)
     case TB__TOWER:
         /* the tower as it stands once settled (memoised per parameter set):
          * the rebuilt room starts asleep instead of stepping 0.5 s of settle */
-        rc = tb_rigid_scene_tower_settled(r->world, NULL);
+        rc = r->tower_memo ? tb_tower_memo_build(r->tower_memo, r->world, NULL)
+                           : tb_rigid_scene_tower_settled(r->world, NULL);
         break;
     case TB__DICE:
         rc = tb_rigid_scene_dice(r->world, &r->rng, r->dice, NULL);
@@ -101,7 +104,7 @@ static void rigid_destroy(void *world)
     free(r);
 }
 
-static int rigid_create(const char *scene, uint64_t seed, void **out)
+static int rigid_create(const char *scene, uint64_t seed, const tb_world_env *env, void **out)
 {
     int id = tb__scene_id(scene);
     if (id < 0)
@@ -109,6 +112,7 @@ static int rigid_create(const char *scene, uint64_t seed, void **out)
     tb__rigid *r = calloc(1, sizeof *r);
     if (!r)
         return TB_ENOMEM;
+    r->tower_memo = env ? env->tower_memo : NULL;
     r->scene = id;
     r->seed = seed;
     r->rng = tb_rigid_rng_seed(seed);
@@ -510,14 +514,15 @@ static int rigid_save(const void *world, unsigned char **buf, size_t *len)
     return tb_world_save_end(out, ok, sizeof h + wlen, buf, len);
 }
 
-static int rigid_load(const char *scene, uint64_t seed, const unsigned char *buf, size_t len, void **out)
+static int rigid_load(const char *scene, uint64_t seed, const tb_world_env *env, const unsigned char *buf, size_t len,
+                      void **out)
 {
     tb__rigid_save h;
     const unsigned char *image = tb_world_load_begin(buf, len, TB__SAVE_MAGIC, &h, sizeof h);
     if (!image || h.scene != tb__scene_id(scene) || h.projectile_count < 0 || h.projectile_count > TB__PROJECTILE_CAP)
         return TB_EINVAL;
     void *made = NULL;
-    int rc = rigid_create(scene, h.seed, &made);
+    int rc = rigid_create(scene, h.seed, env, &made);
     if (rc < 0)
         return rc;
     tb__rigid *r = made;

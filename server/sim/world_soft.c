@@ -26,7 +26,7 @@ static const tb_world_param tb__params[] = {
 #define TB__NPARAMS (int)(sizeof tb__params / sizeof tb__params[0])
 _Static_assert(TB_SOFT_MAX_GRABS <= TB_WORLD_MAX_GRABS, "the grab table holds every grab the world accepts");
 
-static int soft_create(const char *scene, uint64_t seed, void **out)
+static int soft_create(const char *scene, uint64_t seed, const tb_world_env *env, void **out)
 {
     (void)seed;
     if (strcmp(scene, "dough") != 0)
@@ -218,7 +218,8 @@ static int soft_save(const void *world, unsigned char **buf, size_t *len)
     return tb_world_save_end(out, ok, sizeof h + wlen, buf, len);
 }
 
-static int soft_load(const char *scene, uint64_t seed, const unsigned char *buf, size_t len, void **out)
+static int soft_load(const char *scene, uint64_t seed, const tb_world_env *env, const unsigned char *buf, size_t len,
+                     void **out)
 {
     tb__soft_save h;
     const unsigned char *image = tb_world_load_begin(buf, len, TB__SAVE_MAGIC, &h, sizeof h);
@@ -226,7 +227,7 @@ static int soft_load(const char *scene, uint64_t seed, const unsigned char *buf,
         !(h.stiffness >= 0.0f && h.stiffness <= 1.0f) || h.substeps < 1 || h.substeps > TB_SOFT_SUBSTEPS_MAX)
         return TB_EINVAL;
     void *made = NULL;
-    int rc = soft_create(scene, seed, &made);
+    int rc = soft_create(scene, seed, env, &made);
     if (rc < 0)
         return rc;
     tb__soft *s = made;

@@ -22,7 +22,7 @@ static tb_proto_welcome desc; /* large: static storage */
 static void *room_world(const char *scene)
 {
     void *w = NULL;
-    assert_int_equal(ops->create(scene, 1, &w), 0);
+    assert_int_equal(ops->create(scene, 1, NULL, &w), 0);
     return w;
 }
 
@@ -155,7 +155,7 @@ static void grid_survives_save_and_load(void **state)
     size_t len = 0;
     assert_int_equal(ops->save(w, &buf, &len), 0);
     void *back = NULL;
-    assert_int_equal(ops->load("flag", 1, buf, len, &back), 0);
+    assert_int_equal(ops->load("flag", 1, NULL, buf, len, &back), 0);
     ops->describe(back, &desc);
     assert_int_equal(desc.st.meshes[0].grid_w, 9);
     assert_int_equal(desc.st.meshes[0].grid_h, 6);

@@ -23,7 +23,7 @@ static const tb_world_ops *ops = &tb_world_rigid_ops;
 static void *tower_room(void)
 {
     void *w = NULL;
-    assert_int_equal(ops->create("tower", 1, &w), 0);
+    assert_int_equal(ops->create("tower", 1, NULL, &w), 0);
     return w;
 }
 
@@ -180,7 +180,7 @@ static void room_saved_after_a_rebuild_loads_and_steps_bit_identically(void **st
     size_t len = 0;
     assert_int_equal(ops->save(w, &buf, &len), 0);
     void *back = NULL;
-    assert_int_equal(ops->load("tower", 1, buf, len, &back), 0);
+    assert_int_equal(ops->load("tower", 1, NULL, buf, len, &back), 0);
     free(buf);
     assert_int_equal(ops->hash(back), ops->hash(w));
     input(w, TB_INPUT_RESET, 1);
