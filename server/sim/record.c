@@ -115,9 +115,9 @@ static void tb__replay_step(tb_room *room)
     room->tick++;
     if (room->ops->check)
         room->ops->check(room->world);
-    if (room->ops->poll_dice) {
-        uint32_t faces[TB_PROTO_MAX_DICE];
-        room->ops->poll_dice(room->world, faces, TB_PROTO_MAX_DICE);
+    tb_world_event ev; /* told to nobody, but taken as the server does (a dice result is told once) */
+    for (int k = 0; room->ops->poll_event && k < TB_WORLD_EVENTS_PER_STEP &&
+                    room->ops->poll_event(room->world, &ev) > 0; k++) {
     }
 }
 

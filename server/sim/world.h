@@ -29,6 +29,30 @@ typedef struct tb_world_info {
     int awake;  /* bodies not asleep (all points for cloth/soft) */
 } tb_world_info;
 
+/* Something a world tells everyone in the room after a step; the scheduler
+ * turns each kind into its message (sim/wire.h). */
+enum {
+    TB_WORLD_EVENT_DICE = 1, /* the thrown dice came to rest: values = their top faces */
+};
+#define TB_WORLD_EVENT_VALUES 8
+#define TB_WORLD_EVENTS_PER_STEP 4
+typedef struct tb_world_event {
+    int kind;       /* TB_WORLD_EVENT_* */
+    uint32_t count; /* values used (<= TB_WORLD_EVENT_VALUES) */
+    uint32_t values[TB_WORLD_EVENT_VALUES];
+} tb_world_event;
+
+/* Debug views a client can switch on for itself; the scheduler sends each
+ * viewer the overlay's items with every snapshot. */
+enum {
+    TB_WORLD_OVERLAY_CONTACTS = 1, /* contact points, normals and impulses of the last step */
+};
+typedef struct tb_world_overlay {
+    int kind;                         /* TB_WORLD_OVERLAY_* */
+    uint32_t count;
+    const tb_proto_contact *contacts; /* CONTACTS: count items in world memory, valid until the next call */
+} tb_world_overlay;
+
 /* What a world may share beyond itself, owned by the scheduler (sim/sched.h)
  * and valid for the world's whole life: passed to create and load. NULL
  * (tests, tools) shares nothing: a tower rebuild then settles anew, with the
@@ -63,11 +87,14 @@ typedef struct tb_world_ops {
      * room must rebuild its encoder and send everyone a `scene`. */
     int (*param_set)(void *world, const char *name, double value);
     int (*param_get)(const void *world, const char *name, double *value);
-    /* Dice result once all dice have come to rest after a throw: returns the
-     * number of dice (faces filled) once per throw, else 0. May be NULL. */
-    int (*poll_dice)(void *world, uint32_t *faces, int cap);
-    /* Contacts of the last step for the debug view; NULL if the kind has none. */
-    int (*contacts)(const void *world, tb_proto_contact *out, int cap);
+    /* After a step: 1 with *out filled while the world has an event to tell
+     * (each is given once), else 0; the caller takes at most
+     * TB_WORLD_EVENTS_PER_STEP a step. May be NULL (no events). */
+    int (*poll_event)(void *world, tb_world_event *out);
+    /* Bit (1 << TB_WORLD_OVERLAY_x) for each overlay this kind can draw. */
+    unsigned overlays;
+    /* The overlay's items now (a kind in `overlays`). May be NULL when overlays is 0. */
+    void (*overlay)(void *world, int kind, tb_world_overlay *out);
 
     /* Persistence and replay (sim/persist.c, sim/record.c). save: the whole
      * state (physics image plus the adapter's own: scene, rng, projectiles,

@@ -46,7 +46,8 @@ typedef struct {
     int grab_count;
     int capacity;
     tb_proto_body *bodies;        /* snapshot scratch, capacity */
-    tb_rigid_contact_info *contacts_scratch;
+    tb_rigid_contact_info *contacts_scratch;  /* TB_PROTO_MAX_CONTACTS: the physics' contacts */
+    tb_proto_contact *contacts;               /* TB_PROTO_MAX_CONTACTS: the contacts overlay */
     bool last_step_idle; /* the last step found every body asleep and moved nothing */
     bool checked;        /* rigid_check has looked at every body at least once */
 } tb__rigid;
@@ -101,6 +102,7 @@ static void rigid_destroy(void *world)
     tb_rigid_world_destroy(r->world);
     free(r->bodies);
     free(r->contacts_scratch);
+    free(r->contacts);
     free(r);
 }
 
@@ -123,7 +125,8 @@ static int rigid_create(const char *scene, uint64_t seed, const tb_world_env *en
     r->world = tb_rigid_world_create(&def);
     r->bodies = calloc((size_t)r->capacity, sizeof *r->bodies);
     r->contacts_scratch = calloc(TB_PROTO_MAX_CONTACTS, sizeof *r->contacts_scratch);
-    if (!r->world || !r->bodies || !r->contacts_scratch || tb__build(r) < 0) {
+    r->contacts = calloc(TB_PROTO_MAX_CONTACTS, sizeof *r->contacts);
+    if (!r->world || !r->bodies || !r->contacts_scratch || !r->contacts || tb__build(r) < 0) {
         rigid_destroy(r);
         return TB_ENOMEM;
     }
@@ -435,39 +438,48 @@ static int rigid_param_get(const void *world, const char *name, double *value)
     return 0;
 }
 
-static int rigid_poll_dice(void *world, uint32_t *faces, int cap)
+/* The dice result, once all dice have come to rest after a throw. */
+static int rigid_poll_event(void *world, tb_world_event *out)
 {
+    _Static_assert(TB_DICE_COUNT <= TB_WORLD_EVENT_VALUES, "dice fit an event");
     tb__rigid *r = world;
-    if (!r->dice_pending || r->scene != TB__DICE || cap < TB_DICE_COUNT)
+    if (!r->dice_pending || r->scene != TB__DICE)
         return 0;
     for (int i = 0; i < TB_DICE_COUNT; i++)
         if (!tb_rigid_world_body_valid(r->world, r->dice[i]) || tb_rigid_body_is_awake(r->world, r->dice[i]))
             return 0;
+    out->kind = TB_WORLD_EVENT_DICE;
+    out->count = TB_DICE_COUNT;
     for (int i = 0; i < TB_DICE_COUNT; i++) {
         int face = tb_rigid_body_die_top_face(r->world, r->dice[i], NULL);
-        faces[i] = face > 0 ? (uint32_t)face : 0;
+        out->values[i] = face > 0 ? (uint32_t)face : 0;
     }
     r->dice_pending = false;
-    return TB_DICE_COUNT;
+    return 1;
 }
 
-static int rigid_contacts(const void *world, tb_proto_contact *out, int cap)
+/* The contacts overlay: the last step's contacts, converted into r->contacts. */
+static void rigid_overlay(void *world, int kind, tb_world_overlay *out)
 {
-    const tb__rigid *r = world;
-    if (cap > TB_PROTO_MAX_CONTACTS)
-        cap = TB_PROTO_MAX_CONTACTS;
-    int n = tb_rigid_world_get_contacts(r->world, r->contacts_scratch, cap);
+    tb__rigid *r = world;
+    out->kind = kind;
+    out->count = 0;
+    out->contacts = r->contacts;
+    if (kind != TB_WORLD_OVERLAY_CONTACTS)
+        return;
+    int n = tb_rigid_world_get_contacts(r->world, r->contacts_scratch, TB_PROTO_MAX_CONTACTS);
     for (int i = 0; i < n; i++) {
         const tb_rigid_contact_info *c = &r->contacts_scratch[i];
-        out[i].point[0] = c->point.x;
-        out[i].point[1] = c->point.y;
-        out[i].point[2] = c->point.z;
-        out[i].normal[0] = c->normal.x;
-        out[i].normal[1] = c->normal.y;
-        out[i].normal[2] = c->normal.z;
-        out[i].impulse = c->normal_impulse;
+        tb_proto_contact *o = &r->contacts[i];
+        o->point[0] = c->point.x;
+        o->point[1] = c->point.y;
+        o->point[2] = c->point.z;
+        o->normal[0] = c->normal.x;
+        o->normal[1] = c->normal.y;
+        o->normal[2] = c->normal.z;
+        o->impulse = c->normal_impulse;
     }
-    return n;
+    out->count = n > 0 ? (uint32_t)n : 0;
 }
 
 /* ---- persistence, replay hash, fault check ---------------------------------
@@ -620,8 +632,9 @@ const tb_world_ops tb_world_rigid_ops = {
     .max_bodies = rigid_max_bodies,
     .param_set = rigid_param_set,
     .param_get = rigid_param_get,
-    .poll_dice = rigid_poll_dice,
-    .contacts = rigid_contacts,
+    .poll_event = rigid_poll_event,
+    .overlays = 1u << TB_WORLD_OVERLAY_CONTACTS,
+    .overlay = rigid_overlay,
     .save = rigid_save,
     .load = rigid_load,
     .hash = rigid_hash,

@@ -193,6 +193,43 @@ static void room_saved_after_a_rebuild_loads_and_steps_bit_identically(void **st
     ops->destroy(w);
 }
 
+/* The world interface's kind-neutral hooks: a dice room tells its result
+ * once as an event, and the contacts overlay lists the last step's contacts. */
+static void dice_result_is_one_event_and_contacts_an_overlay(void **state)
+{
+    (void)state;
+    void *w = NULL;
+    assert_int_equal(ops->create("dice", 7, NULL, &w), 0);
+    assert_true(ops->overlays & (1u << TB_WORLD_OVERLAY_CONTACTS));
+    tb_world_event ev;
+    int events = 0, step_of_event = -1;
+    uint32_t overlay_max = 0;
+    for (int s = 0; s < 12 * 120; s++) {
+        ops->step(w, DT);
+        for (int k = 0; k < TB_WORLD_EVENTS_PER_STEP && ops->poll_event(w, &ev) > 0; k++) {
+            events++;
+            step_of_event = s;
+            assert_int_equal(ev.kind, TB_WORLD_EVENT_DICE);
+            assert_int_equal(ev.count, TB_DICE_COUNT);
+            for (uint32_t i = 0; i < ev.count; i++) assert_in_range(ev.values[i], 1, 6);
+        }
+        tb_world_overlay ov;
+        ops->overlay(w, TB_WORLD_OVERLAY_CONTACTS, &ov);
+        assert_int_equal(ov.kind, TB_WORLD_OVERLAY_CONTACTS);
+        assert_true(ov.count <= TB_PROTO_MAX_CONTACTS);
+        for (uint32_t i = 0; i < ov.count; i++) {
+            const float *n = ov.contacts[i].normal;
+            float len2 = n[0] * n[0] + n[1] * n[1] + n[2] * n[2];
+            assert_true(len2 > 0.98f && len2 < 1.02f);
+        }
+        if (ov.count > overlay_max) overlay_max = ov.count;
+    }
+    print_message("dice result after step %d, up to %u contacts\n", step_of_event, overlay_max);
+    assert_int_equal(events, 1); /* told once per throw */
+    assert_true(overlay_max >= TB_DICE_COUNT);
+    ops->destroy(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -200,6 +237,7 @@ int main(void)
         cmocka_unit_test(rebuilt_tower_stands_still_for_1_s_and_falls_to_the_knock_down),
         cmocka_unit_test(rebuild_after_a_friction_change_settles_with_that_friction),
         cmocka_unit_test(room_saved_after_a_rebuild_loads_and_steps_bit_identically),
+        cmocka_unit_test(dice_result_is_one_event_and_contacts_an_overlay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
