@@ -15,7 +15,7 @@
  *
  * Errors: functions that can be given bad user input (NaN, out-of-range
  * parameters, an unknown id, a too-small buffer) return a negative
- * TB_RIGID_ERR_* code and change nothing. Passing a NULL world is a
+ * TB_PHYS_ERR_* code (physics/result.h) and change nothing. Passing a NULL world is a
  * programmer error (assert).
  *
  * Units: metres, kilograms, seconds; y is up. Quaternions are (x, y, z, w).
@@ -46,19 +46,7 @@
 
 /* ---- errors ------------------------------------------------------------------ */
 
-enum {
-    TB_RIGID_OK = 0,
-    TB_RIGID_ERR_INVALID = -1,   /* NaN/Inf or otherwise malformed value */
-    TB_RIGID_ERR_RANGE = -2,     /* a parameter outside its documented range */
-    TB_RIGID_ERR_NO_BODY = -3,   /* id out of range or not a live body */
-    TB_RIGID_ERR_FULL = -4,      /* body capacity or plane capacity reached */
-    TB_RIGID_ERR_NO_SPACE = -5,  /* output buffer too small */
-    TB_RIGID_ERR_FORMAT = -6,    /* saved state is not ours, truncated or corrupt */
-    TB_RIGID_ERR_NO_MEMORY = -7, /* allocation failed (creation and load only) */
-};
-
-/* A short English name for an error code ("unknown body", ...). */
-const char *tb_rigid_strerror(int err);
+#include "physics/result.h" /* TB_PHYS_OK, TB_PHYS_ERR_*, tb_phys_strerror */
 
 /* ---- parameter ranges (the room's sliders) ------------------------------------ */
 
@@ -167,7 +155,7 @@ int tb_rigid_world_add_plane(tb_rigid_world *world, tb_vec3 normal, float offset
 /* Advances the world by dt (0 < dt <= TB_RIGID_DT_MAX; the room uses 1/120). */
 int tb_rigid_world_step(tb_rigid_world *world, float dt);
 
-/* Parameters. Out of range or NaN -> TB_RIGID_ERR_RANGE and nothing changes.
+/* Parameters. Out of range or NaN -> TB_PHYS_ERR_RANGE and nothing changes.
  * Changing restitution or friction wakes every body (the seed's slider rule). */
 int tb_rigid_world_set_restitution(tb_rigid_world *world, float restitution);
 int tb_rigid_world_set_friction(tb_rigid_world *world, float friction);

@@ -45,7 +45,7 @@ int tb_rigid_scene_tray(tb_rigid_world *w)
     if ((r = tb_rigid_world_add_plane(w, tb_v3(-1, 0, 0), -TB_TRAY_HALF_X)) < 0) return r;
     if ((r = tb_rigid_world_add_plane(w, tb_v3(0, 0, 1), -TB_TRAY_HALF_Z)) < 0) return r;
     if ((r = tb_rigid_world_add_plane(w, tb_v3(0, 0, -1), -TB_TRAY_HALF_Z)) < 0) return r;
-    return TB_RIGID_OK;
+    return TB_PHYS_OK;
 }
 
 /* three.js Euler (order XYZ) to quaternion: q = qx * qy * qz. */
@@ -110,7 +110,7 @@ int tb_rigid_scene_dice(tb_rigid_world *w, tb_rigid_rng *rng, int dice_ids[TB_DI
         if (id < 0) return id;
         if (ball_ids) ball_ids[i] = id;
     }
-    return TB_RIGID_OK;
+    return TB_PHYS_OK;
 }
 
 int tb_rigid_scene_tower(tb_rigid_world *w, int plank_ids[TB_TOWER_PLANKS])
@@ -141,7 +141,7 @@ int tb_rigid_scene_tower(tb_rigid_world *w, int plank_ids[TB_TOWER_PLANKS])
             if (plank_ids) plank_ids[layer * 3 + k] = id;
         }
     }
-    return TB_RIGID_OK;
+    return TB_PHYS_OK;
 }
 
 /* ---- the settled tower -------------------------------------------------------------- */
@@ -151,20 +151,20 @@ int tb_rigid_scene_tower_settle(const tb_rigid_world_def *def, unsigned char **i
     *image = NULL;
     *len = 0;
     tb_rigid_world *w = tb_rigid_world_create(def);
-    if (!w) return TB_RIGID_ERR_NO_MEMORY;
+    if (!w) return TB_PHYS_ERR_NO_MEMORY;
     int rc = tb_rigid_scene_tower(w, NULL);
-    for (int s = 0; rc == TB_RIGID_OK && s < TB_TOWER_SETTLE_MAX_STEPS; s++) {
+    for (int s = 0; rc == TB_PHYS_OK && s < TB_TOWER_SETTLE_MAX_STEPS; s++) {
         rc = tb_rigid_world_step(w, 1.0f / 120.0f);
-        if (rc == TB_RIGID_OK && tb_rigid_world_awake_count(w) == 0) {
+        if (rc == TB_PHYS_OK && tb_rigid_world_awake_count(w) == 0) {
             size_t n = tb_rigid_world_bodies_size(w);
             *image = malloc(n);
-            if (!*image) rc = TB_RIGID_ERR_NO_MEMORY;
+            if (!*image) rc = TB_PHYS_ERR_NO_MEMORY;
             else rc = tb_rigid_world_save_bodies(w, *image, n, len);
             break;
         }
     }
     tb_rigid_world_destroy(w);
-    if (rc != TB_RIGID_OK) {
+    if (rc != TB_PHYS_OK) {
         free(*image);
         *image = NULL;
         *len = 0;
@@ -223,7 +223,7 @@ int tb_rigid_scene_tower_launch_ball(tb_rigid_world *w)
 
 int tb_rigid_scene_pile(tb_rigid_world *w, int n)
 {
-    if (n < 0 || n > tb_rigid_world_body_capacity(w)) return TB_RIGID_ERR_RANGE;
+    if (n < 0 || n > tb_rigid_world_body_capacity(w)) return TB_PHYS_ERR_RANGE;
     tb_rigid_world_clear(w);
     int r = tb_rigid_scene_tray(w);
     if (r < 0) return r;
@@ -237,7 +237,7 @@ int tb_rigid_scene_pile(tb_rigid_world *w, int n)
         int id = tb_rigid_world_add_body(w, &d);
         if (id < 0) return id;
     }
-    return TB_RIGID_OK;
+    return TB_PHYS_OK;
 }
 
 int tb_rigid_throw(tb_rigid_world *w, tb_rigid_throw_kind kind, tb_vec3 origin, tb_vec3 velocity,
@@ -253,7 +253,7 @@ int tb_rigid_throw(tb_rigid_world *w, tb_rigid_throw_kind kind, tb_vec3 origin, 
         d.density = 1.2f;
         d.look.kind = TB_LOOK_BALL;
     } else {
-        return TB_RIGID_ERR_INVALID;
+        return TB_PHYS_ERR_INVALID;
     }
     d.position = origin;
     d.linear_velocity = velocity;

@@ -37,7 +37,7 @@ uint64_t tb_rigid_rng_next(tb_rigid_rng *rng);
 /* uniform in [0, 1) with 24 random bits */
 float tb_rigid_rng_float(tb_rigid_rng *rng);
 
-/* Floor and four walls. Returns TB_RIGID_OK or an error. */
+/* Floor and four walls. Returns TB_PHYS_OK or an error. */
 int tb_rigid_scene_tray(tb_rigid_world *world);
 
 /* Three 0.5 m dice (density 1, ids 0..2, thrown from the left with random

@@ -128,6 +128,10 @@ const tb_scene *tb_scene_find(const char *name);
 /* The table, terminated by a zeroed entry. */
 const tb_scene *tb_scene_table(void);
 
+/* Shared by the adapters: a physics error code (physics/result.h, from any
+ * kernel) as the TB_E* code the client is told. */
+int tb_world_error(int phys_err);
+
 /* Shared by the adapters: a parameter with its range, stored as a double. */
 typedef struct tb_world_param {
     const char *name;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "physics/result.h"
 #include "sim/error.h"
 #include "sim/world.h"
 
@@ -97,4 +98,20 @@ const unsigned char *tb_world_load_begin(const unsigned char *buf, size_t len, u
     if (got_magic != magic || got_size != header_size || world_len != len - header_size)
         return NULL;
     return buf + header_size;
+}
+
+int tb_world_error(int phys_err)
+{
+    switch (phys_err) {
+    case TB_PHYS_OK: return 0;
+    case TB_PHYS_ERR_NO_BODY:
+    case TB_PHYS_ERR_UNKNOWN_GRAB:
+    case TB_PHYS_ERR_NOTHING_THERE: return TB_ENOBODY;
+    case TB_PHYS_ERR_GRAB_EXISTS:
+    case TB_PHYS_ERR_BUSY: return TB_EBUSY;
+    case TB_PHYS_ERR_TOO_MANY_GRABS: return TB_ELIMIT;
+    case TB_PHYS_ERR_FULL: return TB_ECAP;
+    case TB_PHYS_ERR_NO_MEMORY: return TB_ENOMEM;
+    default: return TB_ERANGE; /* invalid or out-of-range numbers, no such piece */
+    }
 }

@@ -134,16 +134,6 @@ static int rigid_create(const char *scene, uint64_t seed, const tb_world_env *en
     return 0;
 }
 
-static int tb__err(int rigid_err)
-{
-    switch (rigid_err) {
-    case TB_RIGID_ERR_NO_BODY: return TB_ENOBODY;
-    case TB_RIGID_ERR_FULL: return TB_ECAP;
-    case TB_RIGID_ERR_NO_MEMORY: return TB_ENOMEM;
-    default: return TB_ERANGE;
-    }
-}
-
 static tb_vec3 tb__v(const float f[3]) { return tb_v3(f[0], f[1], f[2]); }
 
 /* Keep thrown bodies inside the tray: the walls are infinite planes, and a
@@ -183,7 +173,7 @@ static int tb__throw(tb__rigid *r, const tb_input *in)
     int id = tb_rigid_throw(r->world, in->flags == TB_THROW_DIE ? TB_THROW_DIE : TB_THROW_BALL,
                             tb__inside_tray(tb__v(in->pos)), v, spin, r->next_color++ % 8);
     if (id < 0)
-        return tb__err(id);
+        return tb_world_error(id);
     r->projectiles[r->projectile_count++] = id;
     return recycled ? TB_ECAP : 0;
 }
@@ -231,7 +221,7 @@ static int rigid_apply_input(void *world, const tb_input *in)
             point = hit.point;
         }
         int rc = tb_rigid_body_apply_impulse(r->world, body, impulse, point);
-        return rc < 0 ? tb__err(rc) : 0;
+        return rc < 0 ? tb_world_error(rc) : 0;
     }
     case TB_INPUT_GRAB_START: {
         if (tb__find_grab(r, in->client, in->pointer))
@@ -277,7 +267,7 @@ static int rigid_apply_input(void *world, const tb_input *in)
         /* tower: flags = knock launches the ball into the standing tower */
         if (in->flags && r->scene == TB__TOWER) {
             int id = tb_rigid_scene_tower_launch_ball(r->world);
-            return id < 0 ? tb__err(id) : 0;
+            return id < 0 ? tb_world_error(id) : 0;
         }
         if (in->flags && r->scene != TB__TOWER && r->scene != TB__DICE)
             return TB_ENOTSUP;
@@ -522,7 +512,7 @@ static int rigid_save(const void *world, unsigned char **buf, size_t *len)
     unsigned char *out = tb_world_save_begin(&h, sizeof h, TB__SAVE_MAGIC, wlen);
     if (!out)
         return TB_ENOMEM;
-    bool ok = tb_rigid_world_save(r->world, out + sizeof h, wlen, &written) == TB_RIGID_OK && written == wlen;
+    bool ok = tb_rigid_world_save(r->world, out + sizeof h, wlen, &written) == TB_PHYS_OK && written == wlen;
     return tb_world_save_end(out, ok, sizeof h + wlen, buf, len);
 }
 
@@ -543,7 +533,7 @@ static int rigid_load(const char *scene, uint64_t seed, const tb_world_env *env,
     if (!loaded || tb_rigid_world_body_capacity(loaded) != r->capacity) {
         tb_rigid_world_destroy(loaded);
         rigid_destroy(r);
-        return err == TB_RIGID_ERR_NO_MEMORY ? TB_ENOMEM : TB_EINVAL;
+        return err == TB_PHYS_ERR_NO_MEMORY ? TB_ENOMEM : TB_EINVAL;
     }
     for (int i = 0; i < h.projectile_count; i++)
         if (!tb_rigid_world_body_valid(loaded, h.projectiles[i])) {

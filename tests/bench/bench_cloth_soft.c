@@ -35,10 +35,10 @@ static void time_cloth_scene(const char *name, tb_cloth_scene scene, const tb_be
         def.scene = scene;
         tb_cloth_world *w = tb_cloth_world_create(&def, NULL);
         if (!w) { fprintf(stderr, "tumble-bench: cloth world create failed\n"); free(step_us); return; }
-        for (int s = 0; s < 120; s++) tb_cloth_world_step(w);
+        for (int s = 0; s < 120; s++) tb_cloth_world_step(w, TB_CLOTH_DT);
         for (int s = 0; s < steps; s++) {
             double t0 = tb_bench_now_us();
-            tb_cloth_world_step(w);
+            tb_cloth_world_step(w, TB_CLOTH_DT);
             step_us[s] = tb_bench_now_us() - t0;
         }
         rt.mean[r] = tb_bench_mean(step_us, (size_t)steps);

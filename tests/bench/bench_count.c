@@ -73,7 +73,7 @@ static tb_rigid_world *tray(int capacity)
     tb_rigid_world_def def = tb_rigid_world_def_default();
     def.body_capacity = capacity;
     tb_rigid_world *w = tb_rigid_world_create(&def);
-    if (!w || tb_rigid_scene_tray(w) != TB_RIGID_OK) { fprintf(stderr, "bench count: rigid world\n"); exit(1); }
+    if (!w || tb_rigid_scene_tray(w) != TB_PHYS_OK) { fprintf(stderr, "bench count: rigid world\n"); exit(1); }
     return w;
 }
 
@@ -254,9 +254,9 @@ static void cloth_case(void)
     tb_cloth_world *w = tb_cloth_world_create(&def, NULL);
     if (!w) { fprintf(stderr, "bench count: cloth world\n"); exit(1); }
     for (int s = 0; s < 360; s++) {
-        if (s < 120) { tb_cloth_world_step(w); continue; }
+        if (s < 120) { tb_cloth_world_step(w, TB_CLOTH_DT); continue; }
         begin(&c);
-        tb_cloth_world_step(w);
+        tb_cloth_world_step(w, TB_CLOTH_DT);
         end(&c);
     }
     report(&c, NULL);

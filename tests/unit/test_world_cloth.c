@@ -50,7 +50,7 @@ static void capsules_are_body_local_and_follow_their_bodies(void **state)
         assert_non_null(twin);
         for (int k = 0; k < 240; k++) {
             ops->step(w, 1.0f / 120.0f);
-            tb_cloth_world_step(twin);
+            tb_cloth_world_step(twin, TB_CLOTH_DT);
         }
         ops->describe(w, &desc);
         tb_snap_input in;

@@ -87,16 +87,16 @@ static void reference_poses(const void *room, float friction, float pos[TB_TOWER
     def.friction = friction;
     tb_rigid_world *w = tb_rigid_world_create(&def);
     assert_non_null(w);
-    assert_int_equal(tb_rigid_scene_tower(w, NULL), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_scene_tower(w, NULL), TB_PHYS_OK);
     int steps = 0;
     while (tb_rigid_world_awake_count(w) > 0) {
         assert_true(++steps <= TB_TOWER_SETTLE_MAX_STEPS);
-        assert_int_equal(tb_rigid_world_step(w, DT), TB_RIGID_OK);
+        assert_int_equal(tb_rigid_world_step(w, DT), TB_PHYS_OK);
     }
     for (int i = 0; i < TB_TOWER_PLANKS; i++) {
         tb_vec3 p;
         tb_quat q;
-        assert_int_equal(tb_rigid_body_get_pose(w, i, &p, &q), TB_RIGID_OK);
+        assert_int_equal(tb_rigid_body_get_pose(w, i, &p, &q), TB_PHYS_OK);
         float pp[3] = {p.x, p.y, p.z}, qq[4] = {q.x, q.y, q.z, q.w};
         memcpy(pos[i], pp, sizeof pp);
         memcpy(rot[i], qq, sizeof qq);
