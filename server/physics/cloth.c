@@ -306,23 +306,21 @@ int tb_cloth_world_set_grid(tb_cloth_world *world, tb_cloth_kind kind, int width
 
 /* ---- inputs ------------------------------------------------------------------------ */
 
-static int find_grab(const tb_cloth_state *st, uint32_t client, uint32_t pointer)
+/* The slot a grab handle names, or -1 when it holds nothing. */
+static int find_grab(const tb_cloth_state *st, int grab)
 {
-    for (int g = 0; g < TB_CLOTH_MAX_GRABS; g++)
-        if (st->grabs[g].active && st->grabs[g].client == client && st->grabs[g].pointer == pointer) return g;
-    return -1;
+    return grab >= 0 && grab < TB_CLOTH_MAX_GRABS && st->grabs[grab].active ? grab : -1;
 }
 
 static bool vec_ok(tb_vec3 v) { return tb_v3_finite(v); }
 static bool vec_in_room(tb_vec3 v) { return fabsf(v.x) <= 1000.0f && fabsf(v.y) <= 1000.0f && fabsf(v.z) <= 1000.0f; }
 
-int tb_cloth_world_grab_start(tb_cloth_world *world, uint32_t client, uint32_t pointer, tb_vec3 at)
+int tb_cloth_world_grab_start(tb_cloth_world *world, tb_vec3 at)
 {
     assert(world);
     if (!vec_ok(at)) return TB_PHYS_ERR_INVALID;
     if (!vec_in_room(at)) return TB_PHYS_ERR_RANGE;
     tb_cloth_state *st = &world->state;
-    if (find_grab(st, client, pointer) >= 0) return TB_PHYS_ERR_GRAB_EXISTS;
     int slot = -1;
     for (int g = 0; g < TB_CLOTH_MAX_GRABS && slot < 0; g++)
         if (!st->grabs[g].active) slot = g;
@@ -348,33 +346,31 @@ int tb_cloth_world_grab_start(tb_cloth_world *world, uint32_t client, uint32_t p
     if (best_piece < 0) return TB_PHYS_ERR_NOTHING_THERE;
     tb_cloth_grab *gr = &st->grabs[slot];
     const float *q = &st->pieces[best_piece].pos[3 * best_point];
-    gr->client = client;
-    gr->pointer = pointer;
     gr->active = 1;
     gr->piece = best_piece;
     gr->point = best_point;
     gr->target = tb_v3(q[0], q[1], q[2]);
     world->pieces[best_piece].inv_mass[best_point] = 0.0f;
     tb_cloth__update_shares(&st->pieces[best_piece], &world->pieces[best_piece]);
-    return TB_PHYS_OK;
+    return slot;
 }
 
-int tb_cloth_world_grab_move(tb_cloth_world *world, uint32_t client, uint32_t pointer, tb_vec3 target)
+int tb_cloth_world_grab_move(tb_cloth_world *world, int grab, tb_vec3 target)
 {
     assert(world);
     if (!vec_ok(target)) return TB_PHYS_ERR_INVALID;
     if (!vec_in_room(target)) return TB_PHYS_ERR_RANGE;
-    int g = find_grab(&world->state, client, pointer);
+    int g = find_grab(&world->state, grab);
     if (g < 0) return TB_PHYS_ERR_UNKNOWN_GRAB;
     world->state.grabs[g].target = target;
     return TB_PHYS_OK;
 }
 
-int tb_cloth_world_grab_end(tb_cloth_world *world, uint32_t client, uint32_t pointer)
+int tb_cloth_world_grab_end(tb_cloth_world *world, int grab)
 {
     assert(world);
     tb_cloth_state *st = &world->state;
-    int g = find_grab(st, client, pointer);
+    int g = find_grab(st, grab);
     if (g < 0) return TB_PHYS_ERR_UNKNOWN_GRAB;
     int piece = st->grabs[g].piece, point = st->grabs[g].point;
     memset(&st->grabs[g], 0, sizeof st->grabs[g]);
@@ -493,8 +489,7 @@ static bool state_valid(const tb_cloth_state *s)
         /* a pinned point cannot be held: cape pins are row 0, flag pins column 0 */
         if (ps->kind == TB_CLOTH_KIND_CAPE ? gr->point < ps->width : gr->point % ps->width == 0) return false;
         for (int h = 0; h < g; h++)
-            if (s->grabs[h].active && ((s->grabs[h].client == gr->client && s->grabs[h].pointer == gr->pointer) ||
-                                       (s->grabs[h].piece == gr->piece && s->grabs[h].point == gr->point)))
+            if (s->grabs[h].active && s->grabs[h].piece == gr->piece && s->grabs[h].point == gr->point)
                 return false;
     }
     return true;

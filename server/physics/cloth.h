@@ -109,11 +109,14 @@ int tb_cloth_world_set_walking(tb_cloth_world *world, bool walking);
 int tb_cloth_world_set_grid(tb_cloth_world *world, tb_cloth_kind kind, int width, int height);
 
 /* Inputs. A grab holds the nearest free point to `at` (within TB_CLOTH_GRAB_REACH)
- * and drags it toward the target; a poke adds up to `velocity_change` (m/s,
- * fading linearly to 0 at `radius`) to every point within radius of `at`. */
-int tb_cloth_world_grab_start(tb_cloth_world *world, uint32_t client, uint32_t pointer, tb_vec3 at);
-int tb_cloth_world_grab_move(tb_cloth_world *world, uint32_t client, uint32_t pointer, tb_vec3 target);
-int tb_cloth_world_grab_end(tb_cloth_world *world, uint32_t client, uint32_t pointer);
+ * and drags it toward the target. grab_start returns the grab's handle (>= 0,
+ * opaque: it names the grab for move and end, and is free again after end)
+ * or an error; who holds which grab is the caller's business. A poke adds up
+ * to `velocity_change` (m/s, fading linearly to 0 at `radius`) to every point
+ * within radius of `at`. */
+int tb_cloth_world_grab_start(tb_cloth_world *world, tb_vec3 at);
+int tb_cloth_world_grab_move(tb_cloth_world *world, int grab, tb_vec3 target);
+int tb_cloth_world_grab_end(tb_cloth_world *world, int grab);
 int tb_cloth_world_poke(tb_cloth_world *world, tb_vec3 at, tb_vec3 velocity_change, float radius);
 
 /* Reading. */

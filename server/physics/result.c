@@ -13,7 +13,6 @@ const char *tb_phys_strerror(int err)
     case TB_PHYS_ERR_FORMAT: return "not a valid saved world";
     case TB_PHYS_ERR_NO_MEMORY: return "out of memory";
     case TB_PHYS_ERR_UNKNOWN_GRAB: return "no such grab";
-    case TB_PHYS_ERR_GRAB_EXISTS: return "that grab already holds";
     case TB_PHYS_ERR_TOO_MANY_GRABS: return "too many grabs";
     case TB_PHYS_ERR_NOTHING_THERE: return "nothing to take hold of there";
     case TB_PHYS_ERR_BUSY: return "a press is under way";

@@ -17,13 +17,12 @@ enum {
     TB_PHYS_ERR_NO_SPACE = -5,        /* output buffer too small */
     TB_PHYS_ERR_FORMAT = -6,          /* saved state is not ours, truncated or corrupt */
     TB_PHYS_ERR_NO_MEMORY = -7,       /* allocation failed (creation and load only) */
-    TB_PHYS_ERR_UNKNOWN_GRAB = -8,    /* move/end of a grab that holds nothing */
-    TB_PHYS_ERR_GRAB_EXISTS = -9,     /* start of a grab that already holds */
-    TB_PHYS_ERR_TOO_MANY_GRABS = -10, /* every grab slot is taken */
-    TB_PHYS_ERR_NOTHING_THERE = -11,  /* a grab or press that starts too far from anything */
-    TB_PHYS_ERR_BUSY = -12,           /* soft: a press is already under way */
-    TB_PHYS_ERR_NO_PIECE = -13,       /* cloth: no piece of that kind */
-    TB_PHYS_ERR_INTERNAL = -14,       /* a construction that cannot fail did (a bug) */
+    TB_PHYS_ERR_UNKNOWN_GRAB = -8,    /* a grab handle that holds nothing */
+    TB_PHYS_ERR_TOO_MANY_GRABS = -9,  /* every grab slot is taken */
+    TB_PHYS_ERR_NOTHING_THERE = -10,  /* a grab or press that starts too far from anything */
+    TB_PHYS_ERR_BUSY = -11,           /* soft: a press is already under way */
+    TB_PHYS_ERR_NO_PIECE = -12,       /* cloth: no piece of that kind */
+    TB_PHYS_ERR_INTERNAL = -13,       /* a construction that cannot fail did (a bug) */
 };
 
 /* A short English name for a code ("value out of range"); never NULL. */

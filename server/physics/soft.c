@@ -3,7 +3,7 @@
  * icosphere.c.
  *
  * Every input is checked in full before anything changes, so a rejected call
- * (NaN, out of range, unknown pointer) leaves the world bit-identical. */
+ * (NaN, out of range, unknown grab) leaves the world bit-identical. */
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,11 +207,10 @@ int tb_soft_world_set_volume_preservation(tb_soft_world *world, bool on)
 static bool vec_ok(tb_vec3 v) { return tb_v3_finite(v); }
 static bool vec_in_room(tb_vec3 v) { return fabsf(v.x) <= 1000.0f && fabsf(v.y) <= 1000.0f && fabsf(v.z) <= 1000.0f; }
 
-static int find_grab(const tb_soft_state *st, uint32_t client, uint32_t pointer)
+/* The slot a grab handle names, or -1 when it holds nothing. */
+static int find_grab(const tb_soft_state *st, int grab)
 {
-    for (int g = 0; g < TB_SOFT_MAX_GRABS; g++)
-        if (st->grabs[g].active && st->grabs[g].client == client && st->grabs[g].pointer == pointer) return g;
-    return -1;
+    return grab >= 0 && grab < TB_SOFT_MAX_GRABS && st->grabs[grab].active ? grab : -1;
 }
 
 static int nearest_vertex(const tb_soft_state *st, tb_vec3 at, float *dist2)
@@ -230,13 +229,12 @@ static int nearest_vertex(const tb_soft_state *st, tb_vec3 at, float *dist2)
     return best;
 }
 
-int tb_soft_world_grab_start(tb_soft_world *world, uint32_t client, uint32_t pointer, tb_vec3 at)
+int tb_soft_world_grab_start(tb_soft_world *world, tb_vec3 at)
 {
     assert(world);
     if (!vec_ok(at)) return TB_PHYS_ERR_INVALID;
     if (!vec_in_room(at)) return TB_PHYS_ERR_RANGE;
     tb_soft_state *st = &world->state;
-    if (find_grab(st, client, pointer) >= 0) return TB_PHYS_ERR_GRAB_EXISTS;
     int slot = -1;
     for (int g = 0; g < TB_SOFT_MAX_GRABS && slot < 0; g++)
         if (!st->grabs[g].active) slot = g;
@@ -274,33 +272,31 @@ int tb_soft_world_grab_start(tb_soft_world *world, uint32_t client, uint32_t poi
         gr->offset[3 * m + 1] = st->pos[3 * i + 1] - at.y;
         gr->offset[3 * m + 2] = st->pos[3 * i + 2] - at.z;
     }
-    gr->client = client;
-    gr->pointer = pointer;
     gr->active = 1;
     gr->count = count;
     gr->target = at;
     st->grab_count++;
     tb_soft__wake(world);
-    return TB_PHYS_OK;
+    return slot;
 }
 
-int tb_soft_world_grab_move(tb_soft_world *world, uint32_t client, uint32_t pointer, tb_vec3 target)
+int tb_soft_world_grab_move(tb_soft_world *world, int grab, tb_vec3 target)
 {
     assert(world);
     if (!vec_ok(target)) return TB_PHYS_ERR_INVALID;
     if (!vec_in_room(target)) return TB_PHYS_ERR_RANGE;
-    int g = find_grab(&world->state, client, pointer);
+    int g = find_grab(&world->state, grab);
     if (g < 0) return TB_PHYS_ERR_UNKNOWN_GRAB;
     world->state.grabs[g].target = target;
     tb_soft__wake(world);
     return TB_PHYS_OK;
 }
 
-int tb_soft_world_grab_end(tb_soft_world *world, uint32_t client, uint32_t pointer)
+int tb_soft_world_grab_end(tb_soft_world *world, int grab)
 {
     assert(world);
     tb_soft_state *st = &world->state;
-    int g = find_grab(st, client, pointer);
+    int g = find_grab(st, grab);
     if (g < 0) return TB_PHYS_ERR_UNKNOWN_GRAB;
     memset(&st->grabs[g], 0, sizeof st->grabs[g]);
     st->grab_count--;
@@ -391,8 +387,6 @@ static bool state_valid(const tb_soft_state *s)
             return false;
         for (int m = 0; m < gr->count; m++)
             if (gr->vertex[m] >= TB_SOFT_V) return false;
-        for (int h = 0; h < g; h++)
-            if (s->grabs[h].active && s->grabs[h].client == gr->client && s->grabs[h].pointer == gr->pointer) return false;
         active++;
     }
     return active == s->grab_count;

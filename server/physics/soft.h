@@ -1,7 +1,7 @@
 /* soft.h: the soft world — a ball of dough (XPBD-style position-based soft
  * body on a shared-vertex icosphere) that keeps the shape you give it.
  *
- * Pull it (grabs, several at once, each keyed by client and pointer) and it
+ * Pull it (grabs, several at once, each named by the handle grab_start gave) and it
  * stretches and stays stretched; press it and the dent stays; its volume is
  * kept, so pressing one side swells the rest. The server steps it with its
  * fixed dt; dt outside (0, TB_SOFT_DT_MAX] is rejected, and inside that range
@@ -70,9 +70,12 @@ int tb_soft_world_set_volume_preservation(tb_soft_world *world, bool on);
  * point on or near the surface) and pulls them, keeping their offsets, toward
  * the target. When the last grab ends the shape is committed: rest lengths
  * and rest shape become the current ones and velocities zero (no snap-back). */
-int tb_soft_world_grab_start(tb_soft_world *world, uint32_t client, uint32_t pointer, tb_vec3 at);
-int tb_soft_world_grab_move(tb_soft_world *world, uint32_t client, uint32_t pointer, tb_vec3 target);
-int tb_soft_world_grab_end(tb_soft_world *world, uint32_t client, uint32_t pointer);
+/* grab_start returns the grab's handle (>= 0, opaque: it names the grab for
+ * move and end, and is free again after end) or an error; who holds which
+ * grab is the caller's business. */
+int tb_soft_world_grab_start(tb_soft_world *world, tb_vec3 at);
+int tb_soft_world_grab_move(tb_soft_world *world, int grab, tb_vec3 target);
+int tb_soft_world_grab_end(tb_soft_world *world, int grab);
 /* Press a dent `depth` deep (0..TB_SOFT_PRESS_DEPTH_MAX) at the surface point
  * nearest `at`; takes TB_SOFT_PRESS_TIME seconds, then commits. */
 #define TB_SOFT_PRESS_TIME 0.3f

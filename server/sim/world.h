@@ -145,20 +145,25 @@ int tb_world_param_check(const tb_world_param *p, double value);
 /* Index of the parameter called name in params[0..count), or -1. */
 int tb_world_param_find(const tb_world_param *params, int count, const char *name);
 
-/* Shared by the adapters (sim/world_common.c): the (client, pointer) pairs
- * holding a grab, so a leaving client's grabs can be ended. */
+/* Shared by the adapters (sim/world_common.c): the one map from who grabs
+ * (a client's pointer) to what the physics world gave for it (the grab's
+ * opaque handle). Physics knows handles only; clients exist only here. */
 #define TB_WORLD_MAX_GRABS 16
 typedef struct tb_world_grabs {
     uint32_t client[TB_WORLD_MAX_GRABS], pointer[TB_WORLD_MAX_GRABS];
+    int handle[TB_WORLD_MAX_GRABS];
     int count;
 } tb_world_grabs;
 
+/* The handle (client, pointer) holds; false when it holds none. */
+bool tb_world_grabs_find(const tb_world_grabs *g, uint32_t client, uint32_t pointer, int *handle);
 /* Remember a grab the physics world accepted (ignored when full). */
-void tb_world_grabs_add(tb_world_grabs *g, uint32_t client, uint32_t pointer);
-void tb_world_grabs_forget(tb_world_grabs *g, uint32_t client, uint32_t pointer);
-/* Removes one grab of client and gives its pointer; false when it holds none.
+void tb_world_grabs_add(tb_world_grabs *g, uint32_t client, uint32_t pointer, int handle);
+/* Forget (client, pointer)'s grab and give its handle; false when it holds none. */
+bool tb_world_grabs_forget(tb_world_grabs *g, uint32_t client, uint32_t pointer, int *handle);
+/* Removes one grab of client and gives its handle; false when it holds none.
  * A leave is `while (take) end that grab in the physics world`. */
-bool tb_world_grabs_take(tb_world_grabs *g, uint32_t client, uint32_t *pointer);
+bool tb_world_grabs_take(tb_world_grabs *g, uint32_t client, int *handle);
 /* Copies the pairs into a save header's arrays (room for g->count); returns the count. */
 int32_t tb_world_grabs_copy(const tb_world_grabs *g, uint32_t *client, uint32_t *pointer);
 

@@ -110,15 +110,27 @@ static int cloth_apply_input(void *world, const tb_input *in)
     tb_vec3 p = tb_v3(in->pos[0], in->pos[1], in->pos[2]);
     switch (in->type) {
     case TB_INPUT_GRAB_START: {
-        int r = tb_cloth_world_grab_start(c->world, in->client, in->pointer, p);
-        if (r == TB_PHYS_OK)
-            tb_world_grabs_add(&c->grabs, in->client, in->pointer);
-        return tb_world_error(r);
+        int grab;
+        if (tb_world_grabs_find(&c->grabs, in->client, in->pointer, &grab))
+            return TB_EBUSY; /* that pointer already holds a point */
+        grab = tb_cloth_world_grab_start(c->world, p);
+        if (grab < 0)
+            return tb_world_error(grab);
+        tb_world_grabs_add(&c->grabs, in->client, in->pointer, grab);
+        return 0;
     }
-    case TB_INPUT_GRAB_MOVE: return tb_world_error(tb_cloth_world_grab_move(c->world, in->client, in->pointer, p));
-    case TB_INPUT_GRAB_END:
-        tb_world_grabs_forget(&c->grabs, in->client, in->pointer);
-        return tb_world_error(tb_cloth_world_grab_end(c->world, in->client, in->pointer));
+    case TB_INPUT_GRAB_MOVE: {
+        int grab;
+        if (!tb_world_grabs_find(&c->grabs, in->client, in->pointer, &grab))
+            return TB_ENOBODY;
+        return tb_world_error(tb_cloth_world_grab_move(c->world, grab, p));
+    }
+    case TB_INPUT_GRAB_END: {
+        int grab;
+        if (!tb_world_grabs_forget(&c->grabs, in->client, in->pointer, &grab))
+            return TB_ENOBODY;
+        return tb_world_error(tb_cloth_world_grab_end(c->world, grab));
+    }
     case TB_INPUT_POKE: {
         /* The poke's impulse is read as a velocity change (m/s) for the cloth
          * near the point, capped: cloth points have no meaningful mass. */
@@ -129,9 +141,9 @@ static int cloth_apply_input(void *world, const tb_input *in)
         return tb_world_error(tb_cloth_world_poke(c->world, p, dv, 0.4f));
     }
     case TB_INPUT_LEAVE: {
-        uint32_t pointer;
-        while (tb_world_grabs_take(&c->grabs, in->client, &pointer))
-            tb_cloth_world_grab_end(c->world, in->client, pointer);
+        int grab;
+        while (tb_world_grabs_take(&c->grabs, in->client, &grab))
+            tb_cloth_world_grab_end(c->world, grab);
         return 0;
     }
     case TB_INPUT_RESET:
@@ -403,8 +415,8 @@ static int cloth_load(const char *scene, uint64_t seed, const tb_world_env *env,
         return TB_EINVAL;
     }
     /* the saved grabs' clients are gone after a restart: end their grabs */
-    for (int i = 0; i < h.grab_count; i++)
-        tb_cloth_world_grab_end(c->world, h.grab_client[i], h.grab_pointer[i]);
+    for (int grab = 0; grab < TB_CLOTH_MAX_GRABS; grab++)
+        tb_cloth_world_grab_end(c->world, grab); /* TB_PHYS_ERR_UNKNOWN_GRAB for a free handle: nothing to end */
     c->wind = h.wind;
     c->wind_direction = h.wind_direction;
     c->walking = h.walking != 0;

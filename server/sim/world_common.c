@@ -17,34 +17,48 @@
 #include "sim/error.h"
 #include "sim/world.h"
 
-void tb_world_grabs_add(tb_world_grabs *g, uint32_t client, uint32_t pointer)
+bool tb_world_grabs_find(const tb_world_grabs *g, uint32_t client, uint32_t pointer, int *handle)
+{
+    for (int i = 0; i < g->count; i++)
+        if (g->client[i] == client && g->pointer[i] == pointer) {
+            *handle = g->handle[i];
+            return true;
+        }
+    return false;
+}
+
+void tb_world_grabs_add(tb_world_grabs *g, uint32_t client, uint32_t pointer, int handle)
 {
     if (g->count >= TB_WORLD_MAX_GRABS)
         return;
     g->client[g->count] = client;
-    g->pointer[g->count++] = pointer;
+    g->pointer[g->count] = pointer;
+    g->handle[g->count++] = handle;
 }
 
 static void tb__grabs_remove(tb_world_grabs *g, int i)
 {
     g->client[i] = g->client[--g->count];
     g->pointer[i] = g->pointer[g->count];
+    g->handle[i] = g->handle[g->count];
 }
 
-void tb_world_grabs_forget(tb_world_grabs *g, uint32_t client, uint32_t pointer)
+bool tb_world_grabs_forget(tb_world_grabs *g, uint32_t client, uint32_t pointer, int *handle)
 {
     for (int i = 0; i < g->count; i++)
         if (g->client[i] == client && g->pointer[i] == pointer) {
+            *handle = g->handle[i];
             tb__grabs_remove(g, i);
-            return;
+            return true;
         }
+    return false;
 }
 
-bool tb_world_grabs_take(tb_world_grabs *g, uint32_t client, uint32_t *pointer)
+bool tb_world_grabs_take(tb_world_grabs *g, uint32_t client, int *handle)
 {
     for (int i = 0; i < g->count; i++)
         if (g->client[i] == client) {
-            *pointer = g->pointer[i];
+            *handle = g->handle[i];
             tb__grabs_remove(g, i);
             return true;
         }
@@ -107,7 +121,6 @@ int tb_world_error(int phys_err)
     case TB_PHYS_ERR_NO_BODY:
     case TB_PHYS_ERR_UNKNOWN_GRAB:
     case TB_PHYS_ERR_NOTHING_THERE: return TB_ENOBODY;
-    case TB_PHYS_ERR_GRAB_EXISTS:
     case TB_PHYS_ERR_BUSY: return TB_EBUSY;
     case TB_PHYS_ERR_TOO_MANY_GRABS: return TB_ELIMIT;
     case TB_PHYS_ERR_FULL: return TB_ECAP;

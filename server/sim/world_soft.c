@@ -61,21 +61,25 @@ static int soft_apply_input(void *world, const tb_input *in)
     int r;
     switch (in->type) {
     case TB_INPUT_GRAB_START:
-        r = tb_soft_world_grab_start(s->world, in->client, in->pointer, p);
-        if (r == TB_PHYS_OK)
-            tb_world_grabs_add(&s->grabs, in->client, in->pointer);
-        return tb_world_error(r);
-    case TB_INPUT_GRAB_MOVE:
-        return tb_world_error(tb_soft_world_grab_move(s->world, in->client, in->pointer, p));
-    case TB_INPUT_GRAB_END:
-        tb_world_grabs_forget(&s->grabs, in->client, in->pointer);
-        return tb_world_error(tb_soft_world_grab_end(s->world, in->client, in->pointer));
-    case TB_INPUT_LEAVE: {
-        uint32_t pointer;
-        while (tb_world_grabs_take(&s->grabs, in->client, &pointer))
-            tb_soft_world_grab_end(s->world, in->client, pointer);
+        if (tb_world_grabs_find(&s->grabs, in->client, in->pointer, &r))
+            return TB_EBUSY; /* that pointer already holds */
+        r = tb_soft_world_grab_start(s->world, p);
+        if (r < 0)
+            return tb_world_error(r);
+        tb_world_grabs_add(&s->grabs, in->client, in->pointer, r);
         return 0;
-    }
+    case TB_INPUT_GRAB_MOVE:
+        if (!tb_world_grabs_find(&s->grabs, in->client, in->pointer, &r))
+            return TB_ENOBODY;
+        return tb_world_error(tb_soft_world_grab_move(s->world, r, p));
+    case TB_INPUT_GRAB_END:
+        if (!tb_world_grabs_forget(&s->grabs, in->client, in->pointer, &r))
+            return TB_ENOBODY;
+        return tb_world_error(tb_soft_world_grab_end(s->world, r));
+    case TB_INPUT_LEAVE:
+        while (tb_world_grabs_take(&s->grabs, in->client, &r))
+            tb_soft_world_grab_end(s->world, r);
+        return 0;
     case TB_INPUT_POKE: {
         float strength = sqrtf(in->vec[0] * in->vec[0] + in->vec[1] * in->vec[1] + in->vec[2] * in->vec[2]);
         float depth = tb_clampf(0.05f * strength, 0.05f, TB_SOFT_PRESS_DEPTH_MAX);
@@ -225,8 +229,8 @@ static int soft_load(const char *scene, uint64_t seed, const tb_world_env *env, 
         return TB_EINVAL;
     }
     /* the saved grabs' clients are gone: ending them commits what they pulled */
-    for (int i = 0; i < h.grab_count; i++)
-        tb_soft_world_grab_end(s->world, h.grab_client[i], h.grab_pointer[i]);
+    for (int grab = 0; grab < TB_SOFT_MAX_GRABS; grab++)
+        tb_soft_world_grab_end(s->world, grab); /* TB_PHYS_ERR_UNKNOWN_GRAB for a free handle: nothing to end */
     s->def.stiffness = h.stiffness;
     s->def.plasticity = h.plasticity != 0;
     s->def.volume_preservation = h.volume != 0;

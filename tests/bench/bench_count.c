@@ -276,8 +276,8 @@ static void dough_grab_case(void)
     const float *p = tb_soft_world_positions(w);
     for (int g = 0; g < 2; g++) {
         int v = g == 0 ? 0 : 3;
-        tb_soft_world_grab_start(w, 1, (uint32_t)g, tb_v3(p[3 * v], p[3 * v + 1], p[3 * v + 2]));
-        tb_soft_world_grab_move(w, 1, (uint32_t)g, tb_v3(p[3 * v] * 1.8f, p[3 * v + 1] * 1.8f, p[3 * v + 2] * 1.8f));
+        int held = tb_soft_world_grab_start(w, tb_v3(p[3 * v], p[3 * v + 1], p[3 * v + 2]));
+        tb_soft_world_grab_move(w, held, tb_v3(p[3 * v] * 1.8f, p[3 * v + 1] * 1.8f, p[3 * v + 2] * 1.8f));
     }
     for (int s = 0; s < 240; s++) {
         if (s < 120) { tb_soft_world_step(w, DT); continue; }

@@ -428,7 +428,8 @@ static void dough_scene(const tb_bench_opts *opts)
         if (p[3 * v] < p[3 * left]) left = v;
     }
     tb_vec3 ra = tb_v3(p[3 * right], p[3 * right + 1], p[3 * right + 2]), la = tb_v3(p[3 * left], p[3 * left + 1], p[3 * left + 2]);
-    if (tb_soft_world_grab_start(w, 1, 0, ra) != TB_PHYS_OK || tb_soft_world_grab_start(w, 2, 0, la) != TB_PHYS_OK)
+    int right_hand = tb_soft_world_grab_start(w, ra), left_hand = tb_soft_world_grab_start(w, la);
+    if (right_hand < 0 || left_hand < 0)
         fprintf(stderr, "bench proto: dough grab refused\n");
     tb_proto_frame f = {{-4.0, -2.0, -4.0}, {4.0, 4.0, 4.0}, 1, {(uint32_t)nv}};
     capture c;
@@ -437,11 +438,11 @@ static void dough_scene(const tb_bench_opts *opts)
     for (int s = 0; s < steps; s++) {
         if (s < pull) {
             float d = 0.006f * (float)(s + 1);    /* 0.72 m/s outward for 1.5 s */
-            tb_soft_world_grab_move(w, 1, 0, tb_v3(ra.x + d, ra.y + 0.3f * d, ra.z));
-            tb_soft_world_grab_move(w, 2, 0, tb_v3(la.x - d, la.y + 0.3f * d, la.z));
+            tb_soft_world_grab_move(w, right_hand, tb_v3(ra.x + d, ra.y + 0.3f * d, ra.z));
+            tb_soft_world_grab_move(w, left_hand, tb_v3(la.x - d, la.y + 0.3f * d, la.z));
         } else if (s == pull) {
-            tb_soft_world_grab_end(w, 1, 0);
-            tb_soft_world_grab_end(w, 2, 0);
+            tb_soft_world_grab_end(w, right_hand);
+            tb_soft_world_grab_end(w, left_hand);
         }
         tb_soft_world_step(w, DT);
         if (s % 2 == 0) continue;
