@@ -106,6 +106,7 @@ bool tb_rigid_world_body_valid(const tb_rigid_world *world, int id)
 int tb_rigid_world_remove_body(tb_rigid_world *world, int id)
 {
     if (!tb_rigid_world_body_valid(world, id)) return TB_PHYS_ERR_NO_BODY;
+    tb_rigid__drop_grabs_of_body(world, id);
     tb_body *b = &world->bodies[id];
     /* what rested on it must fall: wake every body near enough to touch it
      * (sleeping pairs have no contacts to tell us who that is) */

@@ -279,6 +279,7 @@ int tb_rigid_world_restore_bodies(tb_rigid_world *w, const void *buf, size_t len
         check_cache(in + body_bytes, h.cache_count) != TB_PHYS_OK)
         return TB_PHYS_ERR_FORMAT;
 
+    tb_rigid__drop_all_grabs(w); /* the ids may name other bodies now */
     memset(w->bodies, 0, sizeof(tb_body) * (size_t)w->capacity);
     memcpy(w->bodies, in, body_bytes);
     w->free_head = -1;

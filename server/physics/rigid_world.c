@@ -114,6 +114,7 @@ void tb_rigid_world_destroy(tb_rigid_world *w)
 void tb_rigid_world_clear(tb_rigid_world *w)
 {
     assert(w);
+    tb_rigid__drop_all_grabs(w);
     reset_free_list(w);
     w->plane_count = 0;
     w->cache_count = 0;
@@ -393,6 +394,7 @@ int tb_rigid_world_step(tb_rigid_world *w, float dt)
 {
     assert(w);
     if (!(isfinite(dt) && dt > 0.0f && dt <= TB_RIGID_DT_MAX)) return TB_PHYS_ERR_RANGE;
+    tb_rigid__apply_grabs(w); /* may wake what it holds: before the idle check */
 
     if (!w->idle_path_off && all_asleep(w)) {
         step_idle(w, dt);

@@ -2,10 +2,9 @@
  * dice and pile scenes, throws with a projectile cap, pokes, grabs, the dice
  * result, contacts for the debug view.
  *
- * Grabs: a (client, pointer) holds a body at a point fixed in the body; each
- * step, before the solver, that point is driven toward the pointer's target
- * by setting the body's velocity (a stiff critically-damped spring would
- * need the mass; a velocity servo is simpler and cannot explode).
+ * Grabs: physics holds a body at a point and drives it (tb_rigid_world_grab_*,
+ * a velocity servo); which client's pointer holds which grab handle is the
+ * shared map of sim (tb_world_grabs), as for cloth and soft.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -20,16 +19,6 @@
 enum { TB__TOWER, TB__DICE, TB__PILE };
 #define TB__PILE_BODIES 96
 #define TB__PROJECTILE_CAP 24
-#define TB__MAX_GRABS 16
-#define TB__GRAB_GAIN 10.0f     /* 1/s: velocity per metre of error */
-#define TB__GRAB_MAX_SPEED 15.0f
-
-typedef struct {
-    uint32_t client, pointer;
-    int body;
-    tb_vec3 local;  /* grabbed point in body space */
-    tb_vec3 target;
-} tb__grab;
 
 typedef struct {
     tb_rigid_world *world;
@@ -42,8 +31,7 @@ typedef struct {
     int projectiles[TB__PROJECTILE_CAP]; /* oldest first */
     int projectile_count;
     uint8_t next_color;
-    tb__grab grabs[TB__MAX_GRABS];
-    int grab_count;
+    tb_world_grabs grabs; /* (client, pointer) -> the physics world's grab handle */
     int capacity;
     tb_proto_body *bodies;        /* snapshot scratch, capacity */
     tb_rigid_contact_info *contacts_scratch;  /* TB_PROTO_MAX_CONTACTS: the physics' contacts */
@@ -74,7 +62,7 @@ static int tb__scene_id(const char *scene)
 static int tb__build(tb__rigid *r)
 {
     r->projectile_count = 0;
-    r->grab_count = 0;
+    r->grabs.count = 0; /* every scene clears the world, which ends its grabs */
     r->dice_pending = false;
     r->checked = false; /* new poses: the next fault check looks at every body even after an idle step */
     int rc; /* every scene clears the world and puts in the tray itself */
@@ -146,13 +134,18 @@ static tb_vec3 tb__inside_tray(tb_vec3 p)
     return p;
 }
 
-static void tb__drop_grabs_of_body(tb__rigid *r, int body)
+/* After a body was removed (physics ended its grabs): forget the handles
+ * that hold nothing now, in the order physics dropped them. */
+static void tb__forget_ended_grabs(tb__rigid *r)
 {
-    for (int i = 0; i < r->grab_count;)
-        if (r->grabs[i].body == body)
-            r->grabs[i] = r->grabs[--r->grab_count];
+    tb_world_grabs *g = &r->grabs;
+    for (int i = 0; i < g->count;) {
+        int handle;
+        if (tb_rigid_world_grab_body(r->world, g->handle[i]) < 0)
+            tb_world_grabs_forget(g, g->client[i], g->pointer[i], &handle);
         else
             i++;
+    }
 }
 
 static int tb__throw(tb__rigid *r, const tb_input *in)
@@ -160,8 +153,8 @@ static int tb__throw(tb__rigid *r, const tb_input *in)
     int recycled = 0;
     if (r->projectile_count == TB__PROJECTILE_CAP) {
         int oldest = r->projectiles[0];
-        tb__drop_grabs_of_body(r, oldest);
         tb_rigid_world_remove_body(r->world, oldest);
+        tb__forget_ended_grabs(r);
         memmove(r->projectiles, r->projectiles + 1, (TB__PROJECTILE_CAP - 1) * sizeof r->projectiles[0]);
         r->projectile_count--;
         recycled = 1;
@@ -195,14 +188,6 @@ static int tb__nearest_body(const tb__rigid *r, tb_vec3 p, float reach)
     return best;
 }
 
-static tb__grab *tb__find_grab(tb__rigid *r, uint32_t client, uint32_t pointer)
-{
-    for (int i = 0; i < r->grab_count; i++)
-        if (r->grabs[i].client == client && r->grabs[i].pointer == pointer)
-            return &r->grabs[i];
-    return NULL;
-}
-
 static int rigid_apply_input(void *world, const tb_input *in)
 {
     tb__rigid *r = world;
@@ -224,45 +209,37 @@ static int rigid_apply_input(void *world, const tb_input *in)
         return rc < 0 ? tb_world_error(rc) : 0;
     }
     case TB_INPUT_GRAB_START: {
-        if (tb__find_grab(r, in->client, in->pointer))
+        int grab;
+        if (tb_world_grabs_find(&r->grabs, in->client, in->pointer, &grab))
             return TB_EBUSY;
-        if (r->grab_count == TB__MAX_GRABS)
-            return TB_ELIMIT;
         tb_vec3 at = tb__v(in->pos);
         int body = in->target >= 0 ? in->target : tb__nearest_body(r, at, 0.6f);
-        tb_vec3 pos;
-        tb_quat rot;
-        if (body < 0 || tb_rigid_body_get_pose(r->world, body, &pos, &rot) < 0)
+        if (body < 0)
             return TB_ENOBODY;
-        tb__grab *g = &r->grabs[r->grab_count++];
-        g->client = in->client;
-        g->pointer = in->pointer;
-        g->body = body;
-        g->local = tb_q_inv_rotate(rot, tb_v3_sub(at, pos));
-        g->target = at;
+        grab = tb_rigid_world_grab_start(r->world, body, at);
+        if (grab < 0)
+            return tb_world_error(grab);
+        tb_world_grabs_add(&r->grabs, in->client, in->pointer, grab);
         return 0;
     }
     case TB_INPUT_GRAB_MOVE: {
-        tb__grab *g = tb__find_grab(r, in->client, in->pointer);
-        if (!g)
+        int grab;
+        if (!tb_world_grabs_find(&r->grabs, in->client, in->pointer, &grab))
             return TB_ENOBODY;
-        g->target = tb__v(in->pos);
-        return 0;
+        return tb_world_error(tb_rigid_world_grab_move(r->world, grab, tb__v(in->pos)));
     }
     case TB_INPUT_GRAB_END: {
-        tb__grab *g = tb__find_grab(r, in->client, in->pointer);
-        if (!g)
+        int grab;
+        if (!tb_world_grabs_forget(&r->grabs, in->client, in->pointer, &grab))
             return TB_ENOBODY;
-        *g = r->grabs[--r->grab_count];
+        return tb_world_error(tb_rigid_world_grab_end(r->world, grab));
+    }
+    case TB_INPUT_LEAVE: {
+        int grab;
+        while (tb_world_grabs_take(&r->grabs, in->client, &grab))
+            tb_rigid_world_grab_end(r->world, grab);
         return 0;
     }
-    case TB_INPUT_LEAVE:
-        for (int i = 0; i < r->grab_count;)
-            if (r->grabs[i].client == in->client)
-                r->grabs[i] = r->grabs[--r->grab_count];
-            else
-                i++;
-        return 0;
     case TB_INPUT_RESET:
         /* tower: flags = knock launches the ball into the standing tower */
         if (in->flags && r->scene == TB__TOWER) {
@@ -282,21 +259,6 @@ static int rigid_apply_input(void *world, const tb_input *in)
 static void rigid_step(void *world, float dt)
 {
     tb__rigid *r = world;
-    for (int i = 0; i < r->grab_count; i++) {
-        tb__grab *g = &r->grabs[i];
-        tb_vec3 pos;
-        tb_quat rot;
-        if (tb_rigid_body_get_pose(r->world, g->body, &pos, &rot) < 0)
-            continue;
-        tb_vec3 anchor = tb_v3_add(pos, tb_q_rotate(rot, g->local));
-        tb_vec3 v = tb_v3_scale(tb_v3_sub(g->target, anchor), TB__GRAB_GAIN);
-        float speed = tb_v3_len(v);
-        if (speed > TB__GRAB_MAX_SPEED)
-            v = tb_v3_scale(v, TB__GRAB_MAX_SPEED / speed);
-        tb_rigid_body_info info;
-        tb_rigid_body_get_info(r->world, g->body, &info);
-        tb_rigid_body_set_velocity(r->world, g->body, v, tb_v3_scale(info.angular_velocity, 0.9f));
-    }
     uint64_t idle = tb_rigid_world_idle_steps(r->world);
     tb_rigid_world_step(r->world, dt);
     r->last_step_idle = tb_rigid_world_idle_steps(r->world) != idle;
@@ -553,7 +515,7 @@ static int rigid_load(const char *scene, uint64_t seed, const tb_world_env *env,
     for (int i = 0; i < h.projectile_count; i++)
         r->projectiles[i] = h.projectiles[i];
     r->next_color = (uint8_t)h.next_color;
-    r->grab_count = 0;
+    r->grabs.count = 0; /* the loaded physics world holds none */
     *out = r;
     return 0;
 }
@@ -593,7 +555,6 @@ static int rigid_check(void *world)
             bool inside = finite && fabsf(p.x) <= mx && fabsf(p.z) <= mz && p.y >= -2.0f && p.y <= 500.0f &&
                           tb_v3_len(v) <= 1000.0f;
             if (!inside) {
-                tb__drop_grabs_of_body(r, id);
                 for (int i = 0; i < r->projectile_count; i++)
                     if (r->projectiles[i] == id) {
                         memmove(r->projectiles + i, r->projectiles + i + 1,
@@ -602,6 +563,7 @@ static int rigid_check(void *world)
                         break;
                     }
                 tb_rigid_world_remove_body(r->world, id);
+                tb__forget_ended_grabs(r);
                 removed++;
             }
         }

@@ -539,6 +539,56 @@ static void every_physics_error_has_one_name_of_its_own(void **state)
     }
 }
 
+/* Grabs are the kernel's (a velocity servo named by an opaque handle): the
+ * held point follows its target, a removed body ends its grab, handles are
+ * given back, and bad input changes nothing. */
+static void a_grab_drags_its_point_and_ends_with_its_body(void **state)
+{
+    (void)state;
+    tb_rigid_world *w = tb_test_tray_world(8);
+    tb_rigid_body_def d = tb_rigid_body_def_default();
+    d.position = tb_v3(0.0f, 0.25f, 0.0f);
+    int box = tb_rigid_world_add_body(w, &d);
+    assert_true(box >= 0);
+    tb_test_step_for(w, 1.0f);
+    tb_vec3 at = tb_v3(0.25f, 0.25f, 0.0f); /* the middle of its +x face */
+    assert_int_equal(tb_rigid_world_grab_start(w, box, tb_v3(NAN, 0, 0)), TB_PHYS_ERR_INVALID);
+    assert_int_equal(tb_rigid_world_grab_start(w, box + 1, at), TB_PHYS_ERR_NO_BODY);
+    int grab = tb_rigid_world_grab_start(w, box, at);
+    assert_true(grab >= 0);
+    assert_int_equal(tb_rigid_world_grab_body(w, grab), box);
+    tb_vec3 target = tb_v3(1.0f, 2.0f, -0.5f);
+    assert_int_equal(tb_rigid_world_grab_move(w, grab, tb_v3(0, INFINITY, 0)), TB_PHYS_ERR_INVALID);
+    assert_int_equal(tb_rigid_world_grab_move(w, grab, target), TB_PHYS_OK);
+    tb_test_step_for(w, 2.0f);
+    tb_vec3 pos;
+    tb_quat rot;
+    assert_int_equal(tb_rigid_body_get_pose(w, box, &pos, &rot), TB_PHYS_OK);
+    tb_vec3 held = tb_v3_add(pos, tb_q_rotate(rot, tb_v3(0.25f, 0.0f, 0.0f)));
+    print_message("held point %.3f m from its target\n", tb_v3_dist(held, target));
+    assert_true(tb_v3_dist(held, target) < 0.1f);
+    /* every slot: the handles are distinct, one more is refused */
+    int handles[TB_RIGID_MAX_GRABS];
+    handles[0] = grab;
+    for (int i = 1; i < TB_RIGID_MAX_GRABS; i++) {
+        handles[i] = tb_rigid_world_grab_start(w, box, at);
+        assert_true(handles[i] >= 0);
+        for (int j = 0; j < i; j++) assert_int_not_equal(handles[i], handles[j]);
+    }
+    assert_int_equal(tb_rigid_world_grab_start(w, box, at), TB_PHYS_ERR_TOO_MANY_GRABS);
+    assert_int_equal(tb_rigid_world_grab_end(w, handles[3]), TB_PHYS_OK);
+    assert_int_equal(tb_rigid_world_grab_end(w, handles[3]), TB_PHYS_ERR_UNKNOWN_GRAB);
+    assert_int_equal(tb_rigid_world_grab_start(w, box, at), handles[3]); /* given back, taken again */
+    /* the body goes: so do its grabs */
+    assert_int_equal(tb_rigid_world_remove_body(w, box), TB_PHYS_OK);
+    for (int i = 0; i < TB_RIGID_MAX_GRABS; i++) {
+        assert_int_equal(tb_rigid_world_grab_body(w, handles[i]), TB_PHYS_ERR_UNKNOWN_GRAB);
+        assert_int_equal(tb_rigid_world_grab_move(w, handles[i], target), TB_PHYS_ERR_UNKNOWN_GRAB);
+    }
+    tb_test_step_for(w, 0.1f);
+    tb_rigid_world_destroy(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -559,6 +609,7 @@ int main(void)
         cmocka_unit_test(asleep_world_takes_the_idle_path_and_counts_time),
         cmocka_unit_test(idle_path_is_bit_identical_to_the_full_step_through_every_wake),
         cmocka_unit_test(every_physics_error_has_one_name_of_its_own),
+        cmocka_unit_test(a_grab_drags_its_point_and_ends_with_its_body),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
