@@ -136,12 +136,12 @@ fuzz: $(FUZZ_BIN)
 # (scripts/deps.sh). A WASI reactor: no main runs; the loader (client-web/src/
 # physics/wasm.js) calls _initialize, then any exported function. The physics,
 # the world-hash driver (tests/bench/bench_world_hash.c), malloc and free are exported
-# (default visibility + --export-dynamic). wasm/compat/ holds a stand-in
-# <pthread.h> until the settled-tower memo leaves the physics (issue #16).
+# (default visibility + --export-dynamic). The physics includes no <pthread.h>
+# (wasi-libc has none): the settled-tower memo lives in sim (sim/tower_memo.c).
 
 WASM_CC     ?= clang
 WASM_CFLAGS := --target=wasm32-wasi --sysroot=/usr $(WARN) $(MATH) -O2 -DNDEBUG -fvisibility=default \
-               -Iwasm/compat -Iserver -Itests
+               -Iserver -Itests
 WASM_SRC    := $(wildcard server/physics/*.c) tests/bench/bench_world_hash.c
 WASM_OBJ    := $(patsubst %.c,$(BUILD)/wasm/obj/%.o,$(WASM_SRC))
 

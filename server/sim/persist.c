@@ -88,7 +88,8 @@ int tb_persist_encode(const tb_room *room, unsigned char **buf, size_t *len)
     return 0;
 }
 
-int tb_persist_decode(const unsigned char *buf, size_t len, tb_room **out, char *why, size_t cap)
+int tb_persist_decode(const unsigned char *buf, size_t len, const tb_world_env *env, tb_room **out, char *why,
+                      size_t cap)
 {
     *out = NULL;
     tb__file_header h;
@@ -126,7 +127,8 @@ int tb_persist_decode(const unsigned char *buf, size_t len, tb_room **out, char 
         snprintf(why, cap, "world kind %s cannot be restored", room->ops->kind);
         return TB_EINVAL;
     }
-    rc = room->ops->load(room->scene, h.seed, buf + sizeof h, len - sizeof h, &room->world);
+    room->env = env;
+    rc = room->ops->load(room->scene, h.seed, env, buf + sizeof h, len - sizeof h, &room->world);
     if (rc < 0) {
         room->world = NULL;
         tb_room_unref(room);
@@ -290,7 +292,7 @@ int tb_persist_restore(tb_registry *reg, const char *dir, tb_persist_report_fn r
         tb_room *room = NULL;
         int rc = tb__read_file(dirfd(d), e->d_name, &buf, &len, why, sizeof why);
         if (rc == 0)
-            rc = tb_persist_decode(buf, len, &room, why, sizeof why);
+            rc = tb_persist_decode(buf, len, reg->sched ? &reg->sched->env : NULL, &room, why, sizeof why);
         free(buf);
         if (rc == 0 && strcmp(room->id, id) != 0) {
             snprintf(why, sizeof why, "file name does not match room id %s", room->id);

@@ -32,7 +32,8 @@ int tb_persist_encode(const tb_room *room, unsigned char **buf, size_t *len);
 /* A room (one reference, world built, tick set, not yet adopted) from a
  * file image. TB_EINVAL with a reason in why (cap bytes) when the image is
  * not a valid save. */
-int tb_persist_decode(const unsigned char *buf, size_t len, tb_room **out, char *why, size_t cap);
+int tb_persist_decode(const unsigned char *buf, size_t len, const tb_world_env *env, tb_room **out, char *why,
+                      size_t cap);
 
 /* Write buf to dir/name atomically (temp file, fsync, rename, fsync dir). */
 int tb_persist_write_file(const char *dir, const char *name, const unsigned char *buf, size_t len);

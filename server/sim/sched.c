@@ -253,7 +253,7 @@ static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *in)
         break;
     case TB_INPUT_CONTACTS: {
         tb_peer *p = tb__peer(room, in->client);
-        if (!room->ops->contacts)
+        if (!(room->ops->overlays & (1u << TB_WORLD_OVERLAY_CONTACTS)))
             rc = TB_ENOTSUP;
         else if (p)
             p->contacts = in->flags != 0;
@@ -305,10 +305,10 @@ static void tb__snapshot(tb_worker *w, tb_room *room)
     int viewers = 0;
     for (int i = 0; i < room->peer_count; i++)
         viewers += room->peers[i].contacts;
-    if (viewers && room->ops->contacts) {
-        static _Thread_local tb_proto_contact contacts[TB_PROTO_MAX_CONTACTS];
-        int n = room->ops->contacts(room->world, contacts, TB_PROTO_MAX_CONTACTS);
-        tb_msg *msg = tb_wire_contacts((uint32_t)room->tick, contacts, (uint32_t)(n > 0 ? n : 0));
+    if (viewers && (room->ops->overlays & (1u << TB_WORLD_OVERLAY_CONTACTS))) {
+        tb_world_overlay ov;
+        room->ops->overlay(room->world, TB_WORLD_OVERLAY_CONTACTS, &ov);
+        tb_msg *msg = tb_wire_contacts((uint32_t)room->tick, ov.contacts, ov.count);
         for (int i = 0; msg && i < room->peer_count; i++)
             if (room->peers[i].contacts)
                 tb__emit(w, TB_OUT_CLIENT, room->peers[i].id, room, tb_msg_ref(msg));
@@ -362,12 +362,11 @@ static void tb__step_room(tb_worker *w, tb_room *room, int64_t now)
                 w->sched->fault_cb(room, faults);
         }
 
-        if (room->ops->poll_dice) {
-            uint32_t faces[TB_PROTO_MAX_DICE];
-            int n = room->ops->poll_dice(room->world, faces, TB_PROTO_MAX_DICE);
-            if (n > 0)
-                tb__emit(w, TB_OUT_BROADCAST, 0, room, tb_wire_dice((uint32_t)room->tick, faces, (uint32_t)n));
-        }
+        tb_world_event ev;
+        for (int k = 0; room->ops->poll_event && k < TB_WORLD_EVENTS_PER_STEP &&
+                        room->ops->poll_event(room->world, &ev) > 0; k++)
+            if (ev.kind == TB_WORLD_EVENT_DICE)
+                tb__emit(w, TB_OUT_BROADCAST, 0, room, tb_wire_dice((uint32_t)room->tick, ev.values, ev.count));
         if (room->record && room->tick % TB_RECORD_HASH_EVERY == 0)
             tb_record_hash(room->record, room->tick, room->ops->hash(room->world));
 
@@ -615,6 +614,8 @@ int tb_sched_init(tb_sched *sched, int workers, int snapshot_rate_hz, const char
     if (!sched->workers)
         return TB_ENOMEM;
     sched->worker_count = workers;
+    tb_tower_memo_init(&sched->tower_memo);
+    sched->env.tower_memo = &sched->tower_memo;
     sched->snapshot_every = TB_STEP_HZ / snapshot_rate_hz;
     snprintf(sched->instance, sizeof sched->instance, "%s", instance ? instance : "");
     sched->metrics = metrics;
@@ -750,6 +751,8 @@ void tb_sched_close(tb_sched *sched)
     }
     free(sched->workers);
     sched->workers = NULL;
+    tb_tower_memo_close(&sched->tower_memo);
+    sched->env.tower_memo = NULL;
 }
 
 uint64_t tb_sched_worker_steps(const tb_sched *sched, int worker)

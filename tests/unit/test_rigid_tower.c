@@ -29,9 +29,9 @@ static void tower_init(tower *t)
     def.body_capacity = TB_SCENE_TOWER_BODIES;
     t->world = tb_rigid_world_create(&def);
     assert_non_null(t->world);
-    assert_int_equal(tb_rigid_scene_tower(t->world, t->planks), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_scene_tower(t->world, t->planks), TB_PHYS_OK);
     for (int i = 0; i < TB_TOWER_PLANKS; i++)
-        assert_int_equal(tb_rigid_body_get_pose(t->world, t->planks[i], &t->start[i], NULL), TB_RIGID_OK);
+        assert_int_equal(tb_rigid_body_get_pose(t->world, t->planks[i], &t->start[i], NULL), TB_PHYS_OK);
     t->steps = 0;
     t->ball = -1;
 }
@@ -43,7 +43,7 @@ static void tower_step(tower *t)
         t->ball = tb_rigid_scene_tower_launch_ball(t->world);
         assert_true(t->ball >= 0);
     }
-    assert_int_equal(tb_rigid_world_step(t->world, DT), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_world_step(t->world, DT), TB_PHYS_OK);
     t->steps++;
 }
 
@@ -130,10 +130,10 @@ static void toppled_planks_are_all_asleep_by_10_s(void **state)
             if (launching && t.ball >= 0) {
                 /* the step above launched the ball; scale its horizontal speed */
                 tb_rigid_body_info info;
-                assert_int_equal(tb_rigid_body_get_info(t.world, t.ball, &info), TB_RIGID_OK);
+                assert_int_equal(tb_rigid_body_get_info(t.world, t.ball, &info), TB_PHYS_OK);
                 float k = 1.0f + 0.01f * (float)v;
                 tb_vec3 vel = tb_v3(info.linear_velocity.x * k, info.linear_velocity.y, info.linear_velocity.z * k);
-                assert_int_equal(tb_rigid_body_set_velocity(t.world, t.ball, vel, info.angular_velocity), TB_RIGID_OK);
+                assert_int_equal(tb_rigid_body_set_velocity(t.world, t.ball, vel, info.angular_velocity), TB_PHYS_OK);
             }
             int awake = 0;
             for (int i = 0; i < TB_TOWER_PLANKS; i++) {

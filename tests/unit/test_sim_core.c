@@ -274,6 +274,41 @@ static void registry_limits_rooms_and_retires_idle_ones(void **state)
     tb_sched_close(&sched);
 }
 
+/* The settled tower is remembered by the scheduler (sim/tower_memo.h), not
+ * by physics: tower rooms of one scheduler share it, another scheduler has
+ * its own. */
+static void tower_rooms_share_their_schedulers_settled_tower(void **state)
+{
+    (void)state;
+    tb_metrics m;
+    tb_metrics_init(&m);
+    tb_sched a, b;
+    assert_int_equal(tb_sched_init(&a, 1, 60, "a", &m, wake_nothing, NULL), 0);
+    assert_int_equal(tb_sched_init(&b, 1, 60, "b", &m, wake_nothing, NULL), 0);
+    tb_registry ra, rb;
+    tb_registry_init(&ra, &a, &m, 10, 1000, 1);
+    tb_registry_init(&rb, &b, &m, 10, 1000, 1);
+    tb_room *room = NULL;
+    assert_int_equal(tb_registry_get_or_create(&ra, "t1", "tower", false, &room, NULL), 0);
+    assert_ptr_equal(room->env, &a.env);
+    tb_room_unref(room);
+    assert_int_equal(tb_registry_get_or_create(&ra, "t2", "tower", false, &room, NULL), 0);
+    tb_room_unref(room);
+    assert_int_equal(tb_registry_get_or_create(&rb, "t3", "tower", false, &room, NULL), 0);
+    tb_room_unref(room);
+    tb_tower_memo_stats st;
+    tb_tower_memo_get_stats(&a.tower_memo, &st);
+    assert_int_equal(st.settles, 1);
+    assert_int_equal(st.hits, 1);
+    tb_tower_memo_get_stats(&b.tower_memo, &st);
+    assert_int_equal(st.settles, 1);
+    assert_int_equal(st.hits, 0);
+    tb_registry_close(&ra);
+    tb_registry_close(&rb);
+    tb_sched_close(&a);
+    tb_sched_close(&b);
+}
+
 static void registry_finds_each_of_many_rooms_across_retirements(void **state)
 {
     (void)state;
@@ -373,6 +408,7 @@ int main(void)
         cmocka_unit_test(histogram_quantiles_fall_in_the_right_bucket),
         cmocka_unit_test(metrics_text_fits_while_the_counters_grow),
         cmocka_unit_test(registry_limits_rooms_and_retires_idle_ones),
+        cmocka_unit_test(tower_rooms_share_their_schedulers_settled_tower),
         cmocka_unit_test(registry_finds_each_of_many_rooms_across_retirements),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

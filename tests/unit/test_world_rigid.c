@@ -23,7 +23,7 @@ static const tb_world_ops *ops = &tb_world_rigid_ops;
 static void *tower_room(void)
 {
     void *w = NULL;
-    assert_int_equal(ops->create("tower", 1, &w), 0);
+    assert_int_equal(ops->create("tower", 1, NULL, &w), 0);
     return w;
 }
 
@@ -87,16 +87,16 @@ static void reference_poses(const void *room, float friction, float pos[TB_TOWER
     def.friction = friction;
     tb_rigid_world *w = tb_rigid_world_create(&def);
     assert_non_null(w);
-    assert_int_equal(tb_rigid_scene_tower(w, NULL), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_scene_tower(w, NULL), TB_PHYS_OK);
     int steps = 0;
     while (tb_rigid_world_awake_count(w) > 0) {
         assert_true(++steps <= TB_TOWER_SETTLE_MAX_STEPS);
-        assert_int_equal(tb_rigid_world_step(w, DT), TB_RIGID_OK);
+        assert_int_equal(tb_rigid_world_step(w, DT), TB_PHYS_OK);
     }
     for (int i = 0; i < TB_TOWER_PLANKS; i++) {
         tb_vec3 p;
         tb_quat q;
-        assert_int_equal(tb_rigid_body_get_pose(w, i, &p, &q), TB_RIGID_OK);
+        assert_int_equal(tb_rigid_body_get_pose(w, i, &p, &q), TB_PHYS_OK);
         float pp[3] = {p.x, p.y, p.z}, qq[4] = {q.x, q.y, q.z, q.w};
         memcpy(pos[i], pp, sizeof pp);
         memcpy(rot[i], qq, sizeof qq);
@@ -180,7 +180,7 @@ static void room_saved_after_a_rebuild_loads_and_steps_bit_identically(void **st
     size_t len = 0;
     assert_int_equal(ops->save(w, &buf, &len), 0);
     void *back = NULL;
-    assert_int_equal(ops->load("tower", 1, buf, len, &back), 0);
+    assert_int_equal(ops->load("tower", 1, NULL, buf, len, &back), 0);
     free(buf);
     assert_int_equal(ops->hash(back), ops->hash(w));
     input(w, TB_INPUT_RESET, 1);
@@ -193,6 +193,43 @@ static void room_saved_after_a_rebuild_loads_and_steps_bit_identically(void **st
     ops->destroy(w);
 }
 
+/* The world interface's kind-neutral hooks: a dice room tells its result
+ * once as an event, and the contacts overlay lists the last step's contacts. */
+static void dice_result_is_one_event_and_contacts_an_overlay(void **state)
+{
+    (void)state;
+    void *w = NULL;
+    assert_int_equal(ops->create("dice", 7, NULL, &w), 0);
+    assert_true(ops->overlays & (1u << TB_WORLD_OVERLAY_CONTACTS));
+    tb_world_event ev;
+    int events = 0, step_of_event = -1;
+    uint32_t overlay_max = 0;
+    for (int s = 0; s < 12 * 120; s++) {
+        ops->step(w, DT);
+        for (int k = 0; k < TB_WORLD_EVENTS_PER_STEP && ops->poll_event(w, &ev) > 0; k++) {
+            events++;
+            step_of_event = s;
+            assert_int_equal(ev.kind, TB_WORLD_EVENT_DICE);
+            assert_int_equal(ev.count, TB_DICE_COUNT);
+            for (uint32_t i = 0; i < ev.count; i++) assert_in_range(ev.values[i], 1, 6);
+        }
+        tb_world_overlay ov;
+        ops->overlay(w, TB_WORLD_OVERLAY_CONTACTS, &ov);
+        assert_int_equal(ov.kind, TB_WORLD_OVERLAY_CONTACTS);
+        assert_true(ov.count <= TB_PROTO_MAX_CONTACTS);
+        for (uint32_t i = 0; i < ov.count; i++) {
+            const float *n = ov.contacts[i].normal;
+            float len2 = n[0] * n[0] + n[1] * n[1] + n[2] * n[2];
+            assert_true(len2 > 0.98f && len2 < 1.02f);
+        }
+        if (ov.count > overlay_max) overlay_max = ov.count;
+    }
+    print_message("dice result after step %d, up to %u contacts\n", step_of_event, overlay_max);
+    assert_int_equal(events, 1); /* told once per throw */
+    assert_true(overlay_max >= TB_DICE_COUNT);
+    ops->destroy(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -200,6 +237,7 @@ int main(void)
         cmocka_unit_test(rebuilt_tower_stands_still_for_1_s_and_falls_to_the_knock_down),
         cmocka_unit_test(rebuild_after_a_friction_change_settles_with_that_friction),
         cmocka_unit_test(room_saved_after_a_rebuild_loads_and_steps_bit_identically),
+        cmocka_unit_test(dice_result_is_one_event_and_contacts_an_overlay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
