@@ -872,16 +872,24 @@ static int tb__ws_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
         tb__client_addr(server, wsi, addr, sizeof addr);
         if (server->stopping) {
             TB_COUNT(server->metrics, connections_refused_total[TB_REFUSE_SHUTTING_DOWN]);
+            /* 503: a router takes the upgrade to the next server of the ring */
+            lws_return_http_status(wsi, HTTP_STATUS_SERVICE_UNAVAILABLE, "shutting down");
             return 1;
         }
         if (!tb__origin_allowed(server, wsi)) {
             TB_COUNT(server->metrics, connections_refused_total[TB_REFUSE_ORIGIN]);
             tb_log_info("refused WebSocket from %s: origin not allowed", addr);
+            lws_return_http_status(wsi, HTTP_STATUS_FORBIDDEN, "origin not allowed");
             return 1;
         }
         tb_addr_count *a = tb__addr(server, addr, false);
         if (a && a->count >= server->cfg->max_conns_per_address) {
             TB_COUNT(server->metrics, connections_refused_total[TB_REFUSE_PER_ADDRESS]);
+            /* A real answer, not a hang-up: a router reads a closed upstream
+             * connection as a dead server, retries the upgrade on the next
+             * server of the ring (a second copy of the room, and no limit)
+             * and marks this one failed, moving all its rooms for a while. */
+            lws_return_http_status(wsi, 429, "too many connections from this address");
             return 1;
         }
         return 0;
