@@ -48,7 +48,7 @@ for bin in build/fuzz/fuzz_*; do
   fi
 done
 
-# node --test with the TAP reporter ends with "# pass N", "# fail N" and "# skip N".
+# node --test with the TAP reporter ends with "# pass N", "# fail N" and "# skip N" (or "# skipped N").
 # With SKIP_FAILS=1 a skipped test counts as failed (the browser suites: make test
 # installs Chromium through make deps, so a browser test that skips is a broken setup).
 run_node() {
@@ -58,7 +58,7 @@ run_node() {
   node --test --test-reporter=tap "$@" >"$out" 2>&1
   local rc=$? p f s
   p=$(sed -n 's/^# pass \([0-9]*\)/\1/p' "$out" | tail -1); f=$(sed -n 's/^# fail \([0-9]*\)/\1/p' "$out" | tail -1)
-  s=$(sed -n 's/^# skip \([0-9]*\)/\1/p' "$out" | tail -1)
+  s=$(sed -n 's/^# skip\(ped\)\{0,1\} \([0-9]*\)/\2/p' "$out" | tail -1)   # node 18: "# skip", 20: "# skipped"
   p=${p:-0}; f=${f:-0}; s=${s:-0}
   if [ $rc -ne 0 ] && [ "$f" = 0 ]; then f=1; fi
   if [ "${SKIP_FAILS:-0}" = 1 ] && [ "$s" != 0 ]; then
