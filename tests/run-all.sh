@@ -108,5 +108,6 @@ for f in $browser; do
 done
 
 [ -n "$broken" ] && echo "failing:$broken"
+echo "run-all took $SECONDS s (load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null))"
 echo "tumble: $passed passed, $failed failed"
 [ "$failed" = 0 ] && [ "$passed" -gt 0 ]
