@@ -170,7 +170,7 @@ run: deps-build
 	$(BUILD)/tumble-server $(RUN_ARGS)
 
 test: deps
-	$(MAKE) all wasm $(FUZZ_BIN)
+	$(MAKE) all wasm $(FUZZ_BIN) $(BUILD)/asan/tumble-server
 	tests/run-all.sh
 
 # The image test builds the server and client inside the image; on the host it needs

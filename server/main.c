@@ -177,6 +177,10 @@ int main(int argc, char **argv)
     tb_log_set_level(cfg->log_level);
     if (cfg->replay_file[0])
         return tb__replay(cfg->replay_file);
+    if (cfg->state_dir[0] && tb_persist_check_dir(cfg->state_dir, err, sizeof err) < 0) {
+        fprintf(stderr, "tumble-server: --state-dir %s: %s\n", cfg->state_dir, err);
+        return 2;
+    }
     signal(SIGPIPE, SIG_IGN);
     if (tb_fatal_install() < 0)
         tb_log_warn("cannot install the fatal-signal reporter");

@@ -98,8 +98,19 @@ test('20 rooms x 3 clients of every kind hold the snapshot rate with no errors',
   }
   // inputs were applied: the knock-downs and throws were seen in the snapshots
   assert.ok(r.ack_latency_ms.count > 0, `inputs acknowledged through last_seq${why}`);
-  assert.ok(r.latency_ms.count > 0 || (!judgeRates && r.latency_ms.timeouts > 0),
-    `knock-downs/throws seen moving bodies${why}`);
+  // (a timeout is an input with no visible effect within 3 s: the failure, never the pass)
+  assert.ok(r.latency_ms.count > 0, `knock-downs/throws seen moving bodies${why}`);
+  // Inputs the world refused (unknown_body, not_allowed) are not errors, but they must
+  // stay the exception: tower and dice pokes name boxes that are never removed, the
+  // dough's presses come one at a time per room, the flag barely moves under a grab.
+  // The cape walks, so a grab aimed at where a vertex was in a late snapshot misses
+  // more often on a loaded machine (measured: 0 of 34 at load 2, 88 of 113 at load 15);
+  // some of its inputs must still land.
+  for (const [scene, b] of Object.entries(r.by_scene)) {
+    assert.ok(b.inputs_sent > 0 && b.pokes_sent > 0, `${scene} clients sent inputs and pokes${why}`);
+    if (scene === 'cape') assert.ok(b.inputs_refused < b.inputs_sent, `cape: ${b.inputs_refused} of ${b.inputs_sent} inputs refused${why}`);
+    else assert.ok(b.pokes_refused <= 0.1 * b.pokes_sent, `${scene}: ${b.pokes_refused} of ${b.pokes_sent} pokes (presses, flicks) refused by the world${why}`);
+  }
   // the server's own view (its /metrics) when it is reachable
   assert.notEqual(r.steps_per_room_per_s, null, `/metrics was read${why}`);
   if (judgeRates) {

@@ -145,6 +145,7 @@ typedef struct tl_client {
     tb_snap_decoder *dec;
     bool awaiting_key;         /* after a bad snapshot: deltas are ignored until a key */
     uint32_t seq;
+    uint32_t poke_seq;         /* seq of the last poke (press, flick) sent */
     uint32_t client_id, snap_rate, tick_rate;
     int wind_param;            /* index in the welcome's params of a wind parameter, -1 if none */
     double wind_min, wind_max;
@@ -190,6 +191,8 @@ typedef struct tl_window_stats {
     tl_hist jitter, latency, ack_latency, rtt;
     uint64_t latency_timeouts;
     uint64_t inputs_refused;   /* unknown_body / not_allowed: refused by the world, not errors */
+    uint64_t inputs_sent_by_scene[TL_SCENE_COUNT], inputs_refused_by_scene[TL_SCENE_COUNT]; /* inputs, not pings */
+    uint64_t pokes_sent_by_scene[TL_SCENE_COUNT], pokes_refused_by_scene[TL_SCENE_COUNT];   /* of them, pokes */
     uint64_t errors[TL_ERR_COUNT];
     uint64_t server_errors_by_code[TB_ERR__COUNT + 1];
 } tl_window_stats;
@@ -236,6 +239,8 @@ typedef struct tl_report {
     /* from /proc */
     double server_cpu_cores, server_cpu_ms_per_room_s, server_rss_mb, server_rss_before_mb, server_kb_per_room, generator_cpu_cores;
     uint64_t inputs_refused;
+    uint64_t inputs_sent_by_scene[TL_SCENE_COUNT], inputs_refused_by_scene[TL_SCENE_COUNT];
+    uint64_t pokes_sent_by_scene[TL_SCENE_COUNT], pokes_refused_by_scene[TL_SCENE_COUNT];
     uint64_t errors, errors_by[TL_ERR_COUNT], server_errors_by_code[TB_ERR__COUNT + 1];
     bool held;                 /* ramp: the step met every target */
     char why[160];             /* ramp: the first target missed */

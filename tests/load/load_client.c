@@ -127,8 +127,16 @@ static void tl__send(tl_client *c, tb_proto_client_msg *m)
     if (!c->wsi || c->closing)
         return;
     if (m->type != TB_MSG_HELLO && m->type != TB_MSG_PING && m->type != TB_MSG_RESYNC &&
-        m->type != TB_MSG_LOBBY_REQ)
+        m->type != TB_MSG_LOBBY_REQ) {
         m->seq = ++c->seq;
+        if (tl__measuring(c->run)) {
+            c->run->win.inputs_sent_by_scene[c->room->scene]++;
+            if (m->type == TB_MSG_POKE) {
+                c->poke_seq = m->seq;
+                c->run->win.pokes_sent_by_scene[c->room->scene]++;
+            }
+        }
+    }
     static msgpack_sbuffer sb;
     static bool sb_ready;
     if (!sb_ready) {
@@ -618,8 +626,12 @@ static void tl__message(tl_client *c, const uint8_t *buf, size_t len)
          * cloth vertex that has moved on since the snapshot the client saw) and
          * not_allowed (a press while one is under way) are the world saying no to a
          * well-formed input, as it would to a lagging player. They are counted apart. */
-        if (code == TB_ERR_UNKNOWN_BODY || code == TB_ERR_NOT_ALLOWED)
+        if (code == TB_ERR_UNKNOWN_BODY || code == TB_ERR_NOT_ALLOWED) {
             run->win.inputs_refused++;
+            run->win.inputs_refused_by_scene[c->room->scene]++;
+            if (msg.u.error.has_seq && c->poke_seq && msg.u.error.seq == c->poke_seq)
+                run->win.pokes_refused_by_scene[c->room->scene]++;
+        }
         else if (code != TB_ERR_PROJECTILE_CAP)
             tl_count_error(run, TL_ERR_SERVER_ERROR);
         /* A server limit is explained once, with the flag to raise, not per client. */

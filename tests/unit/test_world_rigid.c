@@ -8,6 +8,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,20 +124,34 @@ static void rebuilt_tower_is_asleep_at_once_with_the_settled_poses(void **state)
     ops->destroy(w);
 }
 
-static void rebuilt_tower_stands_still_for_1_s_and_falls_to_the_knock_down(void **state)
+/* A rebuilt tower is asleep, and a sleeping tower stands still by
+ * construction: so it is woken through the room (a restitution change to
+ * the value it has, which wakes every body as any slider does), stepped 1 s,
+ * and must stay within 3 mm of where it stood (the wake's one sag, see
+ * test_rigid_settled) and be asleep again; then the knock-down still fells it. */
+static void rebuilt_tower_woken_stands_still_for_1_s_and_falls_to_the_knock_down(void **state)
 {
     (void)state;
     void *w = tower_room();
     knock_and_rebuild(w);
     float start[TB_TOWER_PLANKS][3], start_rot[TB_TOWER_PLANKS][4], pos[TB_TOWER_PLANKS][3], rot[TB_TOWER_PLANKS][4];
     plank_poses(w, start, start_rot);
+    assert_int_equal(ops->param_set(w, "restitution", 0.3), 0);
+    assert_int_equal(awake(w), TB_TOWER_PLANKS);
+    float max_move = 0.0f;
+    int awake_steps = 0;
     for (int i = 0; i < 120; i++) {
         step(w, 1);
-        assert_int_equal(awake(w), 0);
+        awake_steps += awake(w) > 0;
+        plank_poses(w, pos, rot);
+        for (int k = 0; k < TB_TOWER_PLANKS; k++)
+            max_move = fmaxf(max_move, tb_v3_dist(tb_v3(pos[k][0], pos[k][1], pos[k][2]), tb_v3(start[k][0], start[k][1], start[k][2])));
     }
-    plank_poses(w, pos, rot);
-    assert_memory_equal(pos, start, sizeof pos);
-    assert_memory_equal(rot, start_rot, sizeof rot);
+    print_message("woken rebuilt tower: max move %.5f m in 1 s, awake for %d steps\n", max_move, awake_steps);
+    assert_true(awake_steps > 12);
+    assert_true(max_move <= 0.003f);
+    assert_int_equal(awake(w), 0);
+    plank_poses(w, start, start_rot); /* the knock-down is measured from here */
 
     input(w, TB_INPUT_RESET, 1);
     step(w, 288); /* 2.4 s: test_rigid_tower's criterion */
@@ -234,7 +249,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(rebuilt_tower_is_asleep_at_once_with_the_settled_poses),
-        cmocka_unit_test(rebuilt_tower_stands_still_for_1_s_and_falls_to_the_knock_down),
+        cmocka_unit_test(rebuilt_tower_woken_stands_still_for_1_s_and_falls_to_the_knock_down),
         cmocka_unit_test(rebuild_after_a_friction_change_settles_with_that_friction),
         cmocka_unit_test(room_saved_after_a_rebuild_loads_and_steps_bit_identically),
         cmocka_unit_test(dice_result_is_one_event_and_contacts_an_overlay),
