@@ -19,6 +19,7 @@ export function installHook() {
     errors: [],
     shownErrors: [],     // the same refusals in the words the page showed
     announcements: [],   // toasts about who did what ("Ana switched the room to dice")
+    quietRefusals: 0,    // refusals of a refused grab's moves, not shown again
     offline: false,      // inputs paused while the connection is down
     problem: null,       // what the page said when the room could not be joined
     scene: null,

@@ -56,6 +56,13 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
   const clock = new ClockSync();
   const hook = installHook();
   hook.stage = stage;
+  const pickRay = new THREE.Raycaster();
+  /** What a pointer at (clientX, clientY) would pick, for tests. */
+  hook.pickAt = (x, y, opts) => {
+    pickRay.setFromCamera(stage.ndc(x, y, new THREE.Vector2()), stage.camera);
+    const hit = view?.pick(pickRay, opts);
+    return hit && { type: hit.type, id: hit.id, key: hit.key, vertex: hit.vertex, point: hit.point && [hit.point.x, hit.point.y, hit.point.z], near: !!hit.near };
+  };
   const small = () => Math.min(window.innerWidth, window.innerHeight) < 500;
 
   let insetObserver = null;
@@ -236,6 +243,9 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
         break;
       case 'stats':
         if (Number.isFinite(m.stepMs)) stepMs = m.stepMs;
+        break;
+      case 'grab_refused': // the rest of a refused grab: already said once
+        hook.quietRefusals++;
         break;
       case 'error': {
         const words = errorWords(m);

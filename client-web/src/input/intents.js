@@ -29,6 +29,8 @@ const AIM_SPEED = 4;         // m/s per metre of aimed drag, for a release witho
 const AIM_MIN = 0.25;        // m: a shorter aimed drag throws nothing (and says so)
 const PICK_TOLERANCE = 0.35; // m: a grab that just misses the cloth as drawn
 const KEY_PULL = 0.12;       // m per arrow press of a keyboard grab
+const MAX_LEAD_S = 0.8;      // s: the furthest a grab is carried forward (beyond, a guess is worse than none)
+const ONE_WAY_S = 0.01;      // s: the grab's own trip to the server
 
 const arr = (v) => [+v.x.toFixed(4), +v.y.toFixed(4), +v.z.toFixed(4)];
 
@@ -47,18 +49,22 @@ export function attachInput(stage, view, send, { onAim, onNote, onSelect, onKnoc
     return cast(p).ray.intersectPlane(plane, out);
   }
 
-  /** Where vertex k of `key` is on the server now: drawn position + velocity * lag. */
+  /** Where vertex k of `key` is on the server now: its place in the newest snapshot
+   *  received (the picture trails that by the buffer's delay), carried forward by its
+   *  velocity over the snapshot's age. The age is measured, not assumed: the buffer
+   *  knows the fastest arrival lag (arrival - tick time), so "now - that lag" is the
+   *  server's tick time now, slow page or not. */
   function leadPoint(key, k, drawn) {
     const snaps = buffer?.snaps;
     if (!snaps || snaps.length < 2) return drawn;
     const a = snaps[snaps.length - 2], b = snaps[snaps.length - 1];
     const va = a.verts?.[key], vb = b.verts?.[key], dt = b.time - a.time;
     if (!va || !vb || va.length !== vb.length || !(dt > 0) || k * 3 + 2 >= vb.length) return drawn;
-    const rtt = Number.isFinite(clock?.rtt) ? clock.rtt : 0.05;
-    const lag = Math.min(0.5, (buffer.delay || 0) + rtt / 2);
-    const v = new THREE.Vector3(vb[k * 3] - va[k * 3], vb[k * 3 + 1] - va[k * 3 + 1], vb[k * 3 + 2] - va[k * 3 + 2]).divideScalar(dt);
-    if (v.length() > 20) return drawn; // a rebuild or a jump, not motion
-    return drawn.clone().addScaledVector(v, lag);
+    const serverNow = performance.now() / 1000 - (Number.isFinite(buffer.baseLag) ? buffer.baseLag : 0);
+    const ahead = Math.min(MAX_LEAD_S, Math.max(0, serverNow - b.time) + ONE_WAY_S);
+    const v = [0, 1, 2].map((c) => (vb[k * 3 + c] - va[k * 3 + c]) / dt);
+    if (Math.hypot(...v) > 20) return drawn; // a rebuild or a jump, not motion
+    return new THREE.Vector3(vb[k * 3] + v[0] * ahead, vb[k * 3 + 1] + v[1] * ahead, vb[k * 3 + 2] + v[2] * ahead);
   }
 
   function startGrab(id, hit) {

@@ -95,10 +95,11 @@ export function createAdapter({ roomId, kind, scene, name }) {
   const pendingActions = new Map(); // seq -> {action, scene} of recent actions
   const grabStarts = new Map();     // seq -> pointer of recent grab_starts
   const deadPointers = new Set();   // pointers whose grab_start was refused
+  const grabFollow = new Map();     // seq -> pointer of recent grab_moves and grab_ends
   function reset() {
     st = new SnapshotState();
     seq = 0; desc = null; tickRate = 120; clientId = 0; awaitingKey = false; peers = new Map(); prev = null;
-    grabStarts.clear(); deadPointers.clear();
+    grabStarts.clear(); deadPointers.clear(); grabFollow.clear();
   }
   reset();
 
@@ -197,8 +198,12 @@ export function createAdapter({ roomId, kind, scene, name }) {
       case 'reset': return [{ type: 'reset', action: m.action, by: { id: m.by, name: m.by === clientId ? 'You' : m.by_name || 'The server' } }];
       case 'pong': return [{ type: 'pong', sent: m.client_time / 1000, server: m.server_time / 1000 }];
       case 'error': {
-        const grab = m.seq != null && grabStarts.get(m.seq);
+        const grab = m.seq != null ? grabStarts.get(m.seq) : undefined;
         if (grab != null) { deadPointers.add(grab); grabStarts.delete(m.seq); }
+        // A move or release already on its way when its grab was refused: refused too, and
+        // nothing new to tell (the start's refusal said it).
+        const follow = m.seq != null ? grabFollow.get(m.seq) : undefined;
+        if (follow != null && m.code === ERR.unknown_body) return [{ type: 'grab_refused', pointer: follow, seq: m.seq }];
         const act = m.seq != null && pendingActions.get(m.seq);
         const alt = act && ACTION_ALIASES[act.action];
         if (m.code === ERR.bad_value && alt && !actionAlias.has(act.action)) {
@@ -257,8 +262,11 @@ export function createAdapter({ roomId, kind, scene, name }) {
         }
         // The server refused this pointer's grab: its moves and release would only be refused too.
         if (deadPointers.has(pointer)) { if (i.phase === 'end') deadPointers.delete(pointer); return null; }
-        if (i.phase === 'move') return { type: 'grab_move', seq: next(), pointer, point: s3(i.point) };
-        return { type: 'grab_end', seq: next(), pointer };
+        const n = next();
+        grabFollow.set(n, pointer);
+        if (grabFollow.size > 256) grabFollow.delete(grabFollow.keys().next().value);
+        if (i.phase === 'move') return { type: 'grab_move', seq: n, pointer, point: s3(i.point) };
+        return { type: 'grab_end', seq: n, pointer };
       }
       case 'param': return { type: 'param', seq: next(), name: i.name, value: +i.value };
       case 'contacts': return { type: 'contacts_view', seq: next(), on: !!i.on };

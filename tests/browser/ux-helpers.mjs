@@ -1,0 +1,112 @@
+// Helpers for the room-experience browser tests (issue #18): open a room page against a
+// real tumble-server, wait for rest, drag, read what the page said, and measure text
+// contrast from the pixels on screen.
+import { trackErrors } from './helpers.mjs';
+
+export const uniq = (p) => `${p}-${Math.random().toString(36).slice(2, 8)}`;
+export const SMALL = { width: 960, height: 600 };
+
+/** A page in `room` (created as kind/scene if new), connected and drawing. */
+export async function openRoom(browser, server, room, kind, scene, { viewport = SMALL, name = null, pages = null } = {}) {
+  const page = await browser.newPage({ viewport, deviceScaleFactor: 1 });
+  page.setDefaultTimeout(120000);
+  const errors = trackErrors(page);
+  pages?.push({ page, errors });
+  if (name) await page.addInitScript((n) => localStorage.setItem('tumble.name', n), name);
+  const q = kind ? `?kind=${kind}&scene=${scene}` : '';
+  await page.goto(`${server.url}/r/${room}${q}`, { waitUntil: 'domcontentloaded', timeout: 120000 });
+  await page.waitForFunction(() => window.__tumble?.connected && window.__tumble.state && window.__tumble.frames > 2, null, { timeout: 120000, polling: 250 });
+  return { page, errors };
+}
+
+/** Wait until no body has moved for `quietMs` (and the page drew meanwhile). */
+export async function settle(page, { quietMs = 1500, timeoutMs = 90000 } = {}) {
+  const t0 = Date.now();
+  const read = () => page.evaluate(() => ({ poses: window.__tumble.poses(), frames: window.__tumble.frames }));
+  let last = await read(), since = Date.now(), framesAt = last.frames;
+  while (Date.now() - t0 < timeoutMs) {
+    await page.waitForTimeout(300);
+    const now = await read();
+    const moved = Object.keys(now.poses).some((id) => !last.poses[id] || Math.hypot(...now.poses[id].p.map((v, k) => v - last.poses[id].p[k])) > 1e-4);
+    if (moved) { since = Date.now(); framesAt = now.frames; }
+    last = now;
+    if (Date.now() - since > quietMs && now.frames - framesAt >= 4) return now.poses;
+  }
+  throw new Error('bodies did not come to rest');
+}
+
+export async function drag(page, from, to, { steps = 8, stepMs = 40, holdMs = 0 } = {}) {
+  await page.mouse.move(from.x, from.y);
+  await page.mouse.down();
+  for (let i = 1; i <= steps; i++) { await page.mouse.move(from.x + ((to.x - from.x) * i) / steps, from.y + ((to.y - from.y) * i) / steps); await page.waitForTimeout(stepMs); }
+  if (holdMs) await page.waitForTimeout(holdMs);
+  await page.mouse.up();
+}
+
+/** Where a world point is on the page (CSS px). */
+export function screenOfPoint(page, p) {
+  return page.evaluate((p) => {
+    const s = window.__tumble.stage, r = s.renderer.domElement.getBoundingClientRect();
+    const q = s.toScreen(s.camera.position.clone().set(p[0], p[1], p[2]));
+    return { x: q.x + r.left, y: q.y + r.top };
+  }, p);
+}
+
+/** The toast's text once it contains `re` (toasts replace each other; the hook keeps them all). */
+export async function waitAnnouncement(page, re, timeout = 60000) {
+  await page.waitForFunction((src) => {
+    const r = new RegExp(src);
+    return window.__tumble.announcements.some((a) => r.test(a)) || window.__tumble.shownErrors.some((a) => r.test(a));
+  }, re.source, { timeout, polling: 200 });
+}
+
+// ---- contrast from pixels -----------------------------------------------------------------
+
+const HIDE_CSS = `.__hide-text, .__hide-text *, .__hide-text *::before, .__hide-text *::after, .__hide-text::before, .__hide-text::after {
+  color: transparent !important; -webkit-text-fill-color: transparent !important; text-shadow: none !important; caret-color: transparent !important; }`;
+
+/**
+ * WCAG contrast of an element's text as drawn: two screenshots of its box, with the
+ * text and with the text made transparent. The pixels that differ are the text; its
+ * colour is the most extreme of them, the background is what the second shot has under
+ * the text, taken at its worst (the 5th percentile of contrast against the text colour).
+ * Returns { ratio, fg, bg, textPixels }.
+ */
+export async function textContrast(page, locator) {
+  await page.evaluate((css) => {
+    if (!document.getElementById('__hide-text-css')) { const s = document.createElement('style'); s.id = '__hide-text-css'; s.textContent = css; document.head.append(s); }
+  }, HIDE_CSS);
+  const box = await locator.boundingBox();
+  if (!box) throw new Error('element not visible');
+  const clip = { x: Math.max(0, Math.floor(box.x)), y: Math.max(0, Math.floor(box.y)), width: Math.max(1, Math.ceil(box.width)), height: Math.max(1, Math.ceil(box.height)) };
+  const shown = await page.screenshot({ clip, animations: 'disabled', caret: 'hide' });
+  await locator.evaluate((el) => el.classList.add('__hide-text'));
+  const hidden = await page.screenshot({ clip, animations: 'disabled', caret: 'hide' });
+  await locator.evaluate((el) => el.classList.remove('__hide-text'));
+  return page.evaluate(async ([a, b]) => {
+    const load = async (b64) => {
+      const img = await createImageBitmap(await (await fetch(`data:image/png;base64,${b64}`)).blob());
+      const c = new OffscreenCanvas(img.width, img.height), g = c.getContext('2d');
+      g.drawImage(img, 0, 0);
+      return g.getImageData(0, 0, img.width, img.height).data;
+    };
+    const A = await load(a), B = await load(b);
+    const lin = (v) => { v /= 255; return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    const L = (d, i) => 0.2126 * lin(d[i]) + 0.7152 * lin(d[i + 1]) + 0.0722 * lin(d[i + 2]);
+    const ratio = (x, y) => (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05);
+    let best = -1, bestD = 0;
+    const text = [];
+    for (let i = 0; i < A.length; i += 4) {
+      const d = Math.abs(A[i] - B[i]) + Math.abs(A[i + 1] - B[i + 1]) + Math.abs(A[i + 2] - B[i + 2]);
+      if (d > 24) text.push(i);
+      if (d > bestD) { bestD = d; best = i; }
+    }
+    if (best < 0 || !text.length) return { ratio: NaN, textPixels: 0 };
+    const fgL = L(A, best);
+    const rs = text.map((i) => ratio(fgL, L(B, i))).sort((x, y) => x - y);
+    const worst = rs[Math.floor(rs.length * 0.05)];
+    const px = (d, i) => `rgb(${d[i]},${d[i + 1]},${d[i + 2]})`;
+    const bgAt = text.find((i) => ratio(fgL, L(B, i)) === worst) ?? text[0];
+    return { ratio: +worst.toFixed(2), fg: px(A, best), bg: px(B, bgAt), textPixels: text.length };
+  }, [shown.toString('base64'), hidden.toString('base64')]);
+}
