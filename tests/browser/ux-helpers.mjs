@@ -66,47 +66,68 @@ const HIDE_CSS = `.__hide-text, .__hide-text *, .__hide-text *::before, .__hide-
   color: transparent !important; -webkit-text-fill-color: transparent !important; text-shadow: none !important; caret-color: transparent !important; }`;
 
 /**
- * WCAG contrast of an element's text as drawn: two screenshots of its box, with the
- * text and with the text made transparent. The pixels that differ are the text; its
- * colour is the most extreme of them, the background is what the second shot has under
- * the text, taken at its worst (the 5th percentile of contrast against the text colour).
- * Returns { ratio, fg, bg, textPixels }.
+ * WCAG contrast of text as drawn, for every element matching `selectors`: two
+ * screenshots of the page, with the text and with the text made transparent. In each
+ * element's box the pixels that differ are its text; the text colour is the most
+ * extreme of them, the background is what the second shot has under the text, taken
+ * at its worst (the 5th percentile of contrast against the text colour).
+ * Returns [{ sel, index, label, ratio, fg, bg, textPixels }].
  */
-export async function textContrast(page, locator) {
+export async function textContrasts(page, selectors) {
   await page.evaluate((css) => {
     if (!document.getElementById('__hide-text-css')) { const s = document.createElement('style'); s.id = '__hide-text-css'; s.textContent = css; document.head.append(s); }
   }, HIDE_CSS);
-  const box = await locator.boundingBox();
-  if (!box) throw new Error('element not visible');
-  const clip = { x: Math.max(0, Math.floor(box.x)), y: Math.max(0, Math.floor(box.y)), width: Math.max(1, Math.ceil(box.width)), height: Math.max(1, Math.ceil(box.height)) };
-  const shown = await page.screenshot({ clip, animations: 'disabled', caret: 'hide' });
-  await locator.evaluate((el) => el.classList.add('__hide-text'));
-  const hidden = await page.screenshot({ clip, animations: 'disabled', caret: 'hide' });
-  await locator.evaluate((el) => el.classList.remove('__hide-text'));
-  return page.evaluate(async ([a, b]) => {
-    const load = async (b64) => {
-      const img = await createImageBitmap(await (await fetch(`data:image/png;base64,${b64}`)).blob());
-      const c = new OffscreenCanvas(img.width, img.height), g = c.getContext('2d');
-      g.drawImage(img, 0, 0);
-      return g.getImageData(0, 0, img.width, img.height).data;
-    };
-    const A = await load(a), B = await load(b);
-    const lin = (v) => { v /= 255; return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
-    const L = (d, i) => 0.2126 * lin(d[i]) + 0.7152 * lin(d[i + 1]) + 0.0722 * lin(d[i + 2]);
-    const ratio = (x, y) => (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05);
+  const boxes = await page.evaluate((sels) => {
+    const out = [];
+    for (const sel of sels) document.querySelectorAll(sel).forEach((el, index) => {
+      const r = el.getBoundingClientRect(), cs = getComputedStyle(el);
+      if (r.width < 2 || r.height < 2 || cs.display === 'none' || cs.visibility === 'hidden') return;
+      el.dataset.contrastProbe = `${out.length}`;
+      out.push({ sel, index, label: (el.value || el.textContent || '').trim().slice(0, 30), x: Math.floor(r.left), y: Math.floor(r.top), w: Math.ceil(r.width), h: Math.ceil(r.height) });
+    });
+    return out;
+  }, selectors);
+  const shown = await page.screenshot({ animations: 'disabled', caret: 'hide' });
+  await page.evaluate(() => document.querySelectorAll('[data-contrast-probe]').forEach((el) => el.classList.add('__hide-text')));
+  const hidden = await page.screenshot({ animations: 'disabled', caret: 'hide' });
+  await page.evaluate(() => document.querySelectorAll('[data-contrast-probe]').forEach((el) => { el.classList.remove('__hide-text'); delete el.dataset.contrastProbe; }));
+  return page.evaluate(measure, [shown.toString('base64'), hidden.toString('base64'), boxes]);
+}
+
+/** The same for one element (a hovered button). */
+export async function textContrast(page, locator) {
+  await locator.evaluate((el) => el.setAttribute('data-contrast-one', ''));
+  try { return (await textContrasts(page, ['[data-contrast-one]']))[0]; } finally { await locator.evaluate((el) => el.removeAttribute('data-contrast-one')); }
+}
+
+// Runs in the page: decode both PNGs and measure each box.
+async function measure([a, b, boxes]) {
+  const load = async (b64) => {
+    const img = await createImageBitmap(await (await fetch(`data:image/png;base64,${b64}`)).blob());
+    const c = new OffscreenCanvas(img.width, img.height), g = c.getContext('2d');
+    g.drawImage(img, 0, 0);
+    return { d: g.getImageData(0, 0, img.width, img.height).data, w: img.width, h: img.height };
+  };
+  const A = await load(a), B = await load(b);
+  const lin = (v) => { v /= 255; return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+  const L = (d, i) => 0.2126 * lin(d[i]) + 0.7152 * lin(d[i + 1]) + 0.0722 * lin(d[i + 2]);
+  const ratio = (x, y) => (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05);
+  const px = (d, i) => `rgb(${d[i]},${d[i + 1]},${d[i + 2]})`;
+  return boxes.map((bx) => {
     let best = -1, bestD = 0;
     const text = [];
-    for (let i = 0; i < A.length; i += 4) {
-      const d = Math.abs(A[i] - B[i]) + Math.abs(A[i + 1] - B[i + 1]) + Math.abs(A[i + 2] - B[i + 2]);
-      if (d > 24) text.push(i);
-      if (d > bestD) { bestD = d; best = i; }
+    for (let y = Math.max(0, bx.y); y < Math.min(A.h, bx.y + bx.h); y++) {
+      for (let x = Math.max(0, bx.x); x < Math.min(A.w, bx.x + bx.w); x++) {
+        const i = (y * A.w + x) * 4, D = A.d, E = B.d;
+        const d = Math.abs(D[i] - E[i]) + Math.abs(D[i + 1] - E[i + 1]) + Math.abs(D[i + 2] - E[i + 2]);
+        if (d > 60) text.push(i);
+        if (d > bestD) { bestD = d; best = i; }
+      }
     }
-    if (best < 0 || !text.length) return { ratio: NaN, textPixels: 0 };
-    const fgL = L(A, best);
-    const rs = text.map((i) => ratio(fgL, L(B, i))).sort((x, y) => x - y);
-    const worst = rs[Math.floor(rs.length * 0.05)];
-    const px = (d, i) => `rgb(${d[i]},${d[i + 1]},${d[i + 2]})`;
-    const bgAt = text.find((i) => ratio(fgL, L(B, i)) === worst) ?? text[0];
-    return { ratio: +worst.toFixed(2), fg: px(A, best), bg: px(B, bgAt), textPixels: text.length };
-  }, [shown.toString('base64'), hidden.toString('base64')]);
+    if (!text.length) return { ...bx, ratio: NaN, textPixels: 0 };
+    const fgL = L(A.d, best);
+    const rs = text.map((i) => [ratio(fgL, L(B.d, i)), i]).sort((x, y) => x[0] - y[0]);
+    const [worst, at] = rs[Math.floor(rs.length * 0.05)];
+    return { sel: bx.sel, index: bx.index, label: bx.label, ratio: +worst.toFixed(2), fg: px(A.d, best), bg: px(B.d, at), textPixels: text.length };
+  });
 }
