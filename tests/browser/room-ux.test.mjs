@@ -47,7 +47,7 @@ test('the tower room shows its own actions, "Knock it down" highlighted; a scene
 });
 
 test('a room link that leads nowhere says so, names the room, and offers to create it or go to the lobby', { skip }, async () => {
-  const page = await browser.newPage({ viewport: { width: 960, height: 600 } });
+  const page = await browser.newPage({ viewport: { width: 640, height: 400 } });
   pages.push({ page, errors: trackErrors(page) });
   const room = uniq('gone');
   await page.goto(`${server.url}/r/${room}`);
@@ -60,11 +60,11 @@ test('a room link that leads nowhere says so, names the room, and offers to crea
   await box.locator('select[name=scene]').selectOption('cape');
   await box.getByRole('button', { name: 'Create it' }).click();
   await page.waitForURL(`**/r/${room}?kind=cloth&scene=cape`);
-  await page.waitForFunction(() => window.__tumble?.connected && window.__tumble.scene === 'cape', null, { timeout: 120000, polling: 250 });
+  await page.waitForFunction(() => window.__tumble?.connected && window.__tumble.scene === 'cape', null, { timeout: 240000, polling: 250 });
 });
 
 test('a name taken by a room of another kind says so and offers to join it or pick another; a bad name gets words, not a bare page', { skip }, async () => {
-  const page = await browser.newPage({ viewport: { width: 960, height: 600 } });
+  const page = await browser.newPage({ viewport: { width: 640, height: 400 } });
   pages.push({ page, errors: trackErrors(page) });
   // A link that would make "tower" a flag: the server refuses, the page explains.
   await page.goto(`${server.url}/r/tower?kind=cloth&scene=flag`);
@@ -92,7 +92,7 @@ test('a name taken by a room of another kind says so and offers to join it or pi
 });
 
 test('players choose their name: remembered locally, sent on join, shown to others, changeable in the room', { skip }, async () => {
-  const page = await browser.newPage({ viewport: { width: 960, height: 600 } });
+  const page = await browser.newPage({ viewport: { width: 640, height: 400 } });
   pages.push({ page, errors: trackErrors(page) });
   await page.goto(`${server.url}/`);
   await page.locator('input[name=player]').fill('Zoë the builder');
@@ -101,13 +101,13 @@ test('players choose their name: remembered locally, sent on join, shown to othe
   const room = uniq('names');
   const ben = await open(room, 'soft', 'dough', { name: 'Ben' });
   await page.goto(`${server.url}/r/${room}`);
-  await page.waitForFunction(() => window.__tumble?.connected, null, { timeout: 120000, polling: 250 });
+  await page.waitForFunction(() => window.__tumble?.connected, null, { timeout: 240000, polling: 250 });
   await ben.page.waitForFunction(() => document.querySelector('.players').title.includes('Zoë the builder'), null, { polling: 250 });
   // Rename in the room: a new hello with the new name.
   await page.locator('.players .me').click();
   await page.locator('.name-dialog input').fill('Zed');
   await Promise.all([page.waitForEvent('load'), page.locator('.name-dialog').getByRole('button', { name: 'Save' }).click()]);
-  await page.waitForFunction(() => window.__tumble?.connected && document.querySelector('.players .me')?.textContent === 'Zed', null, { timeout: 120000, polling: 250 });
+  await page.waitForFunction(() => window.__tumble?.connected && document.querySelector('.players .me')?.textContent === 'Zed', null, { timeout: 240000, polling: 250 });
   assert.equal(await page.evaluate(() => localStorage.getItem('tumble.name')), 'Zed');
   await ben.page.waitForFunction(() => document.querySelector('.players').title.includes('Zed'), null, { polling: 250 });
 });
@@ -137,7 +137,7 @@ test('offline: inputs are paused and say so, the players pill is not green, the 
     // The same port again: the page rejoins and the controls come back.
     const again = await startTumble({ args: ['--port', String(own.port)] });
     try {
-      await page.waitForFunction(() => window.__tumble.connected && !window.__tumble.offline, null, { timeout: 120000, polling: 250 });
+      await page.waitForFunction(() => window.__tumble.connected && !window.__tumble.offline, null, { timeout: 240000, polling: 250 });
       assert.equal(await page.locator('.actions .action').first().isDisabled(), false);
       assert.equal(await page.locator('[data-param="friction"] input').isDisabled(), false);
     } finally { await again.stop(); }

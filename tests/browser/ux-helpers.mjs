@@ -4,18 +4,18 @@
 import { trackErrors } from './helpers.mjs';
 
 export const uniq = (p) => `${p}-${Math.random().toString(36).slice(2, 8)}`;
-export const SMALL = { width: 960, height: 600 };
+export const SMALL = { width: 640, height: 400 }; // software GL costs per pixel: functional tests stay small
 
 /** A page in `room` (created as kind/scene if new), connected and drawing. */
 export async function openRoom(browser, server, room, kind, scene, { viewport = SMALL, name = null, pages = null } = {}) {
   const page = await browser.newPage({ viewport, deviceScaleFactor: 1 });
-  page.setDefaultTimeout(120000);
+  page.setDefaultTimeout(240000);
   const errors = trackErrors(page);
   pages?.push({ page, errors });
   if (name) await page.addInitScript((n) => localStorage.setItem('tumble.name', n), name);
   const q = kind ? `?kind=${kind}&scene=${scene}` : '';
   await page.goto(`${server.url}/r/${room}${q}`, { waitUntil: 'domcontentloaded', timeout: 120000 });
-  await page.waitForFunction(() => window.__tumble?.connected && window.__tumble.state && window.__tumble.frames > 2, null, { timeout: 120000, polling: 250 });
+  await page.waitForFunction(() => window.__tumble?.connected && window.__tumble.state && window.__tumble.frames > 2, null, { timeout: 240000, polling: 250 });
   return { page, errors };
 }
 
