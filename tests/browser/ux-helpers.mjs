@@ -15,7 +15,7 @@ export async function openRoom(browser, server, room, kind, scene, { viewport = 
   if (name) await page.addInitScript((n) => localStorage.setItem('tumble.name', n), name);
   const q = kind ? `?kind=${kind}&scene=${scene}` : '';
   await page.goto(`${server.url}/r/${room}${q}`, { waitUntil: 'domcontentloaded', timeout: 120000 });
-  await page.waitForFunction(() => window.__tumble?.connected && window.__tumble.state && window.__tumble.frames > 2, null, { timeout: 240000, polling: 250 });
+  await page.waitForFunction(() => window.__tumble?.connected && window.__tumble.state && window.__tumble.frames > 2, null, { timeout: Number(process.env.UX_OPEN_MS || 240000), polling: 250 });
   return { page, errors };
 }
 
