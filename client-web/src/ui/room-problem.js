@@ -100,7 +100,7 @@ function createForm({ name, kind, scene, label, fixedName = false }) {
 
 /** A name that is valid, from one that is not ("bad name" -> "bad-name"). */
 export function suggest(name) {
-  const s = String(name).normalize('NFKD').replace(/[^A-Za-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 32);
+  const s = String(name).normalize('NFKD').replace(/[\u0300-\u036f]/g, '').replace(/[^A-Za-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 32);
   return s || `room-${Math.random().toString(36).slice(2, 7)}`;
 }
 
