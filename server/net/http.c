@@ -212,15 +212,13 @@ static bool tb__is_app_route(const char *uri)
         return true;
     if (strncmp(uri, "/r/", 3) != 0)
         return false;
-    char id[TB_ROOM_ID_MAX + 2];
+    /* Any one-segment room path gets the client, valid id or not: the page
+     * tells a person what is wrong with a name ("/r/bad name"), where a bare
+     * 404 would not. Client files never live under /r/. */
     size_t n = strlen(uri + 3);
     if (n > 0 && uri[3 + n - 1] == '/')
         n--;
-    if (n == 0 || n > TB_ROOM_ID_MAX)
-        return false;
-    memcpy(id, uri + 3, n);
-    id[n] = 0;
-    return tb_room_id_valid(id);
+    return n > 0 && memchr(uri + 3, '/', n) == NULL;
 }
 
 static int tb__on_request(tb_server *server, struct lws *wsi, tb_http_session *h, const char *uri)

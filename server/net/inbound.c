@@ -112,6 +112,17 @@ static void tb__join(tb_session *s, const tb_client_msg *m)
         return;
     }
     tb_room *room = tb_registry_find(server->registry, m->room);
+    const tb_scene *held = room ? atomic_load(&room->scene_def) : NULL;
+    if (held && m->wanted_kind[0] && strcmp(held->kind, m->wanted_kind) != 0) {
+        /* Asked to create a room of another kind under a name in use: say so
+         * (it would otherwise land in that room without a word). */
+        char why[160];
+        snprintf(why, sizeof why, "the name '%s' is taken by a %s room (%s); join it or pick another name", m->room,
+                 held->name, held->kind);
+        tb_room_unref(room);
+        tb__refuse(s, TB_REFUSE_BAD_SCENE, TB_ERR_BAD_ROOM, why);
+        return;
+    }
     if (!room) {
         const char *scene = m->scene[0]                            ? m->scene
                             : m->wanted_kind[0]                    ? tb__default_scene(m->wanted_kind)

@@ -248,8 +248,11 @@ static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *in)
         break;
     case TB_INPUT_SCENE:
         rc = tb__rebuild(room, in->name);
-        if (rc == 0) /* everyone needs the new static description and a keyframe */
+        if (rc == 0) { /* everyone needs the new static description and a keyframe */
             tb__emit(w, TB_OUT_SCENE, 0, room, tb_wire_welcome(room, 0, w->sched->instance, TB_MSG_SCENE));
+            /* ... and to hear who switched it (the scene message names the new scene) */
+            tb__emit(w, TB_OUT_BROADCAST, 0, room, tb_wire_reset("select", in->client, tb__peer_name(room, in->client)));
+        }
         break;
     case TB_INPUT_CONTACTS: {
         tb_peer *p = tb__peer(room, in->client);

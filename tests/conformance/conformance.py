@@ -461,7 +461,9 @@ async def a_scene_takes_a_tick_of_its_own(ctx):
     last = [m['tick'] for m in r.inbox[mark:r.inbox.index(scene)] if m['type'] in SNAP_TYPES] or [-1]
     assert scene['scene'] == 'dice' and scene['_state']['tick'] > last[-1]
     await r.next(lambda m: m['type'] == 'snap_delta', start=r.inbox.index(scene))
-    assert not [m for m in r.inbox[mark:] if m['type'] == 'reset'], 'select is announced by scene alone'
+    # §5: who switched the scene follows the scene message, as a reset with action select
+    ann = await r.next(lambda m: m['type'] == 'reset', start=r.inbox.index(scene))
+    assert ann['action'] == 'select' and ann['by'] > 0, ann
     assert not c.snap_errors and not r.snap_errors, c.snap_errors + r.snap_errors
     await c.close()
     await r.close()

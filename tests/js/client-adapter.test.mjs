@@ -118,7 +118,9 @@ test('intents become protocol messages with increasing seq', () => {
   assert.equal(m4.pointer, 70000 & 0xffff);
   const m5 = decodeClient(a.encode({ type: 'press', point: [0, 1, 0], direction: [0, -1, 0] }));
   assert.deepEqual([m5.type, m5.body], ['poke', null]);
-  const m6 = decodeClient(a.encode({ type: 'scene', action: 'throw_dice' }));
+  // Another scene's action is not sent (it used to switch the room to dice); switching is 'select'.
+  assert.equal(a.encode({ type: 'scene', action: 'throw_dice' }), null);
+  const m6 = decodeClient(a.encode({ type: 'scene', action: 'select', scene: 'dice' }));
   assert.deepEqual([m6.action, m6.scene], ['select', 'dice']);
   assert.equal(a.encode({ type: 'param', name: 'friction', value: NaN }), null, 'a value the protocol refuses is not sent');
 });

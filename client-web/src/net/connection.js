@@ -49,7 +49,7 @@ export class Connection {
       let msgs;
       try { msgs = this.adapter.decode(bytes); } catch (e) { this.h.onMessage({ type: 'error', message: `bad message: ${e.message}` }, bytes.byteLength); return; }
       for (const m of msgs) {
-        if (m.type === 'error' && m.fatal) { this.fail(m.message); return; }
+        if (m.type === 'error' && m.fatal) { this.fail(m.message, { code: m.code, name: m.name }); return; }
         this.h.onMessage(m, bytes.byteLength);
       }
     };
@@ -57,7 +57,7 @@ export class Connection {
       if (this.ws !== ws) return;
       this.ws = null;
       if (this.closed || this.state === 'failed') return;
-      this._retry(ev.code === 1001 ? 'server going away' : ev.reason || `closed (${ev.code})`);
+      this._retry(closeReason(ev));
     };
     ws.onerror = () => { /* onclose follows and schedules the retry */ };
   }
@@ -73,8 +73,8 @@ export class Connection {
   }
 
   /** Stop for good with a reason the user can read (no retries). */
-  fail(reason) {
-    this._status('failed', { reason });
+  fail(reason, extra = {}) {
+    this._status('failed', { reason, ...extra });
     clearTimeout(this.timer);
     try { this.ws?.close(1000); } catch { /* already closing */ }
     this.ws = null;
@@ -97,5 +97,18 @@ export class Connection {
   _status(state, extra = {}) {
     this.state = state;
     this.h.onStatus({ state, ...extra });
+  }
+}
+
+/** What a close means, in words for people (the code stays in the hook's status). */
+export function closeReason(ev) {
+  switch (ev.code) {
+    case 1000: return ev.reason ? `the server closed the connection: ${ev.reason}` : 'the server closed the connection';
+    case 1001: return 'the server is restarting';
+    case 1006: return 'the server stopped or the network dropped';
+    case 1008: return ev.reason ? `the server disconnected this page: ${ev.reason}` : 'the server disconnected this page';
+    case 1011: return 'the server hit an error';
+    case 1013: return 'the server is busy';
+    default: return ev.reason || 'the connection closed';
   }
 }
