@@ -168,7 +168,13 @@ test('tumble-load runs through a link (50 ms each way)', { timeout: 60_000 }, as
   proc.stdout.on('data', (d) => { out += d; });
   proc.stderr.on('data', (d) => { err += d; });
   const code = await new Promise((r) => proc.on('exit', r));
+  await sleep(300);
+  // 4 clients closing while the server still writes to them: the proxy's writes to
+  // closed sockets fail (EPIPE), which must close those connections, not kill it.
+  const alive = link.proc.exitCode === null && link.proc.signalCode === null;
+  const ended = `${link.proc.exitCode ?? link.proc.signalCode}`;
   await link.stop();
+  assert.ok(alive, `the link outlived the clients (it ended: ${ended})`);
   let r;
   try { r = JSON.parse(out); } catch { throw new Error(`tumble-load printed no JSON (exit ${code}): ${out}\n${err}`); }
   const why = `ack latency ${JSON.stringify(r.ack_latency_ms)}, rtt ${JSON.stringify(r.rtt_ms)}, errors ${r.errors}, ${load()}`;

@@ -38,6 +38,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -552,6 +553,7 @@ int main(int argc, char **argv)
 {
     if (netem__parse(argc, argv) != 0)
         return 2;
+    signal(SIGPIPE, SIG_IGN); /* a peer that closed is an error return from write, not a death */
     g_loop = uv_default_loop();
     g_rng = g_cfg.seed * 0x9E3779B97F4A7C15ULL + 1;
     struct sockaddr_in addr;
