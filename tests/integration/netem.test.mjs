@@ -132,6 +132,29 @@ test('the cap is per direction: the other one stays fast', async () => {
   assert.ok(up < 10, `up ${up.toFixed(2)} ms with only down capped, ${load()}`);
 });
 
+test('every byte arrives before the link closes a connection both ends ended', async () => {
+  // The client half-closes at once; the far end answers with 8 MiB and ends. The
+  // client reads nothing for 300 ms, so the proxy's writes to it are still queued
+  // when both FINs have passed: they must be written before the connection closes.
+  const size = 8 * 1024 * 1024;
+  const far = await farEnd(() => {}, (sock) => { sock.on('end', () => {}); sock.end(Buffer.alloc(size, 3)); });
+  const link = await startLink(far.port, {});
+  const sock = await dial(link.port);
+  let n = 0;
+  try {
+    sock.end();
+    sock.pause();
+    await sleep(300);
+    await new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`stuck at ${n} of ${size} bytes`)), 10000);
+      sock.on('data', (d) => { n += d.length; });
+      sock.on('close', () => { clearTimeout(t); resolve(); });
+      sock.resume();
+    });
+  } finally { sock.destroy(); await link.stop(); await far.close(); }
+  assert.equal(n, size, `${n} of ${size} bytes arrived`);
+});
+
 test('stall_stops_the_link_then_releases_what_waited', async () => {
   // A message every 10 ms for 1.6 s; the link stalls 400 ms from 500 ms on.
   const arrivals = [];

@@ -101,6 +101,7 @@ typedef struct netem_conn {
     uv_shutdown_t shutdown_req[2];
     netem_dir down, up; /* down: server -> client; up: client -> server */
     int open_handles;   /* handles not yet closed: client, server, 2 timers */
+    int shutdowns_done; /* write sides shut (after their queued writes) */
     bool closing, connected;
 } netem_conn;
 
@@ -180,16 +181,14 @@ static void netem__dir_update_reading(netem_dir *d);
 static void netem__on_timer(uv_timer_t *t);
 static void netem__start_reading(netem_dir *d);
 
+/* A write side is shut once everything queued before it was written; when both
+ * are (each end sent its FIN and got the other's bytes), the connection is done. */
 static void netem__on_shutdown(uv_shutdown_t *req, int status)
 {
-    (void)req;
-    (void)status;
-}
-
-/* Both directions closed their write sides: the connection is done. */
-static void netem__maybe_finish(netem_conn *c)
-{
-    if (c->down.shut && c->up.shut)
+    netem_conn *c = req->data;
+    if (c->closing)
+        return;
+    if (status < 0 || ++c->shutdowns_done == 2)
         netem__conn_close(c);
 }
 
@@ -244,11 +243,10 @@ static void netem__dir_pump(netem_dir *d)
         uv_timer_start(&d->timer, netem__on_timer, wait_ms, 0);
     } else if (d->eof && !d->shut) {
         d->shut = true;
-        int dirn = d == &c->down ? 0 : 1;
-        if (uv_shutdown(&c->shutdown_req[dirn], (uv_stream_t *)d->to, netem__on_shutdown) < 0)
+        uv_shutdown_t *req = &c->shutdown_req[d == &c->down ? 0 : 1];
+        req->data = c;
+        if (uv_shutdown(req, (uv_stream_t *)d->to, netem__on_shutdown) < 0)
             netem__conn_close(c);
-        else
-            netem__maybe_finish(c);
     }
     netem__dir_update_reading(d);
 }
