@@ -10,6 +10,9 @@ if [ "$what" = test ]; then
   # libclang-rt-dev: the libFuzzer and sanitizer runtimes (clang only recommends it)
   # nginx + njs: the room router in tests/integration/routing.test.mjs (docker/nginx)
   pkgs="$pkgs libcmocka-dev clang libclang-rt-dev valgrind procps curl nginx libnginx-mod-http-js"
+  # the physics as WebAssembly (make wasm): clang's wasm32-wasi target needs the C library,
+  # the linker and the wasm32 compiler-rt builtins
+  pkgs="$pkgs wasi-libc lld-14 libclang-rt-14-dev-wasm32"
   # Debian's Chromium for the browser tests (playwright-core drives it; it never downloads one)
   pkgs="$pkgs chromium"
 fi
