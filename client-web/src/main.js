@@ -13,7 +13,10 @@ const q = new URLSearchParams(location.search);
 if (m) {
   const roomId = m[1], kind = q.get('kind') || undefined, scene = q.get('scene') || undefined;
   // The room id in the path lets a router in front of several servers hash it (DESIGN.md).
-  const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws/${roomId}`;
+  // ?ws-port=N: the WebSocket goes to another port of the same host (tests put the link
+  // emulator, build/tumble-netem, there while the page itself loads directly).
+  const wsPort = /^\d{1,5}$/.test(q.get('ws-port') || '') ? `${location.hostname}:${q.get('ws-port')}` : location.host;
+  const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${wsPort}/ws/${roomId}`;
   document.title = `${roomId} · Tumble`;
   const fetchRoomStats = async (id) => {
     const r = (await fetchRoomList()).find((x) => x.id === id);

@@ -71,6 +71,10 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
   let lastState = null;
   const rate = { snaps: [], bytes: [] };   // arrival times and sizes over the last second
   let stepMs = NaN;
+  // How good the link is: the newest snapshot's lag above the fastest one seen (queueing,
+  // jitter), and the "slow connection" sign with some hysteresis (on after 1 s poor,
+  // off after 3 s good) so it does not flicker.
+  const link = { excess: 0, poorSince: NaN, goodSince: NaN, slow: false, since: NaN };
   let serverAwake = null; // the server's own count, when the stream carries it
   const aim = makeAimLine();
   stage.scene.add(aim.line);
@@ -108,6 +112,7 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
     });
     hud.setPlayers(players, you?.id);
     hud.setConnection(connState);
+    hud.setSlow(link.slow);
     panel = createParamsPanel(hud.side, d.params || [], {
       send, scene, showContacts: kind === 'rigid', contactsOn: showContacts, compact: small(),
       onContacts: (on) => { showContacts = on; view.setShowContacts(on); send({ type: 'contacts', on }); },
@@ -172,8 +177,10 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
   }
   let statusTick = null;
 
-  function onMessage(m, bytes = 0) {
-    const t = now();
+  // `arrival`: when the message reached the socket (net/socket.js), not when this
+  // thread got to it; rates, the snapshot buffer and the clock are timed by it.
+  function onMessage(m, bytes = 0, arrival = now()) {
+    const t = arrival;
     rate.bytes.push([t, bytes]);
     switch (m.type) {
       case 'welcome':
@@ -183,12 +190,14 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
         setupRoom(m.desc);
         if (showContacts) { view.setShowContacts(true); }
         if (m.snapshot) buffer.push(m.snapshot, t);
+        if (!m.scene) link.since = t;
         hook.welcomes++;
         break;
       case 'snapshot':
         if (!view) return;
         buffer.push(m.snap, t);
         rate.snaps.push(t);
+        link.excess = t - m.snap.time - buffer.baseLag;
         if (Number.isFinite(m.snap.stepMs)) stepMs = m.snap.stepMs;
         if (Number.isFinite(m.snap.awake)) serverAwake = { awake: m.snap.awake, total: m.snap.ids.length };
         hook.snapshots++;
@@ -268,7 +277,8 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
     };
     poll();
   }
-  const pinger = setInterval(() => send({ type: 'ping', sent: now() }), 1000);
+  // Twice a second: clock sync, and the link report the server reads (PROTOCOL.md §13).
+  const pinger = setInterval(() => send({ type: 'ping', sent: now(), rtt: clock.rtt }), 500);
 
   // --- the frame loop: read the latest state, draw -------------------------------------
   let prev = now(), statsAt = 0;
@@ -311,6 +321,16 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
     while (rate.snaps.length && rate.snaps[0] < t - 1) rate.snaps.shift();
     while (rate.bytes.length && rate.bytes[0][0] < t - 1) rate.bytes.shift();
     const kbit = rate.bytes.reduce((a, b) => a + b[1], 0) * 8 / 1000;
+    const rtt = Number.isFinite(clock.rtt) ? clock.rtt : 0;
+    // Estimated view lag: one-way delay plus the queueing the newest snapshot met.
+    const newestAge = rate.snaps.length ? t - rate.snaps[rate.snaps.length - 1] : Infinity;
+    const viewLag = rtt / 2 + Math.max(0, link.excess) + (connState.state === 'open' && newestAge < 5 ? Math.max(0, newestAge - buffer.interval) : 0);
+    const expected = desc?.room?.snapshotRate || 60;
+    const poor = connState.state === 'open' && (viewLag > 0.25 || rtt > 0.4 || (t - link.since > 2 && rate.snaps.length < 0.5 * expected));
+    if (poor) { link.goodSince = NaN; if (!(link.poorSince <= t)) link.poorSince = t; } else { link.poorSince = NaN; if (!(link.goodSince <= t)) link.goodSince = t; }
+    const slow = link.slow ? !(t - link.goodSince >= 3) : t - link.poorSince >= 1;
+    if (slow !== link.slow) { link.slow = slow; hud.setSlow(slow); }
+    if (slow) hud.setSlowDetail(`view about ${Math.round(viewLag * 1000)} ms behind, ping ${Math.round(rtt * 1000)} ms, ${rate.snaps.length} snapshots/s`);
     const c = serverAwake ? { awake: serverAwake.awake, asleep: Math.max(0, serverAwake.total - serverAwake.awake) } : view.counts;
     const parts = [
       `ping ${Number.isFinite(clock.rtt) ? Math.round(clock.rtt * 1000) : '–'} ms`,
@@ -320,7 +340,7 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
     ];
     if (view.kind === 'rigid') parts.push(`${c.awake} moving / ${c.asleep} at rest`);
     parts.push(`server step ${Number.isFinite(stepMs) ? stepMs.toFixed(2) : '–'} ms`);
-    hook.stats = { ping: clock.rtt, snapsPerSec: rate.snaps.length, delay: buffer.delay, kbit, awake: c.awake, asleep: c.asleep, stepMs };
+    hook.stats = { ping: clock.rtt, snapsPerSec: rate.snaps.length, delay: buffer.delay, jitter: buffer.jitter, viewLag, slow: link.slow, kbit, awake: c.awake, asleep: c.asleep, stepMs };
     return parts.join(' · ');
   }
 

@@ -47,6 +47,12 @@ int tb_wire_decode(const void *data, size_t len, tb_client_msg *out, tb_proto_er
     case TB_MSG_PING:
         out->kind = TB_CLIENT_PING;
         out->ping_time = m.u.ping.client_time;
+        out->link.has_ack_tick = m.u.ping.has_ack_tick;
+        out->link.ack_tick = m.u.ping.ack_tick;
+        out->link.has_rtt = m.u.ping.has_rtt;
+        out->link.rtt_ms = m.u.ping.rtt_ms;
+        out->link.has_recv_bytes = m.u.ping.has_recv_bytes;
+        out->link.recv_bytes = m.u.ping.recv_bytes;
         return TB_OK;
     case TB_MSG_RESYNC:
         out->kind = TB_CLIENT_RESYNC;

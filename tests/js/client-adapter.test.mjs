@@ -125,6 +125,21 @@ test('intents become protocol messages with increasing seq', () => {
   assert.equal(a.encode({ type: 'param', name: 'friction', value: NaN }), null, 'a value the protocol refuses is not sent');
 });
 
+test('pings carry the link report: newest applied tick, RTT, bytes received', () => {
+  const a = createAdapter({ roomId: 'tower', kind: 'rigid', scene: 'tower', name: 'T' });
+  const before = decodeClient(a.encode({ type: 'ping', sent: 1.5, rtt: NaN }));
+  assert.deepEqual(before, { type: 'ping', client_time: 1500, ack_tick: null, rtt_ms: null, recv_bytes: 0 }, 'before the welcome');
+  let received = 0, tick = 0;
+  for (const name of seq('tower').slice(0, 4)) {
+    const b = bytes(name);
+    received += b.length;
+    for (const m of a.decode(b)) if (m.snapshot || m.snap) tick = (m.snapshot || m.snap).tick;
+  }
+  assert.ok(tick > 0);
+  const p = decodeClient(a.encode({ type: 'ping', sent: 2, rtt: 0.0845 }));
+  assert.deepEqual(p, { type: 'ping', client_time: 2000, ack_tick: tick, rtt_ms: 84.5, recv_bytes: received });
+});
+
 test('a delta that does not fit the baseline asks for a keyframe and waits for it', () => {
   const a = createAdapter({ roomId: 'tower', kind: 'rigid', scene: 'tower', name: 'T' });
   const sent = [];

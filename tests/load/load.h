@@ -154,6 +154,7 @@ typedef struct tl_client {
     /* counters (whole run) */
     uint64_t snaps, bytes, msgs;
     double last_snap_at;
+    double last_rtt_ms;        /* from the last pong, for the link report; < 0 before one */
     /* counters at the start of the current window */
     uint64_t win_snaps, win_bytes;
     bool in_window;

@@ -19,7 +19,8 @@
  *           every 3 s                                           | every 3 s (one press at a time per
  *                                                               | room); 2+: a 0.5 s drag with its
  *                                                               | own pointer every 3 s
- * Every client pings every 5 s (round trip through the server's network thread).
+ * Every client pings every 5 s (round trip through the server's network thread),
+ * with a link report (PROTOCOL.md §13: newest applied tick, last RTT, bytes received).
  *
  * Measured here, while the run's window is open: snapshot inter-arrival jitter
  * (|gap - 1/snap_rate|), input-to-effect latency (tower: knock until a
@@ -494,6 +495,13 @@ void tl_client_tick(tl_client *c, double now)
     if (now >= c->next_ping_at) {
         tb_proto_client_msg m = {.type = TB_MSG_PING};
         m.u.ping.client_time = floor(now * 1e6) / 1e3; /* ms with microsecond digits */
+        /* the link report (PROTOCOL.md §13): newest applied tick, RTT, bytes received */
+        m.u.ping.has_ack_tick = true;
+        m.u.ping.ack_tick = tb_snap_decoder_tick(c->dec);
+        m.u.ping.has_rtt = c->last_rtt_ms >= 0;
+        m.u.ping.rtt_ms = m.u.ping.has_rtt ? floor(c->last_rtt_ms * 10 + 0.5) / 10 : 0;
+        m.u.ping.has_recv_bytes = true;
+        m.u.ping.recv_bytes = (uint32_t)c->bytes;
         tl__send(c, &m);
         c->next_ping_at = now + 5.0;
     }
@@ -610,13 +618,15 @@ static void tl__message(tl_client *c, const uint8_t *buf, size_t len)
             tl__joined(c, &msg.u.welcome);
         }
         break;
-    case TB_MSG_PONG:
-        if (tl__measuring(run)) {
-            double rtt_ms = tl_now() * 1e3 - msg.u.pong.client_time;
-            if (rtt_ms >= 0 && rtt_ms < 60000)
+    case TB_MSG_PONG: {
+        double rtt_ms = tl_now() * 1e3 - msg.u.pong.client_time;
+        if (rtt_ms >= 0 && rtt_ms < 60000) {
+            c->last_rtt_ms = rtt_ms;
+            if (tl__measuring(run))
                 tl_hist_add(&run->win.rtt, rtt_ms * 1e3);
         }
         break;
+    }
     case TB_MSG_ERROR: {
         uint32_t code = msg.u.error.code;
         if (code == TB_ERR_BAD_VALUE && msg.u.error.has_seq && tl__action_fallback(c, msg.u.error.seq))
@@ -801,6 +811,7 @@ int tl_client_connect(tl_client *c)
         c->dec = tb_snap_decoder_create(c->room->scene == TL_PILE ? TB_PROTO_MAX_BODIES : 256);
     if (!c->dec)
         return -1;
+    c->last_rtt_ms = -1;
     struct lws_client_connect_info info;
     memset(&info, 0, sizeof info);
     info.context = run->context;

@@ -81,7 +81,14 @@ static void dump_client(js *j, const tb_proto_client_msg *m)
         js_key(j, "scene"); if (m->u.hello.has_scene) js_str(j, m->u.hello.scene); else js_null(j);
         KS("name", m->u.hello.name);
         break;
-    case TB_MSG_PING: KD("client_time", m->u.ping.client_time); break;
+    case TB_MSG_PING:
+        KD("client_time", m->u.ping.client_time);
+        if (m->u.ping.has_ack_tick || m->u.ping.has_rtt || m->u.ping.has_recv_bytes) {
+            js_key(j, "ack_tick"); if (m->u.ping.has_ack_tick) js_u(j, m->u.ping.ack_tick); else js_null(j);
+            js_key(j, "rtt_ms"); if (m->u.ping.has_rtt) js_d(j, m->u.ping.rtt_ms); else js_null(j);
+            js_key(j, "recv_bytes"); if (m->u.ping.has_recv_bytes) js_u(j, m->u.ping.recv_bytes); else js_null(j);
+        }
+        break;
     case TB_MSG_RESYNC: case TB_MSG_LOBBY_REQ: break;
     default:
         KU("seq", m->seq);
@@ -476,6 +483,14 @@ static void client_messages(void)
     client_vector("c_contacts_view", &m);
     memset(&m, 0, sizeof m); m.type = TB_MSG_PING; m.u.ping.client_time = 123456.75;
     client_vector("c_ping", &m);
+    /* a ping with its link report: newest applied tick, RTT, bytes received */
+    m.u.ping.has_ack_tick = true; m.u.ping.ack_tick = 72060;
+    m.u.ping.has_rtt = true; m.u.ping.rtt_ms = 84.5;
+    m.u.ping.has_recv_bytes = true; m.u.ping.recv_bytes = 3000000000u;
+    client_vector("c_ping_report", &m);
+    m.u.ping.has_rtt = false; m.u.ping.rtt_ms = 0; m.u.ping.has_recv_bytes = false; m.u.ping.recv_bytes = 0;
+    m.u.ping.client_time = 5000; m.u.ping.ack_tick = 120;
+    client_vector("c_ping_report_tick_only", &m);
     memset(&m, 0, sizeof m); m.type = TB_MSG_RESYNC;
     client_vector("c_resync", &m);
     memset(&m, 0, sizeof m); m.type = TB_MSG_LOBBY_REQ;
@@ -532,6 +547,15 @@ static void hostile_client(void)
     /* [10, -1.5]: a ping's client_time is 0 <= t <= 2^53-1 */
     static const uint8_t ping_negative[] = {0x92, 0x0a, 0xcb, 0xbf, 0xf8, 0, 0, 0, 0, 0, 0};
     raw_client_vector("x_ping_negative", ping_negative, sizeof ping_negative, TB_ERR_BAD_VALUE);
+    /* [10, 1, 5, -3, nil]: a link report's rtt_ms is 0..60000 */
+    static const uint8_t ping_rtt[] = {0x95, 0x0a, 0x01, 0x05, 0xfd, 0xc0};
+    raw_client_vector("x_ping_report_negative_rtt", ping_rtt, sizeof ping_rtt, TB_ERR_BAD_VALUE);
+    /* [10, 1, 2.5]: ack_tick must be an unsigned integer */
+    static const uint8_t ping_tick[] = {0x93, 0x0a, 0x01, 0xcb, 0x40, 0x04, 0, 0, 0, 0, 0, 0};
+    raw_client_vector("x_ping_report_float_tick", ping_tick, sizeof ping_tick, TB_ERR_BAD_MESSAGE);
+    /* [10, 1, 5, nil, "x"]: recv_bytes must be an unsigned integer */
+    static const uint8_t ping_bytes[] = {0x95, 0x0a, 0x01, 0x05, 0xc0, 0xa1, 'x'};
+    raw_client_vector("x_ping_report_str_bytes", ping_bytes, sizeof ping_bytes, TB_ERR_BAD_MESSAGE);
     /* [6, 1.0, 1]: grab_end whose seq is the float 1.0, not an integer */
     static const uint8_t float_seq[] = {0x93, 0x06, 0xcb, 0x3f, 0xf0, 0, 0, 0, 0, 0, 0, 0x01};
     raw_client_vector("x_float_for_uint", float_seq, sizeof float_seq, TB_ERR_BAD_MESSAGE);

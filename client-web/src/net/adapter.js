@@ -90,7 +90,7 @@ function nameParts(capsules, ends) {
 }
 
 export function createAdapter({ roomId, kind, scene, name }) {
-  let st, seq, desc, tickRate, clientId, awaitingKey, peers, prev, sender, myName = name;
+  let st, seq, desc, tickRate, clientId, awaitingKey, peers, prev, sender, recvBytes, myName = name;
   const actionAlias = new Map();   // learned: protocol action -> the name this server takes
   const pendingActions = new Map(); // seq -> {action, scene} of recent actions
   const grabStarts = new Map();     // seq -> pointer of recent grab_starts
@@ -98,7 +98,7 @@ export function createAdapter({ roomId, kind, scene, name }) {
   const grabFollow = new Map();     // seq -> pointer of recent grab_moves and grab_ends
   function reset() {
     st = new SnapshotState();
-    seq = 0; desc = null; tickRate = 120; clientId = 0; awaitingKey = false; peers = new Map(); prev = null;
+    seq = 0; desc = null; tickRate = 120; clientId = 0; awaitingKey = false; peers = new Map(); prev = null; recvBytes = 0;
     grabStarts.clear(); deadPointers.clear(); grabFollow.clear();
   }
   reset();
@@ -224,6 +224,7 @@ export function createAdapter({ roomId, kind, scene, name }) {
       return [encodeClient({ type: 'hello', version: VERSION, room: roomId, kind: kind ?? null, scene: scene ?? null, name: myName })];
     },
     decode(bytes) {
+      recvBytes = (recvBytes + bytes.byteLength) >>> 0; // for the link report (PROTOCOL.md §13)
       let m;
       try { m = decodeServer(bytes); } catch (e) {
         if (e.code === ERR.bad_version) return [{ type: 'error', fatal: true, message: e.message }];
@@ -246,7 +247,14 @@ export function createAdapter({ roomId, kind, scene, name }) {
     const next = () => ++seq;
     const s3 = (v) => v.map((x) => +x);
     switch (i.type) {
-      case 'ping': return { type: 'ping', client_time: Math.max(0, Math.round(i.sent * 1000)) };
+      // Every ping carries the link report (PROTOCOL.md §13): the newest snapshot applied,
+      // the RTT measured so far and the bytes received, so the server can know this link.
+      case 'ping': return {
+        type: 'ping', client_time: Math.max(0, Math.round(i.sent * 1000)),
+        ack_tick: desc ? st.tick : null,
+        rtt_ms: Number.isFinite(i.rtt) ? Math.min(60000, Math.round(i.rtt * 10000) / 10) : null,
+        recv_bytes: recvBytes,
+      };
       case 'resync': return { type: 'resync' };
       case 'poke': return { type: 'poke', seq: next(), body: i.body, point: s3(i.point), impulse: s3(i.impulse) };
       case 'press': return { type: 'poke', seq: next(), body: null, point: s3(i.point), impulse: s3(i.direction).map((x) => x * PRESS_IMPULSE) };

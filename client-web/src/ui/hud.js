@@ -94,6 +94,7 @@ export function createHud(host, { roomId, kind, scene, actions, scenes = [], onA
   host.append(labels, hud, toast);
 
   let toastTimer = null;
+  let slow = false; // a poor link: the "live" sign reads "slow connection" (room.js decides)
   const dieLabels = new Map();
   let offline = false;
   return {
@@ -115,9 +116,10 @@ export function createHud(host, { roomId, kind, scene, actions, scenes = [], onA
       }
     },
     setConnection(st) {
-      conn.className = 'conn ' + st.state;
-      const txt = { connecting: 'connecting…', open: 'live', reconnecting: 'offline', failed: 'disconnected', closed: 'closed' }[st.state] || st.state;
+      conn.className = 'conn ' + st.state + (slow && st.state === 'open' ? ' slow' : '');
+      const txt = { connecting: 'connecting…', open: slow ? 'slow connection' : 'live', reconnecting: 'offline', failed: 'disconnected', closed: 'closed' }[st.state] || st.state;
       conn.textContent = txt;
+      if (!slow) conn.title = '';
       if (st.state === 'reconnecting') {
         const left = Math.max(0, Math.ceil((st.retryAt - performance.now()) / 1000));
         banner.textContent = `Offline — reconnecting${left ? ` in ${left} s` : '…'}: ${st.reason}. Controls are paused until the room is back.`;
@@ -139,6 +141,13 @@ export function createHud(host, { roomId, kind, scene, actions, scenes = [], onA
       if (on) closeMenu();
     },
     get offline() { return offline; },
+    /** The link is poor (or good again): shown on the connection sign while live. */
+    setSlow(on) {
+      slow = on;
+      if (conn.classList.contains('open')) { conn.classList.toggle('slow', on); conn.textContent = on ? 'slow connection' : 'live'; }
+      if (!on) conn.title = '';
+    },
+    setSlowDetail(text) { conn.title = text; },
     setStats(text) { stats.textContent = text; },
     toast(text) {
       toast.textContent = text; toast.className = 'toast';
