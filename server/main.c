@@ -20,6 +20,7 @@
 
 #include "net/config.h"
 #include "net/fatal.h"
+#include "net/fleet.h" /* FLEET19 */
 #include "net/log.h"
 #include "net/server.h"
 #include "sim/clock.h"
@@ -38,6 +39,7 @@ typedef struct tb_app {
     tb_registry registry;
     uv_signal_t sigterm, sigint;
     int signals_open;
+    tb_fleet fleet; /* FLEET19: with --redis */
 } tb_app;
 
 static void *tb__watchdog(void *arg)
@@ -102,6 +104,15 @@ static void tb__server_closed(tb_server *server)
     tb_app *app = server->loop->data;
     uv_close((uv_handle_t *)&app->sigterm, tb__signal_closed);
     uv_close((uv_handle_t *)&app->sigint, tb__signal_closed);
+    if (server->fleet) /* FLEET19 */
+        tb_fleet_close(server->fleet, NULL);
+}
+
+/* FLEET19: every room checkpointed and handed over (or the deadline): stop. */
+static void tb__drained(tb_fleet *fleet)
+{
+    tb_app *app = fleet->loop->data;
+    tb_server_stop(&app->server, tb__server_closed);
 }
 
 static void tb__on_signal(uv_signal_t *handle, int signum)
@@ -113,9 +124,15 @@ static void tb__on_signal(uv_signal_t *handle, int signum)
     char sender[200];
     tb__describe_pid((long)tb__stop_sender, sender, sizeof sender);
     tb_log_warn("signal %d (%s) from %s: stopping", signum, signum == SIGTERM ? "SIGTERM" : "SIGINT", sender);
+    if (app->server.fleet && tb_fleet_draining(app->server.fleet))
+        return; /* FLEET19: a second signal while draining: the drain's deadline stands */
     pthread_t watchdog;
     if (pthread_create(&watchdog, NULL, tb__watchdog, NULL) == 0)
         pthread_detach(watchdog);
+    if (app->server.fleet) { /* FLEET19: hand the rooms over first (at most 1 s) */
+        tb_fleet_drain(app->server.fleet, 1000, tb__drained);
+        return;
+    }
     tb_server_stop(&app->server, tb__server_closed);
 }
 
@@ -199,6 +216,15 @@ int main(int argc, char **argv)
     tb_registry_init(&app.registry, &app.sched, &app.metrics, cfg->max_rooms,
                      (int64_t)cfg->room_idle_timeout * TB_NS_PER_SEC, (uint64_t)time(NULL));
     tb_server_attach(&app.server, &app.sched, &app.registry);
+    if (cfg->redis[0]) { /* FLEET19 */
+        if (tb_fleet_init(&app.fleet, &app.loop, cfg->redis, cfg->instance, cfg->checkpoint_interval,
+                          cfg->lease_ttl_ms, cfg->redis_timeout_ms, err, sizeof err) < 0) {
+            fprintf(stderr, "tumble-server: %s\n", err);
+            return 2;
+        }
+        tb_fleet_attach(&app.fleet, &app.server, &app.registry);
+        app.server.fleet = &app.fleet;
+    }
     if (tb_sched_start(&app.sched) < 0) {
         fprintf(stderr, "tumble-server: cannot start worker threads\n");
         return 1;
@@ -208,7 +234,9 @@ int main(int argc, char **argv)
         if (n > 0)
             tb_log_info("restored %d room(s) from %s", n, cfg->state_dir);
     }
-    rc = tb_registry_open_defaults(&app.registry);
+    /* FLEET19: in a fleet the default rooms open where the router sends their
+     * first player (a hello for "tower" creates it), like any other room */
+    rc = cfg->redis[0] ? 0 : tb_registry_open_defaults(&app.registry);
     if (rc < 0 && rc != TB_EMAXROOMS)
         tb_log_warn("default rooms: %s", tb_strerror(rc));
 
@@ -230,6 +258,8 @@ int main(int argc, char **argv)
         fflush(stdout);
         tb_log_info("instance %s, %d worker(s), %d snapshots/s, client folder %s", cfg->instance, cfg->workers,
                     cfg->snapshot_rate, app.server.root_real[0] ? app.server.root_real : "(none)");
+        if (app.server.fleet) /* FLEET19 */
+            tb_fleet_start(app.server.fleet);
     }
 
     uv_run(&app.loop, UV_RUN_DEFAULT);

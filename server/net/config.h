@@ -40,6 +40,11 @@ typedef struct tb_config {
     /* reliability */
     char record_dir[TB_CONFIG_PATH_MAX]; /* --record: input logs with state hashes */
     char replay_file[TB_CONFIG_PATH_MAX]; /* --replay: re-simulate a record and exit */
+    /* FLEET19: rooms that outlive their server (net/fleet.h) */
+    char redis[512];         /* --redis URL; "" = no fleet */
+    int checkpoint_interval; /* seconds between checkpoints of a changed room */
+    int lease_ttl_ms;        /* a room's lease lives this long unless renewed (every second) */
+    int redis_timeout_ms;    /* a Redis reply or connect that takes longer drops the connection */
 } tb_config;
 
 /* getenv-like lookup, so tests can feed their own environment. */

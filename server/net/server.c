@@ -55,6 +55,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
+#include "net/fleet.h" /* FLEET19 */
 #include "net/log.h"
 #include "sim/clock.h"
 #include "sim/error.h"
@@ -142,6 +143,7 @@ typedef struct tb_session {
 
     bool closing, close_sent;
     bool slow_counted;
+    bool fleet_asked;     /* FLEET19: the fleet has answered this hello */
     int close_code;
     char close_reason[64];
 } tb_session;
@@ -397,6 +399,9 @@ static void tb__join(tb_session *s, const tb_client_msg *m)
         return;
     }
     tb_room *room = tb_registry_find(server->registry, m->room);
+    /* FLEET19: another server may hold the room; the fleet answers later */
+    if (!room && server->fleet && !s->fleet_asked && tb_fleet_claim(server->fleet, s->id, m))
+        return;
     if (!room) {
         const char *scene = m->scene[0]                            ? m->scene
                             : m->wanted_kind[0]                    ? tb__default_scene(m->wanted_kind)
@@ -450,6 +455,40 @@ static void tb__join(tb_session *s, const tb_client_msg *m)
     atomic_fetch_add(&room->clients, 1);
     atomic_fetch_add(&server->metrics->clients, 1);
     room->idle_since_ns = 0;
+}
+
+/* FLEET19: the fleet's answer to a hello it held back (server.h). */
+void tb_server_fleet_join(tb_server *server, uint32_t client, const tb_client_msg *hello, int verdict,
+                          const char *why)
+{
+    for (tb_session *s = server->sessions; s; s = s->next) {
+        if (s->id != client)
+            continue;
+        if (s->closing || s->room)
+            return;
+        if (verdict == TB_ESHUTDOWN) {
+            tb__send_error(s, TB_ERR_SHUTTING_DOWN, why, -1); /* closes with 1001: reconnect elsewhere */
+        } else if (verdict < 0) {
+            tb__send_error(s, TB_ERR_BAD_ROOM, why, -1);
+        } else {
+            s->fleet_asked = true;
+            tb__join(s, hello);
+            s->fleet_asked = false;
+        }
+        return;
+    }
+}
+
+/* FLEET19: the room moves to another server (server.h). */
+void tb_server_close_room(tb_server *server, tb_room *room, const char *reason)
+{
+    (void)server;
+    for (tb_session *s = room->net; s; s = s->room_next) {
+        tb__clear_ctl(s);
+        tb__clear_slots(s);
+        tb__push_ctl(s, tb_wire_error(TB_ERR_SHUTTING_DOWN, reason, -1));
+        tb__begin_close(s, LWS_CLOSE_STATUS_GOINGAWAY, reason);
+    }
 }
 
 /* Token bucket: rate per second, bursts of 2 * rate. */
@@ -656,6 +695,10 @@ static void tb__deliver(tb_server *server, tb_out *out)
         for (tb_session *s = room->net; s; s = s->room_next)
             if (s->welcomed && s->id != out->client)
                 tb__push_ctl(s, tb_msg_ref(out->msg));
+        break;
+    case TB_OUT_CHECKPOINT: /* FLEET19 */
+        if (server->fleet)
+            tb_fleet_on_checkpoint(server->fleet, room, out->msg, out->client == 1);
         break;
     }
     tb_msg_unref(out->msg);

@@ -21,6 +21,7 @@
 
 #include "sim/clock.h"
 #include "sim/error.h"
+#include "sim/persist.h"
 #include "sim/record.h"
 #include "sim/wire.h"
 
@@ -165,10 +166,30 @@ static int tb__rebuild(tb_room *room, const char *scene_name)
     return rc < 0 ? rc : tb__start_encoder(room);
 }
 
+/* The room's state image for the fleet (net/fleet.h), made here because
+ * only this thread may read the world. After the last one (a drain) the
+ * room no longer steps: the image is where the next server continues. */
+static void tb__checkpoint(tb_worker *w, tb_room *room, bool final)
+{
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    tb_msg *msg = tb_persist_encode(room, &buf, &len) == 0 ? tb_msg_from(buf, len) : tb_msg_new(0);
+    free(buf);
+    if (msg)
+        msg->tick = room->tick;
+    if (final)
+        room->frozen = true;
+    tb__emit(w, TB_OUT_CHECKPOINT, final ? 1 : 0, room, msg);
+}
+
 static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *in)
 {
     tb_metrics *m = w->sched->metrics;
     int rc = 0;
+    if (in->type == TB_INPUT_CHECKPOINT) { /* not a client's input: not recorded */
+        tb__checkpoint(w, room, in->flags == 1);
+        return;
+    }
     if (room->record)
         tb_record_input(room->record, room->tick, in);
     room->applied_serial = in->serial;
@@ -325,6 +346,8 @@ static void tb__step_room(tb_worker *w, tb_room *room, int64_t now)
     uint64_t fast_steps = 0;
     for (int s = 0; s < owed; s++) {
         tb__apply_inputs(w, room);
+        if (room->frozen) /* its last checkpoint is made: it lives on elsewhere */
+            return;
 
         int64_t t0 = tb_clock_now_ns();
         room->ops->step(room->world, dt);
