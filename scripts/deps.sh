@@ -5,11 +5,13 @@
 set -eu
 what=${1:-test}
 
-pkgs="gcc make pkg-config libc6-dev libuv1-dev libwebsockets-dev libwebsockets-evlib-uv libmsgpack-dev"
+pkgs="gcc make pkg-config libc6-dev libuv1-dev libwebsockets-dev libwebsockets-evlib-uv libmsgpack-dev libhiredis-dev"
 if [ "$what" = test ]; then
   # libclang-rt-dev: the libFuzzer and sanitizer runtimes (clang only recommends it)
   # nginx + njs: the room router in tests/integration/routing.test.mjs (docker/nginx)
   pkgs="$pkgs libcmocka-dev clang libclang-rt-dev valgrind procps curl nginx libnginx-mod-http-js"
+  # redis-server (+ redis-cli): tests/integration/fleet.test.mjs starts its own on a free port
+  pkgs="$pkgs redis-server"
   # Debian's Chromium for the browser tests (playwright-core drives it; it never downloads one)
   pkgs="$pkgs chromium"
 fi
