@@ -189,11 +189,15 @@ test('Redis killed, hung and restarted under load: rooms keep stepping, checkpoi
   assert.ok(Number(redisCli(redis, 'EXISTS', 'tumble:ckpt:load3')) === 1);
 
   // hung (SIGSTOP): replies stop; the connection is dropped after the timeout, rooms step on
+  const beforeHang = await metrics(a.url);
   redis.proc.kill('SIGSTOP');
   const hungTicks = players.map((p) => lastState(p).tick);
   await sleep(2000);
   m = await metrics(a.url);
   assert.ok(m.tumble_redis_timeouts_total >= 1, `timeouts counted: ${m.tumble_redis_timeouts_total}`);
+  // the unanswered commands were failed (not left waiting for ever)
+  assert.ok(m.tumble_redis_failures_total > beforeHang.tumble_redis_failures_total,
+    `commands failed after the timeout: ${beforeHang.tumble_redis_failures_total} -> ${m.tumble_redis_failures_total}`);
   players.forEach((p, i) => assert.ok(lastState(p).tick - hungTicks[i] >= 120, `room load${i} stepped while Redis hung`));
   redis.proc.kill('SIGCONT');
   await sleep(2500);
