@@ -90,7 +90,7 @@ struct tb_fleet {
     /* statistics (/metrics) */
     uint64_t checkpoints_written_total, checkpoints_failed_total, checkpoints_skipped_total;
     uint64_t checkpoint_bytes_total;
-    uint64_t checkpoint_net_ns_total;  /* network-thread time sending them */
+    uint64_t checkpoint_net_ns_total;  /* network-thread CPU time sending them */
     uint64_t handoffs_total, restore_failures_total;
     uint64_t lease_losses_total, claims_refused_total, claims_degraded_total;
     uint64_t renewals_total, lobby_updates_total;

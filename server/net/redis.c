@@ -17,14 +17,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <async.h>
 #include <hiredis.h>
 #include <sds.h>
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#include <adapters/libuv.h>
-#pragma GCC diagnostic pop
 
 #include "net/log.h"
 #include "sim/clock.h"
@@ -43,6 +40,87 @@ struct tb_redis_req {
     int64_t sent_ns;
     tb_redis_req *prev, *next;
 };
+
+/* ---- the libuv adapter -------------------------------------------------
+ *
+ * hiredis's own adapters/libuv.h does the same with one uv_poll_t per
+ * connection; this copy also times the reads and writes it drives (the
+ * network-thread CPU cost of Redis, tumble_redis_loop_seconds_total) and
+ * does not leak its state when uv_poll_init fails. */
+
+typedef struct tb__uv_events {
+    redisAsyncContext *ac;
+    tb_redis *redis;
+    uv_poll_t poll;
+    int events;
+} tb__uv_events;
+
+static int64_t tb__cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * TB_NS_PER_SEC + ts.tv_nsec;
+}
+
+static void tb__uv_poll(uv_poll_t *handle, int status, int events)
+{
+    tb__uv_events *p = handle->data;
+    int64_t t0 = tb__cpu_ns();
+    tb_redis *redis = p->redis;
+    if (status != 0)
+        events = UV_READABLE | UV_WRITABLE; /* let hiredis find the error */
+    if (p->ac && (events & UV_READABLE))
+        redisAsyncHandleRead(p->ac);
+    if (p->ac && (events & UV_WRITABLE))
+        redisAsyncHandleWrite(p->ac);
+    redis->loop_ns_total += (uint64_t)(tb__cpu_ns() - t0);
+}
+
+static void tb__uv_update(tb__uv_events *p, int events)
+{
+    p->events = events;
+    if (events)
+        uv_poll_start(&p->poll, events, tb__uv_poll);
+    else
+        uv_poll_stop(&p->poll);
+}
+
+static void tb__uv_add_read(void *data) { tb__uv_events *p = data; tb__uv_update(p, p->events | UV_READABLE); }
+static void tb__uv_del_read(void *data) { tb__uv_events *p = data; tb__uv_update(p, p->events & ~UV_READABLE); }
+static void tb__uv_add_write(void *data) { tb__uv_events *p = data; tb__uv_update(p, p->events | UV_WRITABLE); }
+static void tb__uv_del_write(void *data) { tb__uv_events *p = data; tb__uv_update(p, p->events & ~UV_WRITABLE); }
+
+static void tb__uv_closed(uv_handle_t *handle) { free(handle->data); }
+
+static void tb__uv_cleanup(void *data)
+{
+    tb__uv_events *p = data;
+    p->ac = NULL; /* the context is being freed */
+    uv_close((uv_handle_t *)&p->poll, tb__uv_closed);
+}
+
+static int tb__uv_attach(redisAsyncContext *ac, tb_redis *redis)
+{
+    if (ac->ev.data)
+        return REDIS_ERR;
+    tb__uv_events *p = calloc(1, sizeof *p);
+    if (!p)
+        return REDIS_ERR;
+    if (uv_poll_init(redis->loop, &p->poll, ac->c.fd) != 0) {
+        free(p);
+        return REDIS_ERR;
+    }
+    p->ac = ac;
+    p->redis = redis;
+    p->poll.data = p;
+    ac->ev.addRead = tb__uv_add_read;
+    ac->ev.delRead = tb__uv_del_read;
+    ac->ev.addWrite = tb__uv_add_write;
+    ac->ev.delWrite = tb__uv_del_write;
+    ac->ev.cleanup = tb__uv_cleanup;
+    ac->ev.data = p;
+    return REDIS_OK;
+}
 
 /* ---- URL ---------------------------------------------------------------- */
 
@@ -281,7 +359,7 @@ static void tb__connect_ip(tb_redis *redis, const char *ip)
         return;
     }
     ac->data = redis;
-    if (redisLibuvAttach(ac, redis->loop) != REDIS_OK) {
+    if (tb__uv_attach(ac, redis) != REDIS_OK) {
         redisAsyncFree(ac);
         tb__set_state(redis, TB_REDIS_DOWN);
         return;

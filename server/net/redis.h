@@ -5,6 +5,7 @@
  * hiredis's async API with its libuv adapter, on the same libuv loop as
  * libwebsockets, so no call ever runs on a worker and none blocks the loop:
  *
+ *   - the libuv adapter is redis.c's own copy of hiredis's (timed);
  *   - the host name is resolved with uv_getaddrinfo (hiredis would call
  *     getaddrinfo itself, which blocks), then hiredis connects to the
  *     numeric address without blocking;
@@ -76,6 +77,7 @@ struct tb_redis {
     /* statistics */
     uint64_t commands_total, failures_total, refused_total, timeouts_total, connects_total;
     uint64_t bytes_sent_total;
+    uint64_t loop_ns_total; /* network-thread CPU time in hiredis's reads and writes */
 };
 
 /* 0, or -1 with a one-line reason. */
