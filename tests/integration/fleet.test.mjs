@@ -12,8 +12,10 @@
 //  - the lobby lists the fleet; POST /admin/drain is loopback/trusted only.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { startServer, stopAll, connect, join, sleep, metrics } from './harness.mjs';
+import { execFileSync, spawn } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+import { ROOT, startServer, stopAll, connect, join, sleep, metrics } from './harness.mjs';
 import { startRedis, stopAllRedis, redisAvailable } from './redis.mjs';
 
 after(async () => { await stopAll(); await stopAllRedis(); });
@@ -265,6 +267,54 @@ test('POST /admin/drain: refused from a player behind a trusted proxy; from loop
   assert.match(err.message, /draining/);
   assert.equal((await metrics(b.url)).tumble_handoffs_total, 1);
   p2.close();
+});
+
+// A stand-in for the router: every new TCP connection goes to the port
+// target() names at that moment.
+function switchProxy(target) {
+  const conns = new Set();
+  const server = net.createServer((down) => {
+    const up = net.connect(target(), '127.0.0.1');
+    conns.add(down); conns.add(up);
+    down.pipe(up); up.pipe(down);
+    const end = () => { down.destroy(); up.destroy(); conns.delete(down); conns.delete(up); };
+    down.on('error', end); up.on('error', end); down.on('close', end); up.on('close', end);
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({
+    port: server.address().port,
+    close: () => { for (const c of conns) c.destroy(); server.close(); },
+  })));
+}
+
+test('tumble-load follows its rooms when their server drains: reconnects counted, no errors', { skip, timeout: 40000 }, async () => {
+  const redis = await startRedis();
+  const a = await startServer({ args: fleetArgs(redis, 'A', ['--room-create-rate', '1000']) });
+  const b = await startServer({ args: fleetArgs(redis, 'B', ['--room-create-rate', '1000']) });
+  let target = a.port;
+  const proxy = await switchProxy(() => target);
+  after(() => proxy.close());
+  const bin = process.env.TUMBLE_LOAD_BIN || path.join(ROOT, 'build/tumble-load');
+  const load = spawn(bin, ['--url', `ws://127.0.0.1:${proxy.port}`, '--rooms', '4', '--clients-per-room', '2',
+    '--mix', 'tower,dice,flag,dough', '--warmup', '1', '--duration', '6', '--json', '--quiet', '--prefix', 'moving'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  after(() => load.kill('SIGKILL'));
+  let out = '';
+  let err = '';
+  load.stdout.on('data', (d) => { out += d; });
+  load.stderr.on('data', (d) => { err += d; });
+  const done = new Promise((resolve) => load.on('exit', resolve));
+  // wait for the 4 rooms on A, then move them: drain A, the router now points at B
+  for (let i = 0; i < 100 && (await (await fetch(`${a.url}/healthz`)).json()).clients < 8; i++) await sleep(100);
+  await sleep(2000);
+  target = b.port;
+  await a.stop('SIGTERM');
+  const code = await done;
+  assert.ok(out.trim(), `tumble-load printed nothing (exit ${code}): ${err}`);
+  const report = JSON.parse(out.trim().split('\n').pop());
+  assert.equal(report.reconnects, 8, `every client reconnected once: ${out}\n${err}`);
+  assert.equal(report.errors, 0, `no errors: ${out}\n${err}`);
+  assert.equal(code, 0);
+  const mb = await metrics(b.url);
+  assert.equal(mb.tumble_handoffs_total, 4, 'the 4 rooms continued on B from their checkpoints');
 });
 
 test('a bad --redis URL is a clear start-up error', async () => {
