@@ -24,6 +24,9 @@ done
 # some machines carry a newer one from elsewhere, which must not be replaced).
 if ! command -v node >/dev/null 2>&1; then missing="$missing nodejs"; fi
 if ! command -v npm >/dev/null 2>&1; then missing="$missing npm"; fi
+# kubectl renders the Kubernetes manifests for their offline check (make test-docker);
+# any kubectl will do (Debian's is in kubernetes-client)
+if [ "$what" = test ] && ! command -v kubectl >/dev/null 2>&1; then missing="$missing kubernetes-client"; fi
 
 [ -z "$missing" ] && exit 0
 

@@ -913,7 +913,8 @@ static int tb__ws_callback(struct lws *wsi, enum lws_callback_reasons reason, vo
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION: {
         char addr[48] = "";
         tb__client_addr(server, wsi, addr, sizeof addr);
-        if (server->stopping) {
+        /* FLEET19: a draining server refuses too, so a router tries the next one */
+        if (server->stopping || (server->fleet && tb_fleet_draining(server->fleet))) {
             TB_COUNT(server->metrics, connections_refused_total[TB_REFUSE_SHUTTING_DOWN]);
             return 1;
         }

@@ -1,0 +1,141 @@
+// fleet-routing.test.mjs: the compose fleet on loopback. Three servers sharing a
+// private redis-server, behind the project's own nginx router config
+// (docker/nginx, rendered by render.sh as in routing.test.mjs). Then:
+//   - a player knocks a tower through ws://router/ws/<room>; its server is stopped
+//     (SIGTERM: drain); the player, closed with 1001, reconnects through the router
+//     and is back in the same, still-falling tower within 2 s, on another server;
+//   - of 12 rooms, stopping one server moves exactly its rooms, each with its world
+//     (the tick carries on from the checkpoint: not a new room), the others stay;
+//   - the router's /api/rooms names each room's holder.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { ROOT, startServer, stopAll, connect, join, sleep } from './harness.mjs';
+import { joinRoom } from './wsclient.mjs';
+import { startRedis, stopAllRedis, redisAvailable } from './redis.mjs';
+
+const NGINX = process.env.NGINX || (fs.existsSync('/usr/sbin/nginx') ? '/usr/sbin/nginx' : 'nginx');
+const skip = !redisAvailable() ? 'redis-server not installed (make deps)'
+  : spawnSync(NGINX, ['-v']).status !== 0 ? 'nginx not installed (make deps)' : false;
+const isSnap = (m) => (m.type === 'snap_delta' || m.type === 'snap_key') && m.state;
+const dist = (a, b) => Math.hypot(a[0] - b[0], a[1] - b[1], a[2] - b[2]);
+
+let tmp, nginx, routerPort, redis;
+const servers = [];
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+  });
+}
+
+before(async () => {
+  if (skip) return;
+  redis = await startRedis();
+  for (const name of ['fleet-a', 'fleet-b', 'fleet-c']) {
+    servers.push(await startServer({ args: ['--redis', redis.url, '--instance', name, '--workers', '1',
+      '--max-conns-per-address', '1000', '--room-create-rate', '100000'] }));
+  }
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tumble-fleet-routing-'));
+  routerPort = await freePort();
+  const dir = path.join(tmp, 'nginx');
+  const r = spawnSync('sh', [path.join(ROOT, 'docker/nginx/render.sh'), dir], {
+    env: { ...process.env, TUMBLE_UPSTREAMS: servers.map((s) => `127.0.0.1:${s.port}`).join(' '),
+      TUMBLE_ROUTER_LISTEN: `127.0.0.1:${routerPort}`, TUMBLE_ROUTER_CONNS_PER_ADDRESS: '1000', TUMBLE_ROUTER_LOG: 'error' },
+    encoding: 'utf8',
+  });
+  assert.equal(r.status, 0, `render.sh failed: ${r.stderr}`);
+  nginx = spawn(NGINX, ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', 'stderr'], { stdio: 'ignore' });
+  process.on('exit', () => { try { nginx.kill('SIGKILL'); } catch { /* gone */ } });
+  for (let i = 0; i < 150; i++) {
+    try { if ((await fetch(`http://127.0.0.1:${routerPort}/router/healthz`)).ok) break; } catch { /* not yet */ }
+    await sleep(100);
+  }
+});
+
+after(async () => {
+  if (nginx) { nginx.kill('SIGTERM'); await new Promise((r) => nginx.once('exit', r).once('error', r)); }
+  await stopAll();
+  await stopAllRedis();
+  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+const holder = (instance) => servers.find((s) => s.args.includes(instance));
+
+test('a player whose server stops is back in the same, still-falling tower within 2 s', { skip, timeout: 30000 }, async () => {
+  const room = 'fleet-fall';
+  let p = await connect(routerPort, { path: `/ws/${room}` });
+  const w = await join(p, room, 'tower');
+  const initial = w.state;
+  const srv = holder(w.server);
+  assert.ok(srv, `welcome names a server: ${w.server}`);
+  p.send({ type: 'action', action: 'knock', scene: null });
+  await sleep(700);
+  const snaps = p.inbox.filter(isSnap);
+  const last = snaps[snaps.length - 1].state;
+  assert.ok(last.awake > 10, 'falling');
+
+  const t0 = performance.now();
+  const stopped = srv.stop('SIGTERM');
+  const closed = await p.whenClosed;
+  assert.equal(closed.code, 1001);
+  // what the client does: reconnect through the router, same room
+  p = await connect(routerPort, { path: `/ws/${room}` });
+  const again = await join(p, room);
+  const first = (await p.snapshot()).state;
+  const ms = performance.now() - t0;
+  assert.equal((await stopped).code, 0);
+  assert.notEqual(again.server, w.server, 'another server holds it now');
+  assert.ok(ms < 2000, `back in the room after ${ms.toFixed(0)} ms`);
+  const ticks = first.tick - last.tick;
+  assert.ok(ticks >= 0 && ticks <= 120 * (ms / 1000 + 1), `tick ${last.tick} -> ${first.tick}`);
+  for (const [id, b] of last.bodies) assert.ok(dist(b.pos, first.bodies.get(id).pos) <= 15 * ticks / 120 + 0.01, `body ${id} jumped`);
+  const displaced = [...first.bodies.keys()].filter((id) => initial.bodies.has(id) && dist(initial.bodies.get(id).pos, first.bodies.get(id).pos) > 0.1).length;
+  assert.ok(displaced >= 6, `the knocked tower, not a new one (${displaced} planks displaced)`);
+  p.dropSnapshots();
+  await sleep(300);
+  const later = p.inbox.filter(isSnap);
+  assert.ok(later.length && later[later.length - 1].state.tick > first.tick, 'still stepping on the new server');
+  p.close();
+});
+
+test('stopping a server moves exactly its rooms, each with its world; the lobby names the holders', { skip, timeout: 30000 }, async () => {
+  // the restarted server listens on a new port the router does not know: route over the live ones
+  const live = servers.filter((s) => s.exitCode === null);
+  const base = `ws://127.0.0.1:${routerPort}`;
+  const rooms = Array.from({ length: 12 }, (_, i) => `fleet-${i}`);
+  const place = {}, tick = {};
+  for (const room of rooms) {
+    const c = await joinRoom(base, room);
+    place[room] = c.welcome.instance;
+    tick[room] = c.welcome.tick;
+    c.terminate();
+  }
+  await sleep(1500); // a lobby round, and some ticks
+  const lobby = await (await fetch(`http://127.0.0.1:${routerPort}/api/rooms`)).json();
+  for (const room of rooms) assert.equal(lobby.filter((x) => x.id === room).map((x) => x.server).join(), place[room], `${room} in the lobby`);
+  const counts = {};
+  for (const room of rooms) counts[place[room]] = (counts[place[room]] || 0) + 1;
+  const victimName = Object.keys(counts).sort((a, b) => counts[b] - counts[a])[0];
+  const victim = live.find((s) => s.args.includes(victimName));
+  assert.equal((await victim.stop('SIGTERM')).code, 0);
+  let moved = 0;
+  for (const room of rooms) {
+    const c = await joinRoom(base, room);
+    if (place[room] === victimName) {
+      assert.notEqual(c.welcome.instance, victimName);
+      assert.ok(c.welcome.tick >= tick[room] + 120, `${room} continued (tick ${tick[room]} -> ${c.welcome.tick}), not a new room`);
+      moved++;
+    } else {
+      assert.equal(c.welcome.instance, place[room], `${room} stayed on its server`);
+    }
+    c.terminate();
+  }
+  assert.equal(moved, counts[victimName]);
+});
