@@ -254,7 +254,8 @@ int main(int argc, char **argv)
         exit_code = 1;
         tb_server_stop(&app.server, tb__server_closed);
     } else {
-        printf("tumble: listening on http://%s:%d\n", cfg->bind, app.server.port);
+        printf("tumble: listening on %s://%s:%d\n", cfg->tls_cert[0] ? "https" : "http", cfg->bind,
+               app.server.port); /* FLEET19: https with --tls-cert */
         fflush(stdout);
         tb_log_info("instance %s, %d worker(s), %d snapshots/s, client folder %s", cfg->instance, cfg->workers,
                     cfg->snapshot_rate, app.server.root_real[0] ? app.server.root_real : "(none)");

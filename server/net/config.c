@@ -74,6 +74,9 @@ static const tb__opt tb__opts[] = {
      "a room's lease expires this long after its server stops renewing it (with --redis)"},
     {"redis-timeout-ms", "TUMBLE_REDIS_TIMEOUT_MS", TB__INT, OFF(redis_timeout_ms), 0, 50, 60000,
      "a Redis reply or connect slower than this drops the connection (with --redis)"},
+    {"tls-cert", "TUMBLE_TLS_CERT", TB__STR, OFF(tls_cert), SZ(tls_cert), 0, 0,
+     "PEM certificate: serve https and wss (with --tls-key; empty: plain http and ws)"},
+    {"tls-key", "TUMBLE_TLS_KEY", TB__STR, OFF(tls_key), SZ(tls_key), 0, 0, "PEM private key of --tls-cert"},
 };
 #define TB__NOPTS (sizeof tb__opts / sizeof tb__opts[0])
 
@@ -201,6 +204,17 @@ int tb_config_parse(tb_config *cfg, int argc, char **argv, tb_config_getenv_fn g
         tb_redis_url url;
         if (tb_redis_url_parse(cfg->redis, &url, err, err_cap) < 0)
             return TB_CONFIG_ERROR;
+    }
+    if (!cfg->tls_cert[0] != !cfg->tls_key[0]) { /* FLEET19 */
+        snprintf(err, err_cap, "--tls-cert and --tls-key go together");
+        return TB_CONFIG_ERROR;
+    }
+    for (int i = 0; cfg->tls_cert[0] && i < 2; i++) {
+        const char *file = i ? cfg->tls_key : cfg->tls_cert;
+        if (access(file, R_OK) != 0) {
+            snprintf(err, err_cap, "%s: cannot read %s: %s", i ? "--tls-key" : "--tls-cert", file, strerror(errno));
+            return TB_CONFIG_ERROR;
+        }
     }
     if (!cfg->bind[0]) {
         snprintf(err, err_cap, "--bind must not be empty");

@@ -45,6 +45,9 @@ typedef struct tb_config {
     int checkpoint_interval; /* seconds between checkpoints of a changed room */
     int lease_ttl_ms;        /* a room's lease lives this long unless renewed (every second) */
     int redis_timeout_ms;    /* a Redis reply or connect that takes longer drops the connection */
+    /* FLEET19: https and wss through libwebsockets' own TLS (both or neither) */
+    char tls_cert[TB_CONFIG_PATH_MAX]; /* PEM certificate (chain) */
+    char tls_key[TB_CONFIG_PATH_MAX];  /* PEM private key */
 } tb_config;
 
 /* getenv-like lookup, so tests can feed their own environment. */

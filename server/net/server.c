@@ -1215,6 +1215,11 @@ int tb_server_start(tb_server *server)
     info.gid = -1;
     info.uid = -1;
     info.timeout_secs = 20;
+    if (cfg->tls_cert[0]) { /* FLEET19: https and wss on the same port */
+        info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+        info.ssl_cert_filepath = cfg->tls_cert;
+        info.ssl_private_key_filepath = cfg->tls_key;
+    }
     info.pcontext = &server->context;
     server->context = lws_create_context(&info);
     if (!server->context) {
