@@ -51,5 +51,13 @@ const m = url && /^redis:\/\/([^:/]+):(\d+)/.exec(url);
 if (!m || m[1] !== 'redis' || !redisSvc?.spec?.ports?.some((p) => p.port === Number(m[2]))) fail(`fleet: TUMBLE_REDIS (${url}) names the redis Service and its port`);
 else console.log(`ok   fleet: servers use ${url}`);
 
+// TLS: the Ingress ends TLS with a Secret and sends to a port the router Service has.
+const ingress = objects.find((o) => o.kind === 'Ingress');
+const routerSvc = find('Service', 'tumble-router');
+const backend = ingress?.spec?.rules?.[0]?.http?.paths?.[0]?.backend?.service;
+if (!ingress?.spec?.tls?.[0]?.secretName) fail('tls: an Ingress with a TLS secret');
+else if (!backend || backend.name !== 'tumble-router' || !routerSvc?.spec?.ports?.some((p) => p.name === backend.port?.name || p.port === backend.port?.number)) fail('tls: the Ingress sends to a port of the tumble-router Service');
+else console.log(`ok   tls: Ingress ${ingress.metadata.name} ends TLS with secret ${ingress.spec.tls[0].secretName}`);
+
 console.log(`k8s: ${objects.length} objects, ${failed} failed`);
 process.exit(failed ? 1 : 0);

@@ -6,7 +6,9 @@
 //     and is back in the same, still-falling tower within 2 s, on another server;
 //   - of 12 rooms, stopping one server moves exactly its rooms, each with its world
 //     (the tick carries on from the checkpoint: not a new room), the others stay;
-//   - the router's /api/rooms names each room's holder.
+//   - the router's /api/rooms names each room's holder;
+//   - the router ends TLS (a self-signed certificate render.sh makes): https and
+//     wss through it reach the plain servers behind.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -16,6 +18,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { ROOT, startServer, stopAll, connect, join, sleep } from './harness.mjs';
 import { joinRoom } from './wsclient.mjs';
+import https from 'node:https';
+import WebSocket from 'ws';
+import { encodeClient, decodeServer } from '../../proto/js/tumble-proto.mjs';
 import { startRedis, stopAllRedis, redisAvailable } from './redis.mjs';
 
 const NGINX = process.env.NGINX || (fs.existsSync('/usr/sbin/nginx') ? '/usr/sbin/nginx' : 'nginx');
@@ -24,7 +29,7 @@ const skip = !redisAvailable() ? 'redis-server not installed (make deps)'
 const isSnap = (m) => (m.type === 'snap_delta' || m.type === 'snap_key') && m.state;
 const dist = (a, b) => Math.hypot(a[0] - b[0], a[1] - b[1], a[2] - b[2]);
 
-let tmp, nginx, routerPort, redis;
+let tmp, nginx, routerPort, tlsPort, redis;
 const servers = [];
 
 function freePort() {
@@ -44,10 +49,13 @@ before(async () => {
   }
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tumble-fleet-routing-'));
   routerPort = await freePort();
+  tlsPort = await freePort();
   const dir = path.join(tmp, 'nginx');
   const r = spawnSync('sh', [path.join(ROOT, 'docker/nginx/render.sh'), dir], {
     env: { ...process.env, TUMBLE_UPSTREAMS: servers.map((s) => `127.0.0.1:${s.port}`).join(' '),
-      TUMBLE_ROUTER_LISTEN: `127.0.0.1:${routerPort}`, TUMBLE_ROUTER_CONNS_PER_ADDRESS: '1000', TUMBLE_ROUTER_LOG: 'error' },
+      TUMBLE_ROUTER_LISTEN: `127.0.0.1:${routerPort}`, TUMBLE_ROUTER_CONNS_PER_ADDRESS: '1000', TUMBLE_ROUTER_LOG: 'error',
+      TUMBLE_ROUTER_TLS_CERT: path.join(tmp, 'tls.crt'), TUMBLE_ROUTER_TLS_KEY: path.join(tmp, 'tls.key'),
+      TUMBLE_ROUTER_TLS_SELF_SIGNED: '1', TUMBLE_ROUTER_TLS_LISTEN: `127.0.0.1:${tlsPort}` },
     encoding: 'utf8',
   });
   assert.equal(r.status, 0, `render.sh failed: ${r.stderr}`);
@@ -103,6 +111,25 @@ test('a player whose server stops is back in the same, still-falling tower withi
   const later = p.inbox.filter(isSnap);
   assert.ok(later.length && later[later.length - 1].state.tick > first.tick, 'still stepping on the new server');
   p.close();
+});
+
+test('the router serves https and wss with its certificate; the servers behind stay plain', { skip, timeout: 20000 }, async () => {
+  const ca = fs.readFileSync(path.join(tmp, 'tls.crt'));
+  const health = await new Promise((resolve, reject) => https.get(`https://127.0.0.1:${tlsPort}/router/healthz`, { ca }, (res) => {
+    let body = ''; res.on('data', (d) => { body += d; }); res.on('end', () => resolve({ status: res.statusCode, body }));
+  }).on('error', reject));
+  assert.equal(health.status, 200);
+  const ws = new WebSocket(`wss://127.0.0.1:${tlsPort}/ws/fleet-tls`, ['tumble.v1'], { ca });
+  await new Promise((resolve, reject) => { ws.on('open', resolve); ws.on('error', reject); });
+  const welcome = new Promise((resolve) => ws.on('message', (data) => {
+    const m = decodeServer(new Uint8Array(data));
+    if (m.type === 'welcome') resolve(m);
+  }));
+  ws.send(encodeClient({ type: 'hello', version: 1, room: 'fleet-tls', kind: null, scene: 'dice', name: 'tls' }));
+  const w = await welcome;
+  assert.equal(w.room, 'fleet-tls');
+  assert.ok(servers.some((s) => s.args.includes(w.server)), `a server behind the router answered (${w.server})`);
+  ws.close();
 });
 
 test('stopping a server moves exactly its rooms, each with its world; the lobby names the holders', { skip, timeout: 30000 }, async () => {
