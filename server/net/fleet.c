@@ -107,6 +107,7 @@ struct tb_fleet_room {
     int ckpt_awake;         /* bodies awake then */
     bool written_once;
     bool asked;             /* an image is being made on the worker */
+    int64_t asked_ns;
     bool final_wanted;      /* drain: the last image is still to be asked for */
     bool final_done;
     int writes;             /* checkpoint writes waiting for Redis */
@@ -280,7 +281,10 @@ static void tb__sync_rooms(tb_fleet *fleet)
     for (int i = 0; i < fleet->room_count;) {
         tb_fleet_room *e = fleet->rooms[i];
         bool gone = e->lost || atomic_load(&e->room->retire);
-        if (!gone || e->asked || e->writes) {
+        /* a retired room's worker may drop it with the request unanswered: a late
+         * image finds no record (room->fleet is cleared) and is ignored */
+        bool waiting = e->asked && tb_clock_now_ns() - e->asked_ns < 2 * TB_NS_PER_SEC;
+        if (!gone || waiting || e->writes) {
             i++;
             continue;
         }
@@ -303,6 +307,7 @@ static void tb__ask_image(tb_fleet *fleet, tb_fleet_room *e, bool final)
     if (tb_room_push_input(e->room, &in) < 0)
         return; /* ring full: next tick */
     e->asked = true;
+    e->asked_ns = tb_clock_now_ns();
     if (final)
         e->final_wanted = false;
     e->ckpt_serial = e->room->next_serial;
@@ -462,7 +467,7 @@ static void tb__renew(tb_fleet *fleet)
         }
         for (int i = start; i < fleet->room_count && i < start + TB__RENEW_BATCH; i++) {
             tb_fleet_room *e = fleet->rooms[i];
-            if (e->lost || e->final_done || e->final_wanted || atomic_load(&e->room->retire) || e->room->frozen)
+            if (e->lost || e->final_done || e->final_wanted || atomic_load(&e->room->retire))
                 continue;
             tb__key(keys[n], sizeof keys[n], "lease", e->id);
             snprintf(r->ids[n], sizeof r->ids[n], "%s", e->id);
