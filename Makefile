@@ -6,6 +6,7 @@
 #   make test       the whole suite: C unit tests (plain and ASan+UBSan), JS tests,
 #                   integration tests against a real server, fuzz corpus replay
 #   make bench      the benchmark programs (JSON lines on stdout)
+#   make wasm       the physics as WebAssembly: build/wasm/tumble-physics.wasm (clang wasm32-wasi)
 #   make fuzz       run every libFuzzer target for FUZZ_SECONDS each
 #   make test-valgrind  the server under valgrind memcheck for a short scripted session
 #   make clean
@@ -28,10 +29,15 @@ PKGS     := libuv libwebsockets msgpack hiredis
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
-WARN     := -std=c11 -Wall -Wextra -Werror -Wno-unused-parameter -Wformat=2
+WARN     := -std=c11 -Wall -Wextra -Werror -Wno-unused-parameter -Wformat=2 -Wno-psabi
+# -ffp-contract=off: no fused multiply-adds, so every platform rounds the physics alike
+# (GCC in ISO mode already does; clang fuses by default where the CPU has FMA).
+# -fno-math-errno: sqrtf is the plain IEEE square root, which the SIMD layer
+# (server/physics/simd.h) can vectorise; results do not change (nothing reads errno).
+MATH     := -fno-math-errno -ffp-contract=off
 INC      := -Iserver -Iproto/c -Itests
-CFLAGS_REL  := $(WARN) -O2 -g -DNDEBUG $(INC) $(PKG_CFLAGS)
-CFLAGS_ASAN := $(WARN) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+CFLAGS_REL  := $(WARN) $(MATH) -O2 -g -DNDEBUG $(INC) $(PKG_CFLAGS)
+CFLAGS_ASAN := $(WARN) $(MATH) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined \
                -fno-omit-frame-pointer $(INC) $(PKG_CFLAGS)
 LDLIBS      := $(PKG_LIBS) -lpthread -lm
 
@@ -58,7 +64,7 @@ PROGRAMS := $(if $(wildcard server/main.c),$(BUILD)/tumble-server) \
 WEB_DIST := $(if $(wildcard client-web/build.mjs),client-web/dist/index.html)
 
 .SECONDARY:
-.PHONY: all deps deps-build run test test-c test-js test-integration test-docker test-valgrind bench fuzz clean
+.PHONY: wasm all deps deps-build run test test-c test-js test-integration test-docker test-valgrind bench fuzz clean
 .DEFAULT_GOAL := all
 
 all: $(PROGRAMS) $(UNIT_REL) $(UNIT_ASAN) $(WEB_DIST) node_modules/.package-lock.json
@@ -124,6 +130,30 @@ fuzz: $(FUZZ_BIN)
 	  echo "== $$n ($(FUZZ_SECONDS) s)"; \
 	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(BUILD)/fuzz/corpus-$$n tests/fuzz/corpus/$$n || exit 1; done
 
+# ---- WebAssembly: the physics for the browser (and Node), the same bits as native ----
+#
+# Debian's clang for wasm32-wasi with wasi-libc, lld and the wasm32 compiler-rt
+# (scripts/deps.sh). A WASI reactor: no main runs; the loader (client-web/src/
+# physics/wasm.js) calls _initialize, then any exported function. The physics,
+# the world-hash driver (tests/bench/bench_world_hash.c), malloc and free are exported
+# (default visibility + --export-dynamic). wasm/compat/ holds a stand-in
+# <pthread.h> until the settled-tower memo leaves the physics (issue #16).
+
+WASM_CC     ?= clang
+WASM_CFLAGS := --target=wasm32-wasi --sysroot=/usr $(WARN) $(MATH) -O2 -DNDEBUG -fvisibility=default \
+               -Iwasm/compat -Iserver -Itests
+WASM_SRC    := $(wildcard server/physics/*.c) tests/bench/bench_world_hash.c
+WASM_OBJ    := $(patsubst %.c,$(BUILD)/wasm/obj/%.o,$(WASM_SRC))
+
+$(BUILD)/wasm/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(WASM_CC) $(WASM_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/wasm/tumble-physics.wasm: $(WASM_OBJ)
+	$(WASM_CC) $(WASM_CFLAGS) -mexec-model=reactor -Wl,--export-dynamic -Wl,--export=malloc -Wl,--export=free $^ -o $@
+
+wasm: $(BUILD)/wasm/tumble-physics.wasm
+
 # ---- JavaScript: one package.json at the top (codec, client build, JS tests) ----
 
 node_modules/.package-lock.json: package.json package-lock.json
@@ -140,7 +170,7 @@ run: deps-build
 	$(BUILD)/tumble-server $(RUN_ARGS)
 
 test: deps
-	$(MAKE) all $(FUZZ_BIN)
+	$(MAKE) all wasm $(FUZZ_BIN)
 	tests/run-all.sh
 
 # The image test builds the server and client inside the image; on the host it needs

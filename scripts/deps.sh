@@ -12,6 +12,9 @@ if [ "$what" = test ]; then
   pkgs="$pkgs libcmocka-dev clang libclang-rt-dev valgrind procps curl nginx libnginx-mod-http-js"
   # redis-server (+ redis-cli): tests/integration/fleet.test.mjs starts its own on a free port
   pkgs="$pkgs redis-server"
+  # the physics as WebAssembly (make wasm): clang's wasm32-wasi target needs the C library,
+  # the linker and the wasm32 compiler-rt builtins
+  pkgs="$pkgs wasi-libc lld-14 libclang-rt-14-dev-wasm32"
   # Debian's Chromium for the browser tests (playwright-core drives it; it never downloads one)
   pkgs="$pkgs chromium"
 fi

@@ -4,6 +4,9 @@
 # Suites (each skipped when it has nothing yet):
 #   C unit tests (cmocka), plain and under ASan+UBSan   build/tests, build/asan/tests
 #   fuzz corpus replay (libFuzzer targets, no mutation)  build/fuzz
+#   world hashes: the physics built six ways (gcc/clang, -O0/-O2, clones or
+#   not, lanes unvectorised) and as WebAssembly in Node steps bit for bit
+#   like the goldens                                    tests/world-hash/check.sh
 #   JavaScript tests (node --test)                       tests/js, proto/js
 #   integration tests against a real server (node --test) tests/integration
 # The counts come from each runner's own summary (cmocka, node's TAP reporter).
@@ -32,6 +35,18 @@ run_cmocka() {
 for bin in build/tests/test_* build/asan/tests/test_*; do
   [ -x "$bin" ] && run_cmocka "$bin"
 done
+
+# Determinism: one test per build of the physics (its count from the script's summary line).
+if [ -x tests/world-hash/check.sh ]; then
+  out="$log/world-hash.log"
+  tests/world-hash/check.sh >"$out" 2>&1; rc=$?
+  p=$(sed -n 's/^world-hash: \([0-9]*\) passed.*/\1/p' "$out"); f=$(sed -n 's/^world-hash: [0-9]* passed, \([0-9]*\) failed/\1/p' "$out")
+  p=${p:-0}; f=${f:-0}
+  if [ $rc -ne 0 ] && [ "$f" = 0 ]; then f=1; fi
+  passed=$((passed + p)); failed=$((failed + f))
+  if [ "$f" != 0 ]; then broken="$broken world-hash"; cat "$out"; fi
+  printf '%-50s %3d passed, %d failed\n' "tests/world-hash/check.sh" "$p" "$f"
+fi
 
 # Fuzz targets replay their committed corpus (and the golden vectors) once each.
 for bin in build/fuzz/fuzz_*; do

@@ -239,7 +239,6 @@ tb_cloth_world *tb_cloth_world_create(const tb_cloth_def *def, tb_cloth_result *
     }
     tb_cloth_world *world = &mem->world;
     world->def = *def;
-    world->use_avx = tb_cloth__cpu_has_avx();
     init_state(world);
     if (err) *err = TB_CLOTH_OK;
     return world;

@@ -65,7 +65,8 @@ static tb_vec3 to_world(const frame *f, tb_vec3 local)
 /* Tilt a local point of the upper body forward by `lean` about the pelvis. */
 static tb_vec3 lean_point(tb_vec3 p, float lean)
 {
-    float c = cosf(lean), s = sinf(lean);
+    float s, c;
+    tb_sin_cos(lean, &s, &c);
     float y = p.y - PELVIS_Y, z = p.z;
     return tb_v3(p.x, PELVIS_Y + y * c - z * s, y * s + z * c);
 }
@@ -73,20 +74,23 @@ static tb_vec3 lean_point(tb_vec3 p, float lean)
 /* A limb hanging from `root`, swung forward by `angle` (z forward). */
 static tb_vec3 limb_end(tb_vec3 root, float length, float angle, float out_x)
 {
-    return tb_v3(root.x + out_x, root.y - length * cosf(angle), root.z + length * sinf(angle));
+    float s, c;
+    tb_sin_cos(angle, &s, &c);
+    return tb_v3(root.x + out_x, root.y - length * c, root.z + length * s);
 }
 
 void tb_cloth__figure_pose(const tb_cloth_figure_state *fig, tb_cloth_capsule *capsules,
                            float *anchors, int count, tb_vec3 *forward, tb_vec3 *torso_centre)
 {
-    float ca = cosf(fig->loop_angle), sa = sinf(fig->loop_angle);
+    float sa, ca;
+    tb_sin_cos(fig->loop_angle, &sa, &ca);
     frame f;
     f.origin = tb_v3(LOOP_RADIUS * ca, 0.0f, LOOP_RADIUS * sa);
     /* Walking counter-clockwise seen from above: heading is the tangent. */
     f.forward = tb_v3(-sa, 0.0f, ca);
     f.right = tb_v3(-f.forward.z, 0.0f, f.forward.x); /* forward x up */
     float lean = LEAN * fig->blend;
-    float swing = sinf(fig->stride_phase) * fig->blend;
+    float swing = tb_sinf(fig->stride_phase) * fig->blend;
 
     tb_vec3 pelvis = tb_v3(0.0f, PELVIS_Y, 0.0f);
     tb_vec3 chest = lean_point(tb_v3(0.0f, CHEST_Y, 0.0f), lean);

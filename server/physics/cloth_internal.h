@@ -117,7 +117,6 @@ struct tb_cloth_world {
     int capsule_count;
     tb_cloth_capsule capsules[TB_CLOTH_MAX_CAPSULES];
     tb_vec3 figure_forward, figure_torso_centre;
-    bool use_avx; /* solve constraints 8 wide (same results as 4 wide); set at create */
 };
 
 /* ---- between the files -------------------------------------------------------- */
@@ -143,7 +142,6 @@ void tb_cloth__figure_pose(const tb_cloth_figure_state *fig, tb_cloth_capsule *c
 
 /* cloth_solver.c */
 void tb_cloth__solve_step(tb_cloth_world *world);
-bool tb_cloth__cpu_has_avx(void);
 void tb_cloth__update_shares(const tb_cloth_piece_state *ps, tb_cloth_piece *p);
 void tb_cloth__to_columns(const tb_cloth_piece_state *ps, tb_cloth_piece *p);
 /* from the columns px/py/pz (call tb_cloth__to_columns first when the state changed) */

@@ -12,10 +12,10 @@
  * pz). The constraints of a grid are six families with one rest length
  * each, walked straight off the grid, never stored (see "Families" below),
  * in an order where neighbouring constraints of a SIMD group never share a
- * point: 8 at a time with AVX when the CPU has it (chosen at run time), else
- * 4 with SSE2, else one by one, and all three give the same bits (tested).
- * It is still Gauss-Seidel: each group sees the corrections of the groups
- * before it.
+ * point: eight at a time in the SIMD layer's tb_f8 (simd.h; one AVX or two
+ * SSE registers, the CPU path picked by TB_HOT_CLONES), which gives the bits
+ * of one at a time. It is still Gauss-Seidel: each group sees the
+ * corrections of the groups before it.
  *
  * Converting the seed's 1/60 s tuning to 1/120 s
  * ----------------------------------------------
@@ -41,16 +41,7 @@
 #include <string.h>
 
 #include "physics/cloth_internal.h"
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define TB_CLOTH_HAVE_AVX 1
-#include <immintrin.h>
-#else
-#define TB_CLOTH_HAVE_AVX 0
-#endif
+#include "physics/simd.h"
 
 #define GRAVITY 9.8f
 #define DAMPING_120 0.993982f     /* sqrt(0.988), see above */
@@ -65,11 +56,16 @@
 #define COLLISION_SKIN 0.0005f    /* the final pass leaves points this far outside */
 
 /* Wind strength varies slowly with time (deterministic gusts) so a flag in a
- * steady wind keeps moving. Computed in double from the step count. */
+ * steady wind keeps moving: 1 + 0.25 sin(1.3 t) + 0.15 sin(3.7 t + 1). The
+ * phases are taken modulo 2 pi in double from the step count (exact
+ * operations), so the float sines (tb_libm.h) see small angles however long
+ * the room has run. */
+static float wrap_phase(double a) { return (float)(a - floor(a / 6.283185307179586477) * 6.283185307179586477); }
+
 static float gust_factor(uint64_t step_count)
 {
     double t = (double)step_count * (1.0 / 120.0);
-    return (float)(1.0 + 0.25 * sin(1.3 * t) + 0.15 * sin(3.7 * t + 1.0));
+    return 1.0f + 0.25f * tb_sinf(wrap_phase(1.3 * t)) + 0.15f * tb_sinf(wrap_phase(3.7 * t + 1.0));
 }
 
 static void integrate(tb_cloth_world *world, tb_cloth_piece_state *ps, tb_cloth_piece *p, int piece_index,
@@ -135,28 +131,44 @@ static void integrate(tb_cloth_world *world, tb_cloth_piece_state *ps, tb_cloth_
 /* ---- distance constraints ------------------------------------------------------ */
 
 /* Each end's share of a constraint's correction: with inverse masses wa, wb
- * in {0, 1}, k wa / (wa + wb) = k wa (1 - wb / 2), no division. The scalar
- * and SIMD paths evaluate it in the same order, so they give the same bits. */
+ * in {0, 1}, k wa / (wa + wb) = k wa (1 - wb / 2), no division. */
 static inline float share_of(float k, float wa, float wb) { return k * wa * (1.0f - 0.5f * wb); }
 
-/* One constraint between a and b with shares sa, sb and rest length `rest`.
- * Used by the path for targets without SSE2 (checked by building with
- * -U__SSE2__), hence "unused" for clang on x86. */
-__attribute__((unused)) static inline void solve_one(float *ax, float *ay, float *az, float *bx, float *by, float *bz, float sa, float sb,
-                             float rest)
+/* Eight points' positions, one lane each (simd.h's tb_f8). */
+typedef struct lanes {
+    tb_f8 x, y, z;
+} lanes;
+
+TB_SIMD_INLINE lanes load_points(const tb_cloth_piece *p, int i)
 {
-    float dx = *bx - *ax, dy = *by - *ay, dz = *bz - *az;
-    float d2 = dx * dx + dy * dy + dz * dz;
-    float d = tb_maxf(sqrtf(d2), 1e-6f);
-    float f = (d - rest) / d;
-    if (!(d2 >= 1e-12f)) f = 0.0f;
-    float fa = f * sa, fb = f * sb;
-    *ax += dx * fa;
-    *ay += dy * fa;
-    *az += dz * fa;
-    *bx -= dx * fb;
-    *by -= dy * fb;
-    *bz -= dz * fb;
+    return (lanes){tb_f8_load(&p->px[i]), tb_f8_load(&p->py[i]), tb_f8_load(&p->pz[i])};
+}
+
+TB_SIMD_INLINE void store_points(tb_cloth_piece *p, int i, const lanes *l)
+{
+    tb_f8_store(&p->px[i], l->x);
+    tb_f8_store(&p->py[i], l->y);
+    tb_f8_store(&p->pz[i], l->z);
+}
+
+/* Eight constraints between a and b at once, lane by lane: with d = b - a,
+ * the ends move by d f sa and -d f sb, f = (|d| - rest) / |d|, so that a
+ * share of 1/2 each and stiffness k leave (1 - k) of the error. Ends closer
+ * than 1e-6 m have no direction to push in: f = 0 there. A lane with zero
+ * shares moves nothing: its points are stored back as they were. */
+TB_SIMD_INLINE void solve_lanes(lanes *a, lanes *b, tb_f8 sa, tb_f8 sb, tb_f8 rest)
+{
+    tb_f8 dx = b->x - a->x, dy = b->y - a->y, dz = b->z - a->z;
+    tb_f8 d2 = dx * dx + dy * dy + dz * dz;
+    tb_f8 d = tb_f8_max(tb_f8_sqrt(d2), tb_f8_splat(1e-6f));
+    tb_f8 f = tb_f8_keep_ge((d - rest) / d, d2, tb_f8_splat(1e-12f));
+    tb_f8 fa = f * sa, fb = f * sb;
+    a->x = a->x + dx * fa;
+    a->y = a->y + dy * fa;
+    a->z = a->z + dz * fa;
+    b->x = b->x - dx * fb;
+    b->y = b->y - dy * fb;
+    b->z = b->z - dz * fb;
 }
 
 /* Families of constraints. Constraint number c (c = j w + i, over the whole
@@ -166,12 +178,14 @@ __attribute__((unused)) static inline void solve_one(float *ax, float *ay, float
  * Where such a pair would wrap to the next row (or run off the grid) its
  * shares are zero and it moves nothing, so every family is one long run.
  *
- * V and D: two constraints of a family that share a point are `dist` apart
- * (w, 2w, w + 1, w - 1); a SIMD group of at most that many consecutive c
- * never holds both, and dependent constraints keep increasing c order, so
- * any grouping gives the same bits. H: neighbours along a row overlap, so
- * they go in two passes of disjoint pairs (H1: c even, then odd; H2: c mod 4
- * in {0, 1}, then {2, 3}); within a pass any grouping gives the same bits. */
+ * Why eight at a time gives the bits of one at a time. V and D: two
+ * constraints of a family that share a point are `dist` apart (w, 2w, w + 1,
+ * w - 1); a group of at most that many consecutive c never holds both, and
+ * dependent constraints keep increasing c order, so any grouping gives the
+ * same bits. H: neighbours along a row overlap, so they go in two passes of
+ * disjoint pairs (H1: c even, then odd; H2: c mod 4 in {0, 1}, then {2, 3});
+ * within a pass any grouping gives the same bits. So the width of the SIMD
+ * path (eight lanes, as two SSE or one AVX register) changes no result. */
 typedef struct family {
     int da, db, count, dist;
     float rest;
@@ -228,134 +242,92 @@ void tb_cloth__update_shares(const tb_cloth_piece_state *ps, tb_cloth_piece *p)
     }
 }
 
-__attribute__((unused)) static inline void solve_scalar(tb_cloth_piece *p, int a, int b, float sa, float sb, float rest)
-{
-    solve_one(&p->px[a], &p->py[a], &p->pz[a], &p->px[b], &p->py[b], &p->pz[b], sa, sb, rest);
-}
-
-#if defined(__SSE2__)
-typedef struct lanes { __m128 x, y, z; } lanes;
-
-static inline void solve_four(lanes *a, lanes *b, __m128 sa, __m128 sb, __m128 rest)
-{
-    __m128 dx = _mm_sub_ps(b->x, a->x), dy = _mm_sub_ps(b->y, a->y), dz = _mm_sub_ps(b->z, a->z);
-    __m128 d2 = _mm_add_ps(_mm_add_ps(_mm_mul_ps(dx, dx), _mm_mul_ps(dy, dy)), _mm_mul_ps(dz, dz));
-    __m128 d = _mm_max_ps(_mm_sqrt_ps(d2), _mm_set1_ps(1e-6f));
-    __m128 f = _mm_div_ps(_mm_sub_ps(d, rest), d);
-    f = _mm_and_ps(f, _mm_cmpge_ps(d2, _mm_set1_ps(1e-12f)));
-    __m128 fa = _mm_mul_ps(f, sa), fb = _mm_mul_ps(f, sb);
-    a->x = _mm_add_ps(a->x, _mm_mul_ps(dx, fa));
-    a->y = _mm_add_ps(a->y, _mm_mul_ps(dy, fa));
-    a->z = _mm_add_ps(a->z, _mm_mul_ps(dz, fa));
-    b->x = _mm_sub_ps(b->x, _mm_mul_ps(dx, fb));
-    b->y = _mm_sub_ps(b->y, _mm_mul_ps(dy, fb));
-    b->z = _mm_sub_ps(b->z, _mm_mul_ps(dz, fb));
-}
-
-
-static inline lanes load4(const tb_cloth_piece *p, int i)
-{
-    lanes l = {_mm_loadu_ps(&p->px[i]), _mm_loadu_ps(&p->py[i]), _mm_loadu_ps(&p->pz[i])};
-    return l;
-}
-
-static inline void store4(tb_cloth_piece *p, int i, const lanes *l)
-{
-    _mm_storeu_ps(&p->px[i], l->x);
-    _mm_storeu_ps(&p->py[i], l->y);
-    _mm_storeu_ps(&p->pz[i], l->z);
-}
-#endif
-
-/* Constraints c0 .. c0 + count - 1 of a run family, four at a time. A last
- * partial group has its missing lanes' shares masked to zero: they move
- * nothing, and the points they load are stored back as they were. */
-static void solve_family_part(tb_cloth_piece *p, int f, family fam, int c0, int count)
+/* Constraints c0 .. c0 + count - 1 of a run family, eight at a time. A last
+ * partial group has its missing lanes' shares masked to zero. */
+TB_SIMD_INLINE void solve_family_part(tb_cloth_piece *p, int f, family fam, int c0, int count)
 {
     const float *sa = p->share_a[f], *sb = p->share_b[f];
-#if defined(__SSE2__)
-    __m128 vr = _mm_set1_ps(fam.rest);
-    const __m128 lane = _mm_set_ps(3.0f, 2.0f, 1.0f, 0.0f);
-    for (int t = 0; t < count; t += 4) {
+    const tb_f8 rest = tb_f8_splat(fam.rest);
+    const tb_f8 lane = {0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f};
+    for (int t = 0; t < count; t += 8) {
         int c = c0 + t;
-        lanes a = load4(p, c + fam.da), b = load4(p, c + fam.db);
-        __m128 va = _mm_loadu_ps(&sa[c]), vb = _mm_loadu_ps(&sb[c]);
-        if (t + 4 > count) {
-            __m128 valid = _mm_cmplt_ps(lane, _mm_set1_ps((float)(count - t)));
-            va = _mm_and_ps(va, valid);
-            vb = _mm_and_ps(vb, valid);
+        lanes a = load_points(p, c + fam.da), b = load_points(p, c + fam.db);
+        tb_f8 va = tb_f8_load(&sa[c]), vb = tb_f8_load(&sb[c]);
+        if (t + 8 > count) {
+            const tb_f8 left = tb_f8_splat((float)(count - t));
+            va = tb_f8_keep_lt(va, lane, left);
+            vb = tb_f8_keep_lt(vb, lane, left);
         }
-        solve_four(&a, &b, va, vb, vr);
-        store4(p, c + fam.da, &a);
-        store4(p, c + fam.db, &b);
+        solve_lanes(&a, &b, va, vb, rest);
+        store_points(p, c + fam.da, &a);
+        store_points(p, c + fam.db, &b);
     }
-#else
-    for (int c = c0; c < c0 + count; c++) solve_scalar(p, c + fam.da, c + fam.db, sa[c], sb[c], fam.rest);
-#endif
 }
 
-/* A whole family: one long run when groups of `width` fit, else row by row. */
-static void solve_family(tb_cloth_piece *p, int f, int w, int h)
+/* A whole family: one long run when groups of eight fit, else row by row. */
+TB_SIMD_INLINE void solve_family(tb_cloth_piece *p, int f, int w, int h)
 {
     family fam = family_of(p, f, w, h);
-    if (fam.dist >= 4) {
+    if (fam.dist >= 8) {
         solve_family_part(p, f, fam, 0, fam.count);
     } else {
         for (int c0 = 0; c0 < fam.count; c0 += w) solve_family_part(p, f, fam, c0, w);
     }
 }
 
-/* The H families (pairs (c, c + gap) along the rows), pass by pass. Eight
- * consecutive points hold four pairs of a pass; SIMD splits them into an
- * `a` and a `b` vector with one shuffle, and the shares (indexed like the
- * points) with the same shuffle, and puts the points back after. */
-static void solve_pairs(tb_cloth_piece *p, int f, int w, int h)
+/* The H families (pairs (c, c + gap) along the rows), pass by pass. Sixteen
+ * consecutive points hold eight pairs of a pass; shuffles split them into an
+ * `a` and a `b` vector, the shares (indexed like the points) with the same
+ * shuffles, and the inverse shuffles put the points back. The shuffles stay
+ * inside each half of eight lanes (one instruction each on AVX, whose
+ * shuffles work on 128-bit halves), so the lanes come out permuted
+ * ([0,2,8,10 | 4,6,12,14] for gap 1), the same way for a, b and the shares. */
+TB_SIMD_INLINE void solve_pairs(tb_cloth_piece *p, int f, int w, int h)
 {
     family fam = family_of(p, f, w, h);
     int n = fam.count;
     int gap = fam.db;
     const float *sa = p->share_a[f], *sb = p->share_b[f];
+    const tb_f8 rest = tb_f8_splat(fam.rest);
     for (int pass = 0; pass < 2; pass++) {
-#if defined(__SSE2__)
-        __m128 vr = _mm_set1_ps(fam.rest);
-        for (int base = pass * gap; base < n; base += 8) {
-            lanes lo = load4(p, base), hi = load4(p, base + 4), a, b;
-            __m128 slo = _mm_loadu_ps(&sa[base]), shi = _mm_loadu_ps(&sa[base + 4]);
-            __m128 tlo = _mm_loadu_ps(&sb[base]), thi = _mm_loadu_ps(&sb[base + 4]);
-            if (gap == 1) {
-                a.x = _mm_shuffle_ps(lo.x, hi.x, _MM_SHUFFLE(2, 0, 2, 0));
-                b.x = _mm_shuffle_ps(lo.x, hi.x, _MM_SHUFFLE(3, 1, 3, 1));
-                a.y = _mm_shuffle_ps(lo.y, hi.y, _MM_SHUFFLE(2, 0, 2, 0));
-                b.y = _mm_shuffle_ps(lo.y, hi.y, _MM_SHUFFLE(3, 1, 3, 1));
-                a.z = _mm_shuffle_ps(lo.z, hi.z, _MM_SHUFFLE(2, 0, 2, 0));
-                b.z = _mm_shuffle_ps(lo.z, hi.z, _MM_SHUFFLE(3, 1, 3, 1));
-                solve_four(&a, &b, _mm_shuffle_ps(slo, shi, _MM_SHUFFLE(2, 0, 2, 0)),
-                           _mm_shuffle_ps(tlo, thi, _MM_SHUFFLE(2, 0, 2, 0)), vr);
-                lo.x = _mm_unpacklo_ps(a.x, b.x); hi.x = _mm_unpackhi_ps(a.x, b.x);
-                lo.y = _mm_unpacklo_ps(a.y, b.y); hi.y = _mm_unpackhi_ps(a.y, b.y);
-                lo.z = _mm_unpacklo_ps(a.z, b.z); hi.z = _mm_unpackhi_ps(a.z, b.z);
-            } else {
-                a.x = _mm_movelh_ps(lo.x, hi.x); b.x = _mm_movehl_ps(hi.x, lo.x);
-                a.y = _mm_movelh_ps(lo.y, hi.y); b.y = _mm_movehl_ps(hi.y, lo.y);
-                a.z = _mm_movelh_ps(lo.z, hi.z); b.z = _mm_movehl_ps(hi.z, lo.z);
-                solve_four(&a, &b, _mm_movelh_ps(slo, shi), _mm_movelh_ps(tlo, thi), vr);
-                lo.x = _mm_movelh_ps(a.x, b.x); hi.x = _mm_movehl_ps(b.x, a.x);
-                lo.y = _mm_movelh_ps(a.y, b.y); hi.y = _mm_movehl_ps(b.y, a.y);
-                lo.z = _mm_movelh_ps(a.z, b.z); hi.z = _mm_movehl_ps(b.z, a.z);
+        for (int base = pass * gap; base < n; base += 16) {
+            lanes lo = load_points(p, base), hi = load_points(p, base + 8), a, b;
+            tb_f8 slo = tb_f8_load(&sa[base]), shi = tb_f8_load(&sa[base + 8]);
+            tb_f8 tlo = tb_f8_load(&sb[base]), thi = tb_f8_load(&sb[base + 8]);
+            if (gap == 1) { /* pairs (0,1) (2,3) ...: a the even points, b the odd */
+#define EVEN(u, v) TB_SHUFFLE((u), (v), 0, 2, 8, 10, 4, 6, 12, 14)
+#define ODD(u, v) TB_SHUFFLE((u), (v), 1, 3, 9, 11, 5, 7, 13, 15)
+#define BACK_LO(u, v) TB_SHUFFLE((u), (v), 0, 8, 1, 9, 4, 12, 5, 13)
+#define BACK_HI(u, v) TB_SHUFFLE((u), (v), 2, 10, 3, 11, 6, 14, 7, 15)
+                a = (lanes){EVEN(lo.x, hi.x), EVEN(lo.y, hi.y), EVEN(lo.z, hi.z)};
+                b = (lanes){ODD(lo.x, hi.x), ODD(lo.y, hi.y), ODD(lo.z, hi.z)};
+                solve_lanes(&a, &b, EVEN(slo, shi), EVEN(tlo, thi), rest);
+                lo = (lanes){BACK_LO(a.x, b.x), BACK_LO(a.y, b.y), BACK_LO(a.z, b.z)};
+                hi = (lanes){BACK_HI(a.x, b.x), BACK_HI(a.y, b.y), BACK_HI(a.z, b.z)};
+#undef EVEN
+#undef ODD
+#undef BACK_LO
+#undef BACK_HI
+            } else { /* gap 2, pairs (0,2) (1,3) (4,6) (5,7) ...: a the first two of each four */
+#define FIRST(u, v) TB_SHUFFLE((u), (v), 0, 1, 8, 9, 4, 5, 12, 13)
+#define SECOND(u, v) TB_SHUFFLE((u), (v), 2, 3, 10, 11, 6, 7, 14, 15)
+                a = (lanes){FIRST(lo.x, hi.x), FIRST(lo.y, hi.y), FIRST(lo.z, hi.z)};
+                b = (lanes){SECOND(lo.x, hi.x), SECOND(lo.y, hi.y), SECOND(lo.z, hi.z)};
+                solve_lanes(&a, &b, FIRST(slo, shi), FIRST(tlo, thi), rest);
+                lo = (lanes){FIRST(a.x, b.x), FIRST(a.y, b.y), FIRST(a.z, b.z)};
+                hi = (lanes){SECOND(a.x, b.x), SECOND(a.y, b.y), SECOND(a.z, b.z)};
+#undef FIRST
+#undef SECOND
             }
-            store4(p, base, &lo);
-            store4(p, base + 4, &hi);
+            store_points(p, base, &lo);
+            store_points(p, base + 8, &hi);
         }
-#else
-        for (int c = 0; c < n; c++)
-            if (((c / gap) & 1) == pass) solve_scalar(p, c, c + gap, sa[c], sb[c], fam.rest);
-#endif
     }
 }
 
 /* One iteration over every constraint: bend, then shear, then structural
  * last, so the stiffest family has the final word. */
-static void solve_constraints(tb_cloth_piece *p, int w, int h)
+TB_SIMD_INLINE void solve_constraints(tb_cloth_piece *p, int w, int h)
 {
     solve_pairs(p, TB_CLOTH_FAMILY_H2, w, h);
     solve_family(p, TB_CLOTH_FAMILY_V2, w, h);
@@ -364,140 +336,6 @@ static void solve_constraints(tb_cloth_piece *p, int w, int h)
     solve_pairs(p, TB_CLOTH_FAMILY_H1, w, h);
     solve_family(p, TB_CLOTH_FAMILY_V1, w, h);
 }
-
-/* The same walk eight at a time with AVX, chosen at run time when the CPU
- * has it (tb_cloth__cpu_has_avx). Every family and every row pass is a set
- * of constraints whose order only matters between dependent ones, which
- * keep their order in any grouping, so four or eight at a time give the
- * same bits; test_cloth checks it. Rows: AVX shuffles work inside 128-bit
- * halves, so the lanes come out permuted ([0,2,8,10 | 4,6,12,14] for gap 1),
- * the same way for a and b, and the unpacks put them back. */
-#if TB_CLOTH_HAVE_AVX
-#define AVX_FN __attribute__((target("avx")))
-
-typedef struct lanes8 { __m256 x, y, z; } lanes8;
-
-static inline AVX_FN void solve_eight(lanes8 *a, lanes8 *b, __m256 sa, __m256 sb, __m256 rest)
-{
-    __m256 dx = _mm256_sub_ps(b->x, a->x), dy = _mm256_sub_ps(b->y, a->y), dz = _mm256_sub_ps(b->z, a->z);
-    __m256 d2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy)), _mm256_mul_ps(dz, dz));
-    __m256 d = _mm256_max_ps(_mm256_sqrt_ps(d2), _mm256_set1_ps(1e-6f));
-    __m256 f = _mm256_div_ps(_mm256_sub_ps(d, rest), d);
-    f = _mm256_and_ps(f, _mm256_cmp_ps(d2, _mm256_set1_ps(1e-12f), _CMP_GE_OQ));
-    __m256 fa = _mm256_mul_ps(f, sa), fb = _mm256_mul_ps(f, sb);
-    a->x = _mm256_add_ps(a->x, _mm256_mul_ps(dx, fa));
-    a->y = _mm256_add_ps(a->y, _mm256_mul_ps(dy, fa));
-    a->z = _mm256_add_ps(a->z, _mm256_mul_ps(dz, fa));
-    b->x = _mm256_sub_ps(b->x, _mm256_mul_ps(dx, fb));
-    b->y = _mm256_sub_ps(b->y, _mm256_mul_ps(dy, fb));
-    b->z = _mm256_sub_ps(b->z, _mm256_mul_ps(dz, fb));
-}
-
-
-static inline AVX_FN lanes8 load8(const tb_cloth_piece *p, int i)
-{
-    lanes8 l = {_mm256_loadu_ps(&p->px[i]), _mm256_loadu_ps(&p->py[i]), _mm256_loadu_ps(&p->pz[i])};
-    return l;
-}
-
-static inline AVX_FN void store8(tb_cloth_piece *p, int i, const lanes8 *l)
-{
-    _mm256_storeu_ps(&p->px[i], l->x);
-    _mm256_storeu_ps(&p->py[i], l->y);
-    _mm256_storeu_ps(&p->pz[i], l->z);
-}
-
-static AVX_FN void solve_family_part_avx(tb_cloth_piece *p, int f, family fam, int c0, int count)
-{
-    const float *sa = p->share_a[f], *sb = p->share_b[f];
-    __m256 vr = _mm256_set1_ps(fam.rest);
-    const __m256 lane = _mm256_set_ps(7.0f, 6.0f, 5.0f, 4.0f, 3.0f, 2.0f, 1.0f, 0.0f);
-    for (int t = 0; t < count; t += 8) {
-        int c = c0 + t;
-        lanes8 a = load8(p, c + fam.da), b = load8(p, c + fam.db);
-        __m256 va = _mm256_loadu_ps(&sa[c]), vb = _mm256_loadu_ps(&sb[c]);
-        if (t + 8 > count) {
-            __m256 valid = _mm256_cmp_ps(lane, _mm256_set1_ps((float)(count - t)), _CMP_LT_OQ);
-            va = _mm256_and_ps(va, valid);
-            vb = _mm256_and_ps(vb, valid);
-        }
-        solve_eight(&a, &b, va, vb, vr);
-        store8(p, c + fam.da, &a);
-        store8(p, c + fam.db, &b);
-    }
-}
-
-static AVX_FN void solve_family_avx(tb_cloth_piece *p, int f, int w, int h)
-{
-    family fam = family_of(p, f, w, h);
-    if (fam.dist >= 8) {
-        solve_family_part_avx(p, f, fam, 0, fam.count);
-    } else {
-        for (int c0 = 0; c0 < fam.count; c0 += w) solve_family_part_avx(p, f, fam, c0, w);
-    }
-}
-
-static AVX_FN void solve_pairs_avx(tb_cloth_piece *p, int f, int w, int h)
-{
-    family fam = family_of(p, f, w, h);
-    int n = fam.count;
-    int gap = fam.db;
-    const float *sa = p->share_a[f], *sb = p->share_b[f];
-    __m256 vr = _mm256_set1_ps(fam.rest);
-    for (int pass = 0; pass < 2; pass++) {
-        for (int base = pass * gap; base < n; base += 16) {
-            lanes8 lo = load8(p, base), hi = load8(p, base + 8), a, b;
-            __m256 slo = _mm256_loadu_ps(&sa[base]), shi = _mm256_loadu_ps(&sa[base + 8]);
-            __m256 tlo = _mm256_loadu_ps(&sb[base]), thi = _mm256_loadu_ps(&sb[base + 8]);
-            if (gap == 1) {
-                a.x = _mm256_shuffle_ps(lo.x, hi.x, _MM_SHUFFLE(2, 0, 2, 0));
-                b.x = _mm256_shuffle_ps(lo.x, hi.x, _MM_SHUFFLE(3, 1, 3, 1));
-                a.y = _mm256_shuffle_ps(lo.y, hi.y, _MM_SHUFFLE(2, 0, 2, 0));
-                b.y = _mm256_shuffle_ps(lo.y, hi.y, _MM_SHUFFLE(3, 1, 3, 1));
-                a.z = _mm256_shuffle_ps(lo.z, hi.z, _MM_SHUFFLE(2, 0, 2, 0));
-                b.z = _mm256_shuffle_ps(lo.z, hi.z, _MM_SHUFFLE(3, 1, 3, 1));
-                solve_eight(&a, &b, _mm256_shuffle_ps(slo, shi, _MM_SHUFFLE(2, 0, 2, 0)),
-                            _mm256_shuffle_ps(tlo, thi, _MM_SHUFFLE(2, 0, 2, 0)), vr);
-                lo.x = _mm256_unpacklo_ps(a.x, b.x); hi.x = _mm256_unpackhi_ps(a.x, b.x);
-                lo.y = _mm256_unpacklo_ps(a.y, b.y); hi.y = _mm256_unpackhi_ps(a.y, b.y);
-                lo.z = _mm256_unpacklo_ps(a.z, b.z); hi.z = _mm256_unpackhi_ps(a.z, b.z);
-            } else {
-                a.x = _mm256_shuffle_ps(lo.x, hi.x, _MM_SHUFFLE(1, 0, 1, 0));
-                b.x = _mm256_shuffle_ps(lo.x, hi.x, _MM_SHUFFLE(3, 2, 3, 2));
-                a.y = _mm256_shuffle_ps(lo.y, hi.y, _MM_SHUFFLE(1, 0, 1, 0));
-                b.y = _mm256_shuffle_ps(lo.y, hi.y, _MM_SHUFFLE(3, 2, 3, 2));
-                a.z = _mm256_shuffle_ps(lo.z, hi.z, _MM_SHUFFLE(1, 0, 1, 0));
-                b.z = _mm256_shuffle_ps(lo.z, hi.z, _MM_SHUFFLE(3, 2, 3, 2));
-                solve_eight(&a, &b, _mm256_shuffle_ps(slo, shi, _MM_SHUFFLE(1, 0, 1, 0)),
-                            _mm256_shuffle_ps(tlo, thi, _MM_SHUFFLE(1, 0, 1, 0)), vr);
-                lo.x = _mm256_shuffle_ps(a.x, b.x, _MM_SHUFFLE(1, 0, 1, 0)); hi.x = _mm256_shuffle_ps(a.x, b.x, _MM_SHUFFLE(3, 2, 3, 2));
-                lo.y = _mm256_shuffle_ps(a.y, b.y, _MM_SHUFFLE(1, 0, 1, 0)); hi.y = _mm256_shuffle_ps(a.y, b.y, _MM_SHUFFLE(3, 2, 3, 2));
-                lo.z = _mm256_shuffle_ps(a.z, b.z, _MM_SHUFFLE(1, 0, 1, 0)); hi.z = _mm256_shuffle_ps(a.z, b.z, _MM_SHUFFLE(3, 2, 3, 2));
-            }
-            store8(p, base, &lo);
-            store8(p, base + 8, &hi);
-        }
-    }
-}
-
-static AVX_FN void solve_constraints_avx(tb_cloth_piece *p, int w, int h)
-{
-    solve_pairs_avx(p, TB_CLOTH_FAMILY_H2, w, h);
-    solve_family_avx(p, TB_CLOTH_FAMILY_V2, w, h);
-    solve_family_avx(p, TB_CLOTH_FAMILY_D1, w, h);
-    solve_family_avx(p, TB_CLOTH_FAMILY_D2, w, h);
-    solve_pairs_avx(p, TB_CLOTH_FAMILY_H1, w, h);
-    solve_family_avx(p, TB_CLOTH_FAMILY_V1, w, h);
-}
-
-bool tb_cloth__cpu_has_avx(void)
-{
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx") != 0;
-}
-#else
-bool tb_cloth__cpu_has_avx(void) { return false; }
-#endif
 
 /* ---- collisions ----------------------------------------------------------------- */
 
@@ -566,48 +404,29 @@ static void capsule_columns_of(const capsule_fast *caps, int count, capsule_colu
     }
 }
 
-/* Bit c set when q is within reach[c] + moved of capsule c's segment. Every
- * path does, per capsule, what capsule_offset does, in the same order. */
-static unsigned near_scalar(const capsule_columns *cc, tb_vec3 q, float moved)
+/* Bit c set when q is within reach[c] + moved of capsule c's segment (what
+ * capsule_offset computes, for the eight capsule lanes at once; lanes past
+ * the count are masked off). */
+TB_SIMD_INLINE unsigned near_capsules(const capsule_columns *cc, tb_vec3 q, float moved)
 {
-    unsigned mask = 0;
-    for (int c = 0; c < cc->count; c++) {
-        float qx = q.x - cc->ax[c], qy = q.y - cc->ay[c], qz = q.z - cc->az[c];
-        float t = tb_clampf((qx * cc->abx[c] + qy * cc->aby[c] + qz * cc->abz[c]) * cc->inv_len2[c], 0.0f, 1.0f);
-        float dx = qx - cc->abx[c] * t, dy = qy - cc->aby[c] * t, dz = qz - cc->abz[c] * t;
-        float reach = cc->reach[c] + moved;
-        if (dx * dx + dy * dy + dz * dz < reach * reach) mask |= 1u << c;
-    }
-    return mask;
+    tb_f8 qx = tb_f8_splat(q.x) - tb_f8_load(cc->ax);
+    tb_f8 qy = tb_f8_splat(q.y) - tb_f8_load(cc->ay);
+    tb_f8 qz = tb_f8_splat(q.z) - tb_f8_load(cc->az);
+    tb_f8 abx = tb_f8_load(cc->abx), aby = tb_f8_load(cc->aby), abz = tb_f8_load(cc->abz);
+    tb_f8 t = (qx * abx + qy * aby + qz * abz) * tb_f8_load(cc->inv_len2);
+    t = tb_f8_min(tb_f8_max(t, tb_f8_splat(0.0f)), tb_f8_splat(1.0f));
+    tb_f8 dx = qx - abx * t, dy = qy - aby * t, dz = qz - abz * t;
+    tb_f8 d2 = dx * dx + dy * dy + dz * dz;
+    tb_f8 reach = tb_f8_load(cc->reach) + tb_f8_splat(moved);
+    return tb_f8_bits_lt(d2, reach * reach) & ((1u << cc->count) - 1u);
 }
-
-#if TB_CLOTH_HAVE_AVX
-static AVX_FN unsigned near_avx(const capsule_columns *cc, tb_vec3 q, float moved)
-{
-    __m256 qx = _mm256_sub_ps(_mm256_set1_ps(q.x), _mm256_loadu_ps(cc->ax));
-    __m256 qy = _mm256_sub_ps(_mm256_set1_ps(q.y), _mm256_loadu_ps(cc->ay));
-    __m256 qz = _mm256_sub_ps(_mm256_set1_ps(q.z), _mm256_loadu_ps(cc->az));
-    __m256 abx = _mm256_loadu_ps(cc->abx), aby = _mm256_loadu_ps(cc->aby), abz = _mm256_loadu_ps(cc->abz);
-    __m256 dot = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(qx, abx), _mm256_mul_ps(qy, aby)), _mm256_mul_ps(qz, abz));
-    __m256 t = _mm256_mul_ps(dot, _mm256_loadu_ps(cc->inv_len2));
-    t = _mm256_min_ps(_mm256_max_ps(t, _mm256_setzero_ps()), _mm256_set1_ps(1.0f));
-    __m256 dx = _mm256_sub_ps(qx, _mm256_mul_ps(abx, t));
-    __m256 dy = _mm256_sub_ps(qy, _mm256_mul_ps(aby, t));
-    __m256 dz = _mm256_sub_ps(qz, _mm256_mul_ps(abz, t));
-    __m256 d2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(dx, dx), _mm256_mul_ps(dy, dy)), _mm256_mul_ps(dz, dz));
-    __m256 reach = _mm256_add_ps(_mm256_loadu_ps(cc->reach), _mm256_set1_ps(moved));
-    unsigned mask = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(d2, _mm256_mul_ps(reach, reach), _CMP_LT_OQ));
-    return mask & ((1u << cc->count) - 1u);
-}
-#endif
 
 /* Which capsules each free point might touch this step, and which points
  * are near the ground, so the iterations and the final pass only test
  * those. "Might touch": within NEAR_MARGIN (which covers the capsules' own
  * motion in a step) plus the point's own motion this step (|p - o|, which
  * covers pokes and throws). Reads the columns. */
-static void find_pairs(const tb_cloth_world *world, const capsule_columns *cc, const tb_cloth_piece_state *ps,
-                       tb_cloth_piece *p)
+TB_HOT_CLONES static void find_pairs(const capsule_columns *cc, const tb_cloth_piece_state *ps, tb_cloth_piece *p)
 {
     int n = ps->width * ps->height;
     p->pair_count = 0;
@@ -618,11 +437,7 @@ static void find_pairs(const tb_cloth_world *world, const capsule_columns *cc, c
         float moved = tb_v3_dist(q, tb_v3(ps->prev[3 * k], ps->prev[3 * k + 1], ps->prev[3 * k + 2]));
         if (q.y < TB_CLOTH_GROUND_Y + NEAR_MARGIN + moved) p->low[p->low_count++] = (uint16_t)k;
         if (cc->count == 0) continue;
-#if TB_CLOTH_HAVE_AVX
-        unsigned mask = world->use_avx ? near_avx(cc, q, moved) : near_scalar(cc, q, moved);
-#else
-        unsigned mask = near_scalar(cc, q, moved);
-#endif
+        unsigned mask = near_capsules(cc, q, moved);
         while (mask && p->pair_count < TB_CLOTH_MAX_PAIRS) {
             int c = __builtin_ctz(mask);
             mask &= mask - 1;
@@ -700,65 +515,87 @@ static void from_columns(tb_cloth_piece_state *ps, const tb_cloth_piece *p)
 
 /* The normal at point k from central differences across the grid, one-sided
  * at the border: du = P(i+1) - P(i-1) along the row, dv = P(j+1) - P(j-1)
- * down the grid, n = normalize(dv x du) (zero if degenerate). The row
- * interiors go 8 or 4 at a time with the same operations in the same order
- * as normal_one, which does the two border columns of each row. */
-static inline void normal_one(tb_cloth_piece *p, int k, int left, int right, int up, int down)
+ * down the grid, n = normalize(dv x du) (zero if degenerate). Eight points
+ * at a time: the row interiors straight off the columns, the border columns
+ * (whose differences are one-sided) gathered into lanes. */
+TB_SIMD_INLINE void normal_lanes(const lanes *u, const lanes *v, tb_f8 *nx, tb_f8 *ny, tb_f8 *nz)
 {
-    float ux = p->px[right] - p->px[left], uy = p->py[right] - p->py[left], uz = p->pz[right] - p->pz[left];
-    float vx = p->px[down] - p->px[up], vy = p->py[down] - p->py[up], vz = p->pz[down] - p->pz[up];
-    float cx = vy * uz - vz * uy, cy = vz * ux - vx * uz, cz = vx * uy - vy * ux;
-    float len = sqrtf(cx * cx + cy * cy + cz * cz);
-    float inv = 1.0f / len;
-    bool ok = len > 1e-12f;
-    p->nx[k] = ok ? cx * inv : 0.0f;
-    p->ny[k] = ok ? cy * inv : 0.0f;
-    p->nz[k] = ok ? cz * inv : 0.0f;
+    tb_f8 cx = v->y * u->z - v->z * u->y, cy = v->z * u->x - v->x * u->z, cz = v->x * u->y - v->y * u->x;
+    tb_f8 len = tb_f8_sqrt(cx * cx + cy * cy + cz * cz);
+    tb_f8 inv = tb_f8_splat(1.0f) / len;
+    const tb_f8 tiny = tb_f8_splat(1e-12f);
+    *nx = tb_f8_keep_lt(cx * inv, tiny, len);
+    *ny = tb_f8_keep_lt(cy * inv, tiny, len);
+    *nz = tb_f8_keep_lt(cz * inv, tiny, len);
 }
 
-#if defined(__SSE2__)
-/* Interior points row + i .. row + i + 3 (lanes past the interior are
- * written too and fixed up after: the row's last column by normal_one, the
- * spill into the next row by that row's pass, the padding never read). */
-static inline void normal_four(tb_cloth_piece *p, int k, int up, int down)
+/* Interior points k .. k + 7 of a row (up, down: the same columns one row
+ * up and down). Lanes past the interior are written too and fixed up after:
+ * the row's last column by the border pass, the spill into the next rows by
+ * their own passes, the padding never read. */
+TB_SIMD_INLINE void normals_interior(tb_cloth_piece *p, int k, int up, int down)
 {
-    __m128 ux = _mm_sub_ps(_mm_loadu_ps(&p->px[k + 1]), _mm_loadu_ps(&p->px[k - 1]));
-    __m128 uy = _mm_sub_ps(_mm_loadu_ps(&p->py[k + 1]), _mm_loadu_ps(&p->py[k - 1]));
-    __m128 uz = _mm_sub_ps(_mm_loadu_ps(&p->pz[k + 1]), _mm_loadu_ps(&p->pz[k - 1]));
-    __m128 vx = _mm_sub_ps(_mm_loadu_ps(&p->px[down]), _mm_loadu_ps(&p->px[up]));
-    __m128 vy = _mm_sub_ps(_mm_loadu_ps(&p->py[down]), _mm_loadu_ps(&p->py[up]));
-    __m128 vz = _mm_sub_ps(_mm_loadu_ps(&p->pz[down]), _mm_loadu_ps(&p->pz[up]));
-    __m128 cx = _mm_sub_ps(_mm_mul_ps(vy, uz), _mm_mul_ps(vz, uy));
-    __m128 cy = _mm_sub_ps(_mm_mul_ps(vz, ux), _mm_mul_ps(vx, uz));
-    __m128 cz = _mm_sub_ps(_mm_mul_ps(vx, uy), _mm_mul_ps(vy, ux));
-    __m128 len = _mm_sqrt_ps(_mm_add_ps(_mm_add_ps(_mm_mul_ps(cx, cx), _mm_mul_ps(cy, cy)), _mm_mul_ps(cz, cz)));
-    __m128 inv = _mm_div_ps(_mm_set1_ps(1.0f), len);
-    __m128 ok = _mm_cmpgt_ps(len, _mm_set1_ps(1e-12f));
-    _mm_storeu_ps(&p->nx[k], _mm_and_ps(_mm_mul_ps(cx, inv), ok));
-    _mm_storeu_ps(&p->ny[k], _mm_and_ps(_mm_mul_ps(cy, inv), ok));
-    _mm_storeu_ps(&p->nz[k], _mm_and_ps(_mm_mul_ps(cz, inv), ok));
+    lanes u = {tb_f8_load(&p->px[k + 1]) - tb_f8_load(&p->px[k - 1]), tb_f8_load(&p->py[k + 1]) - tb_f8_load(&p->py[k - 1]),
+               tb_f8_load(&p->pz[k + 1]) - tb_f8_load(&p->pz[k - 1])};
+    lanes v = {tb_f8_load(&p->px[down]) - tb_f8_load(&p->px[up]), tb_f8_load(&p->py[down]) - tb_f8_load(&p->py[up]),
+               tb_f8_load(&p->pz[down]) - tb_f8_load(&p->pz[up])};
+    tb_f8 nx, ny, nz;
+    normal_lanes(&u, &v, &nx, &ny, &nz);
+    tb_f8_store(&p->nx[k], nx);
+    tb_f8_store(&p->ny[k], ny);
+    tb_f8_store(&p->nz[k], nz);
 }
-#endif
 
-void tb_cloth__compute_normals(const tb_cloth_piece_state *ps, tb_cloth_piece *p)
+/* The two border columns of rows j0 .. j0 + 3 (fewer at the bottom): lane
+ * 2 m is the left end of row j0 + m, lane 2 m + 1 its right end. */
+TB_SIMD_INLINE void normals_border(tb_cloth_piece *p, int j0, int w, int h)
+{
+    int k[8], left[8], right[8], up[8], down[8], n = 0;
+    for (int j = j0; j < j0 + 4 && j < h; j++) {
+        int row = j * w, above = (j > 0 ? j - 1 : j) * w, below = (j < h - 1 ? j + 1 : j) * w;
+        k[n] = row, left[n] = row, right[n] = row + 1, up[n] = above, down[n] = below, n++;
+        k[n] = row + w - 1, left[n] = row + w - 2, right[n] = row + w - 1, up[n] = above + w - 1,
+        down[n] = below + w - 1, n++;
+    }
+    for (int m = n; m < 8; m++) k[m] = left[m] = right[m] = up[m] = down[m] = k[0]; /* idle lanes */
+    lanes u, v;
+    for (int m = 0; m < 8; m++) {
+        u.x[m] = p->px[right[m]] - p->px[left[m]], u.y[m] = p->py[right[m]] - p->py[left[m]];
+        u.z[m] = p->pz[right[m]] - p->pz[left[m]];
+        v.x[m] = p->px[down[m]] - p->px[up[m]], v.y[m] = p->py[down[m]] - p->py[up[m]];
+        v.z[m] = p->pz[down[m]] - p->pz[up[m]];
+    }
+    tb_f8 nx, ny, nz;
+    normal_lanes(&u, &v, &nx, &ny, &nz);
+    for (int m = 0; m < n; m++) p->nx[k[m]] = nx[m], p->ny[k[m]] = ny[m], p->nz[k[m]] = nz[m];
+}
+
+TB_HOT_CLONES void tb_cloth__compute_normals(const tb_cloth_piece_state *ps, tb_cloth_piece *p)
 {
     int w = ps->width, h = ps->height;
     for (int j = 0; j < h; j++) {
         int row = j * w, up = (j > 0 ? j - 1 : j) * w, down = (j < h - 1 ? j + 1 : j) * w;
-        int i = 1;
-#if defined(__SSE2__)
-        for (; i < w - 1; i += 4) normal_four(p, row + i, up + i, down + i);
-#else
-        for (; i < w - 1; i++) normal_one(p, row + i, row + i - 1, row + i + 1, up + i, down + i);
-#endif
-        normal_one(p, row, row, row + 1, up, down);
-        normal_one(p, row + w - 1, row + w - 2, row + w - 1, up + w - 1, down + w - 1);
+        for (int i = 1; i < w - 1; i += 8) normals_interior(p, row + i, up + i, down + i);
     }
+    for (int j = 0; j < h; j += 4) normals_border(p, j, w, h);
     int n = w * h;
     for (int k = 0; k < n; k++) {
         p->normals[3 * k] = p->nx[k];
         p->normals[3 * k + 1] = p->ny[k];
         p->normals[3 * k + 2] = p->nz[k];
+    }
+}
+
+/* The iterations of one piece: every constraint, then the near capsules and
+ * the ground, `iterations` times (the constraint walk inlined, so the AVX
+ * clone holds the whole loop). */
+TB_HOT_CLONES static void solve_iterations(const capsule_fast *caps, tb_cloth_piece_state *ps, tb_cloth_piece *p,
+                                           int iterations)
+{
+    for (int it = 0; it < iterations; it++) {
+        solve_constraints(p, ps->width, ps->height);
+        collide_pairs(caps, p);
+        collide_ground(ps, p);
     }
 }
 
@@ -776,7 +613,9 @@ void tb_cloth__solve_step(tb_cloth_world *world)
     }
 
     float strength = st->wind_strength * gust_factor(st->step_count);
-    tb_vec3 wind = tb_v3(cosf(st->wind_direction) * strength, 0.0f, -sinf(st->wind_direction) * strength);
+    float ws, wc;
+    tb_sin_cos(st->wind_direction, &ws, &wc);
+    tb_vec3 wind = tb_v3(wc * strength, 0.0f, -ws * strength);
 
     for (int i = 0; i < st->piece_count; i++) {
         tb_cloth_piece_state *ps = &st->pieces[i];
@@ -787,16 +626,8 @@ void tb_cloth__solve_step(tb_cloth_world *world)
         capsule_columns_of(caps, p->capsule_count, &cc);
         integrate(world, ps, p, i, wind);
         tb_cloth__to_columns(ps, p);
-        find_pairs(world, &cc, ps, p);
-        for (int it = 0; it < st->iterations; it++) {
-#if TB_CLOTH_HAVE_AVX
-            if (world->use_avx) solve_constraints_avx(p, ps->width, ps->height);
-            else
-#endif
-                solve_constraints(p, ps->width, ps->height);
-            collide_pairs(caps, p);
-            collide_ground(ps, p);
-        }
+        find_pairs(&cc, ps, p);
+        solve_iterations(caps, ps, p, st->iterations);
         collide_final(caps, p);
         tb_cloth__compute_normals(ps, p);
         from_columns(ps, p);

@@ -23,9 +23,8 @@
 #include <float.h>
 #include <stdint.h>
 #include <string.h>
-#if defined(__SSE__)
-#include <xmmintrin.h>
-#endif
+
+#include "physics/simd.h"
 
 /* Edge axes must beat the best face by this much (the seed's 1 cm): face
  * manifolds with several points are far more stable for resting contact. */
@@ -68,25 +67,12 @@ tb_collide_box tb_collide_box_make(tb_vec3 center, tb_quat rotation, tb_vec3 hal
     return box;
 }
 
-/* Four floats per vector (GCC/Clang extension; SSE on x86-64): the SAT's
- * 3 x 3 quantities computed three lanes at a time, each lane with the
- * operations of the scalar formulas in the same order (no FMA), so every
- * value is the same bits; the decisions then scan the lanes in the scalar
- * order (A faces, B faces, edges i-major). Lane 3 is padding. */
-typedef float sat_f4 __attribute__((vector_size(16)));
-typedef int32_t sat_i4 __attribute__((vector_size(16)));
-#define SAT_PERM(v, i0, i1, i2, i3) __builtin_shufflevector((v), (v), i0, i1, i2, i3)
-
-static inline sat_f4 sat_splat(float x) { return (sat_f4){x, x, x, x}; }
-static inline sat_f4 sat_abs(sat_f4 v) { return (sat_f4)((sat_i4)v & (sat_i4){0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF}); }
-static inline sat_f4 sat_sqrt(sat_f4 v)
-{
-#if defined(__SSE__)
-    return (sat_f4)_mm_sqrt_ps((__m128)v);
-#else
-    return (sat_f4){sqrtf(v[0]), sqrtf(v[1]), sqrtf(v[2]), sqrtf(v[3])};
-#endif
-}
+/* The SAT's 3 x 3 quantities are computed three lanes at a time in the SIMD
+ * layer's tb_f4 (simd.h), each lane with the operations of the formulas
+ * below in the same order (no FMA), so every value is the bits a lane-by-lane
+ * evaluation gives; the decisions then scan the lanes in a fixed order (A
+ * faces, B faces, edges i-major). Lane 3 is padding. */
+#define SAT_PERM(v, i0, i1, i2, i3) TB_SHUFFLE((v), (v), i0, i1, i2, i3)
 
 /* Inlined into tb_collide_box_box's clones (and wrapped as tb_box_box_sat). */
 static inline __attribute__((always_inline)) bool box_box_sat(const tb_collide_box *a, const tb_collide_box *b,
@@ -95,20 +81,20 @@ static inline __attribute__((always_inline)) bool box_box_sat(const tb_collide_b
     tb_vec3 t = tb_v3_sub(b->center, a->center);
     const tb_vec3 *aa = a->axis, *ba = b->axis;
     /* axis components by lane: lane i of ax is a_i.x, lane j of bx is b_j.x */
-    const sat_f4 ax = {aa[0].x, aa[1].x, aa[2].x, 0.0f}, ay = {aa[0].y, aa[1].y, aa[2].y, 0.0f},
+    const tb_f4 ax = {aa[0].x, aa[1].x, aa[2].x, 0.0f}, ay = {aa[0].y, aa[1].y, aa[2].y, 0.0f},
                  az = {aa[0].z, aa[1].z, aa[2].z, 0.0f};
-    const sat_f4 bx = {ba[0].x, ba[1].x, ba[2].x, 0.0f}, by = {ba[0].y, ba[1].y, ba[2].y, 0.0f},
+    const tb_f4 bx = {ba[0].x, ba[1].x, ba[2].x, 0.0f}, by = {ba[0].y, ba[1].y, ba[2].y, 0.0f},
                  bz = {ba[0].z, ba[1].z, ba[2].z, 0.0f};
     /* r = a_i . b_j: row[i] has lanes j, col[j] lanes i (the same numbers) */
-    sat_f4 row[3], col[3];
+    tb_f4 row[3], col[3];
     UNROLL3 for (int i = 0; i < 3; i++)
-        row[i] = sat_splat(aa[i].x) * bx + sat_splat(aa[i].y) * by + sat_splat(aa[i].z) * bz;
+        row[i] = tb_f4_splat(aa[i].x) * bx + tb_f4_splat(aa[i].y) * by + tb_f4_splat(aa[i].z) * bz;
     UNROLL3 for (int j = 0; j < 3; j++)
-        col[j] = ax * sat_splat(ba[j].x) + ay * sat_splat(ba[j].y) + az * sat_splat(ba[j].z);
+        col[j] = ax * tb_f4_splat(ba[j].x) + ay * tb_f4_splat(ba[j].y) + az * tb_f4_splat(ba[j].z);
     /* c = |r| + eps (eps: parallel edges stay conservative) */
-    const sat_f4 eps = sat_splat(1e-6f);
-    const sat_f4 ah = {a->half[0], a->half[1], a->half[2], 0.0f}, bh = {b->half[0], b->half[1], b->half[2], 0.0f};
-    const sat_f4 tx = sat_splat(t.x), ty = sat_splat(t.y), tz = sat_splat(t.z);
+    const tb_f4 eps = tb_f4_splat(1e-6f);
+    const tb_f4 ah = {a->half[0], a->half[1], a->half[2], 0.0f}, bh = {b->half[0], b->half[1], b->half[2], 0.0f};
+    const tb_f4 tx = tb_f4_splat(t.x), ty = tb_f4_splat(t.y), tz = tb_f4_splat(t.z);
     /* Separation along every face axis of `own`: |t . axis| - (other's
      * projection + own half), written so that the same value comes out bit
      * for bit whether `own` is A or B: |t . axis| with t or -t is the same,
@@ -116,13 +102,13 @@ static inline __attribute__((always_inline)) bool box_box_sat(const tb_collide_b
      * summed first, then the own half extent added. */
     float sep_a[4], sep_b[4];
     {
-        sat_f4 other = sat_splat(b->half[0]) * (sat_abs(col[0]) + eps) + sat_splat(b->half[1]) * (sat_abs(col[1]) + eps) +
-                       sat_splat(b->half[2]) * (sat_abs(col[2]) + eps);
-        sat_f4 s = sat_abs(tx * ax + ty * ay + tz * az) - (other + ah);
+        tb_f4 other = tb_f4_splat(b->half[0]) * (tb_f4_abs(col[0]) + eps) + tb_f4_splat(b->half[1]) * (tb_f4_abs(col[1]) + eps) +
+                       tb_f4_splat(b->half[2]) * (tb_f4_abs(col[2]) + eps);
+        tb_f4 s = tb_f4_abs(tx * ax + ty * ay + tz * az) - (other + ah);
         memcpy(sep_a, &s, sizeof s);
-        other = sat_splat(a->half[0]) * (sat_abs(row[0]) + eps) + sat_splat(a->half[1]) * (sat_abs(row[1]) + eps) +
-                sat_splat(a->half[2]) * (sat_abs(row[2]) + eps);
-        s = sat_abs(tx * bx + ty * by + tz * bz) - (other + bh);
+        other = tb_f4_splat(a->half[0]) * (tb_f4_abs(row[0]) + eps) + tb_f4_splat(a->half[1]) * (tb_f4_abs(row[1]) + eps) +
+                tb_f4_splat(a->half[2]) * (tb_f4_abs(row[2]) + eps);
+        s = tb_f4_abs(tx * bx + ty * by + tz * bz) - (other + bh);
         memcpy(sep_b, &s, sizeof s);
     }
 
@@ -166,25 +152,25 @@ static inline __attribute__((always_inline)) bool box_box_sat(const tb_collide_b
      * test below is the same expression), so it is skipped. */
     bool skip_overlapping = margin >= 0.0f && best_face + EDGE_PREFERENCE >= 0.0f;
     /* the half extents of B by lane j at next[j] and after[j] */
-    const sat_f4 bh_next = SAT_PERM(bh, 1, 2, 0, 3), bh_after = SAT_PERM(bh, 2, 0, 1, 3);
+    const tb_f4 bh_next = SAT_PERM(bh, 1, 2, 0, 3), bh_after = SAT_PERM(bh, 2, 0, 1, 3);
     UNROLL3 for (int i = 0; i < 3; i++) {
         int i1 = next[i], i2 = after[i];
         /* lanes j: L = a_i x b_j, |L|^2, ra, rb, the numerator, 1/|L| */
-        const sat_f4 aix = sat_splat(aa[i].x), aiy = sat_splat(aa[i].y), aiz = sat_splat(aa[i].z);
-        sat_f4 lx = aiy * bz - aiz * by, ly = aiz * bx - aix * bz, lz = aix * by - aiy * bx;
-        sat_f4 ra = sat_splat(a->half[i1]) * sat_abs(row[i2]) + sat_splat(a->half[i2]) * sat_abs(row[i1]);
-        sat_f4 ri = sat_abs(row[i]);
-        sat_f4 rb = bh_next * SAT_PERM(ri, 2, 0, 1, 3) + bh_after * SAT_PERM(ri, 1, 2, 0, 3);
-        sat_f4 num = sat_abs(tx * lx + ty * ly + tz * lz) - (ra + rb);
+        const tb_f4 aix = tb_f4_splat(aa[i].x), aiy = tb_f4_splat(aa[i].y), aiz = tb_f4_splat(aa[i].z);
+        tb_f4 lx = aiy * bz - aiz * by, ly = aiz * bx - aix * bz, lz = aix * by - aiy * bx;
+        tb_f4 ra = tb_f4_splat(a->half[i1]) * tb_f4_abs(row[i2]) + tb_f4_splat(a->half[i2]) * tb_f4_abs(row[i1]);
+        tb_f4 ri = tb_f4_abs(row[i]);
+        tb_f4 rb = bh_next * SAT_PERM(ri, 2, 0, 1, 3) + bh_after * SAT_PERM(ri, 1, 2, 0, 3);
+        tb_f4 num = tb_f4_abs(tx * lx + ty * ly + tz * lz) - (ra + rb);
         /* The lanes that pass the two skips, three at a time (the scalar
          * tests: 1 - r^2 < PARALLEL_EDGES^2, skip_overlapping && num <= 0).
          * Resting contacts mostly keep no edge of a row: no 1/|L|, no scan. */
-        sat_i4 keep = ~(sat_splat(1.0f) - row[i] * row[i] < sat_splat(PARALLEL_EDGES * PARALLEL_EDGES)) &
-                      (sat_i4){-1, -1, -1, 0};
-        if (skip_overlapping) keep &= ~(num <= sat_splat(0.0f));
+        tb_i4 keep = ~(tb_f4_splat(1.0f) - row[i] * row[i] < tb_f4_splat(PARALLEL_EDGES * PARALLEL_EDGES)) &
+                      (tb_i4){-1, -1, -1, 0};
+        if (skip_overlapping) keep &= ~(num <= tb_f4_splat(0.0f));
         if (!(keep[0] | keep[1] | keep[2])) continue;
-        sat_f4 len_sq = lx * lx + ly * ly + lz * lz; /* 1 - r^2 loses digits for nearly parallel edges */
-        sat_f4 inv_len = sat_splat(1.0f) / sat_sqrt(len_sq);
+        tb_f4 len_sq = lx * lx + ly * ly + lz * lz; /* 1 - r^2 loses digits for nearly parallel edges */
+        tb_f4 inv_len = tb_f4_splat(1.0f) / tb_f4_sqrt(len_sq);
         float num_l[4], inv_l[4];
         memcpy(num_l, &num, sizeof num_l);
         memcpy(inv_l, &inv_len, sizeof inv_l);
@@ -237,12 +223,10 @@ typedef struct face_poly {
 static inline bool side_cuts(const face_poly *in, int n, int along_w, float sign, float limit)
 {
     const float *x = along_w ? in->w : in->u;
-    sat_f4 lo, hi;
-    memcpy(&lo, x, sizeof lo);
-    memcpy(&hi, x + 4, sizeof hi);
-    const sat_f4 s = sat_splat(sign), l = sat_splat(limit), zero = sat_splat(0.0f);
-    const sat_i4 lane = {0, 1, 2, 3}, four = {4, 4, 4, 4}, count = {n, n, n, n};
-    sat_i4 out = (~(s * lo - l <= zero) & (lane < count)) | (~(s * hi - l <= zero) & (lane + four < count));
+    tb_f4 lo = tb_f4_load(x), hi = tb_f4_load(x + 4);
+    const tb_f4 s = tb_f4_splat(sign), l = tb_f4_splat(limit), zero = tb_f4_splat(0.0f);
+    const tb_i4 lane = {0, 1, 2, 3}, four = {4, 4, 4, 4}, count = {n, n, n, n};
+    tb_i4 out = (~(s * lo - l <= zero) & (lane < count)) | (~(s * hi - l <= zero) & (lane + four < count));
     return (out[0] | out[1] | out[2] | out[3]) != 0;
 }
 
@@ -423,7 +407,7 @@ bool tb_box_box_sat(const tb_collide_box *a, const tb_collide_box *b, float marg
     return box_box_sat(a, b, margin, out);
 }
 
-/* TB_HOT_CLONES (tb_math.h): an AVX clone too, the same bits. */
+/* TB_HOT_CLONES (simd.h): an AVX clone too, the same bits. */
 TB_HOT_CLONES int tb_collide_box_box(const tb_collide_box *a, const tb_collide_box *b, float margin, tb_manifold *m)
 {
     tb_sat_result sat;

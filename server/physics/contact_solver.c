@@ -38,9 +38,6 @@
  */
 #include <stddef.h>
 #include <string.h>
-#if defined(__SSE__)
-#include <xmmintrin.h>
-#endif
 
 #include "physics/rigid_core.h"
 
@@ -182,18 +179,6 @@ static void solve_contact(tb_solver_body *bodies, tb_contact *c, float mu)
 
 /* ---- four lanes at once -------------------------------------------------------------- */
 
-static inline tb_f4 f4_splat(float x) { return (tb_f4){x, x, x, x}; }
-static inline tb_f4 f4_select(tb_i4 mask, tb_f4 a, tb_f4 b) { return (tb_f4)((mask & (tb_i4)a) | (~mask & (tb_i4)b)); }
-/* min/max exactly as a < b ? a : b and a > b ? a : b per lane (b on ties of
- * zeros and on NaN). SSE's minps/maxps are defined that way, one instruction
- * instead of compare, and, andnot, or. */
-#if defined(__SSE__)
-static inline tb_f4 f4_min(tb_f4 a, tb_f4 b) { return (tb_f4)_mm_min_ps((__m128)a, (__m128)b); }
-static inline tb_f4 f4_max(tb_f4 a, tb_f4 b) { return (tb_f4)_mm_max_ps((__m128)a, (__m128)b); }
-#else
-static inline tb_f4 f4_min(tb_f4 a, tb_f4 b) { return f4_select(a < b, a, b); }
-static inline tb_f4 f4_max(tb_f4 a, tb_f4 b) { return f4_select(a > b, a, b); }
-#endif
 static inline tb_f4 dot4(tb_v3_4 a, tb_v3_4 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
 static inline tb_v3_4 sub4(tb_v3_4 a, tb_v3_4 b) { return (tb_v3_4){a.x - b.x, a.y - b.y, a.z - b.z}; }
 
@@ -221,119 +206,106 @@ static inline void store_body(tb_solver_body *bodies, uint32_t off, tb_f4 v, tb_
     memcpy(b + offsetof(tb_solver_body, w), &w, sizeof w);
 }
 
-_Static_assert(TB_LANES == 4, "gather8() and scatter8() move four lanes");
+_Static_assert(TB_LANES == 4, "gather_rows() and scatter_rows() move four lanes");
 
 #define WROW_VELOCITY(d, ra_d, rb_d) (dot4(sub4(vb, va), (d)) + dot4(wb, (rb_d)) - dot4(wa, (ra_d)))
 
 /* ---- eight floats: a body's (v, w) row in one vector ----------------------------------
  *
- * solve_group keeps A = [va | wa] and B = [vb | wb] (tb_f4x2 halves) in
- * 8-float vectors: one 32-byte load per body and a 4x4 transpose inside each
- * half brings in both velocities at once, and one multiply-add per component
- * applies an impulse to both. Per lane and half these are the operations of
- * solve_contact in the same order, so the results are the same bits. */
-typedef float tb_f8 __attribute__((vector_size(32)));
-#define SV8(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
-/* No function takes or returns an 8-float vector by value (GCC warns that
- * such calls change ABI with AVX): loads and halves are macros, the helpers
- * take pointers. */
-#define LD8(p) (*(const tb_f8_u *)(const void *)(p))
-#define LO8(v) SV8((v), (v), 0, 1, 2, 3)
-#define HI8(v) SV8((v), (v), 4, 5, 6, 7)
-typedef float tb_f8_u __attribute__((vector_size(32), aligned(4), may_alias));
+ * solve_group keeps A = [va | wa] and B = [vb | wb] as tb_f8 (simd.h): one
+ * 32-byte load per body and a 4x4 transpose inside each half brings in both
+ * velocities at once, and one multiply-add per component applies an impulse
+ * to both. Per lane and half these are the operations of solve_contact in
+ * the same order (the rows pre-scaled, see the top of the file). */
 
-/* Four bodies' [v pad | w pad] rows to [vx | wx], [vy | wy], [vz | wz].
- * Macros with named temporaries: written as functions over arrays, GCC -O2
- * keeps the lane loops rolled and sends the rows through the stack. */
-#define GATHER8(bodies, off, X, Y, Z)                                                   \
-    do {                                                                                \
-        const char *base_ = (const char *)(bodies);                                     \
-        tb_f8 r0_ = LD8(base_ + (off)[0]), r1_ = LD8(base_ + (off)[1]);                 \
-        tb_f8 r2_ = LD8(base_ + (off)[2]), r3_ = LD8(base_ + (off)[3]);                 \
-        tb_f8 t0_ = SV8(r0_, r1_, 0, 8, 1, 9, 4, 12, 5, 13);                            \
-        tb_f8 t1_ = SV8(r2_, r3_, 0, 8, 1, 9, 4, 12, 5, 13);                            \
-        tb_f8 t2_ = SV8(r0_, r1_, 2, 10, 3, 11, 6, 14, 7, 15);                          \
-        tb_f8 t3_ = SV8(r2_, r3_, 2, 10, 3, 11, 6, 14, 7, 15);                          \
-        X = SV8(t0_, t1_, 0, 1, 8, 9, 4, 5, 12, 13);                                    \
-        Y = SV8(t0_, t1_, 2, 3, 10, 11, 6, 7, 14, 15);                                  \
-        Z = SV8(t2_, t3_, 0, 1, 8, 9, 4, 5, 12, 13);                                    \
-    } while (0)
+/* Four bodies' velocities: x = [va.x of the 4 lanes | wa.x of the 4 lanes]. */
+typedef struct body_rows {
+    tb_f8 x, y, z;
+} body_rows;
+
+/* Four bodies' [v pad | w pad] rows to [vx | wx], [vy | wy], [vz | wz]. */
+TB_SIMD_INLINE body_rows gather_rows(const tb_solver_body *bodies, const uint32_t off[TB_LANES])
+{
+    const char *base = (const char *)bodies;
+    tb_f8 r0 = tb_f8_load((const float *)(const void *)(base + off[0]));
+    tb_f8 r1 = tb_f8_load((const float *)(const void *)(base + off[1]));
+    tb_f8 r2 = tb_f8_load((const float *)(const void *)(base + off[2]));
+    tb_f8 r3 = tb_f8_load((const float *)(const void *)(base + off[3]));
+    tb_f8 t0 = TB_SHUFFLE(r0, r1, 0, 8, 1, 9, 4, 12, 5, 13), t1 = TB_SHUFFLE(r2, r3, 0, 8, 1, 9, 4, 12, 5, 13);
+    tb_f8 t2 = TB_SHUFFLE(r0, r1, 2, 10, 3, 11, 6, 14, 7, 15), t3 = TB_SHUFFLE(r2, r3, 2, 10, 3, 11, 6, 14, 7, 15);
+    return (body_rows){TB_SHUFFLE(t0, t1, 0, 1, 8, 9, 4, 5, 12, 13), TB_SHUFFLE(t0, t1, 2, 3, 10, 11, 6, 7, 14, 15),
+                       TB_SHUFFLE(t2, t3, 0, 1, 8, 9, 4, 5, 12, 13)};
+}
 
 /* And back, the pads written as +0 (as the scalar rows have them). Lanes
  * never share an awake body; the static slot 0 gets back its zeros. */
-#define SCATTER8(bodies, off, X, Y, Z)                                                  \
-    do {                                                                                \
-        char *base_ = (char *)(bodies);                                                 \
-        const tb_f8 zero_ = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};           \
-        tb_f8 t0_ = SV8(X, Y, 0, 8, 1, 9, 4, 12, 5, 13), t1_ = SV8(X, Y, 2, 10, 3, 11, 6, 14, 7, 15); \
-        tb_f8 t2_ = SV8(Z, zero_, 0, 8, 1, 9, 4, 12, 5, 13);                            \
-        tb_f8 t3_ = SV8(Z, zero_, 2, 10, 3, 11, 6, 14, 7, 15);                          \
-        tb_f8 r0_ = SV8(t0_, t2_, 0, 1, 8, 9, 4, 5, 12, 13);                            \
-        tb_f8 r1_ = SV8(t0_, t2_, 2, 3, 10, 11, 6, 7, 14, 15);                          \
-        tb_f8 r2_ = SV8(t1_, t3_, 0, 1, 8, 9, 4, 5, 12, 13);                            \
-        tb_f8 r3_ = SV8(t1_, t3_, 2, 3, 10, 11, 6, 7, 14, 15);                          \
-        memcpy(base_ + (off)[0], &r0_, sizeof r0_);                                     \
-        memcpy(base_ + (off)[1], &r1_, sizeof r1_);                                     \
-        memcpy(base_ + (off)[2], &r2_, sizeof r2_);                                     \
-        memcpy(base_ + (off)[3], &r3_, sizeof r3_);                                     \
-    } while (0)
+TB_SIMD_INLINE void scatter_rows(tb_solver_body *bodies, const uint32_t off[TB_LANES], const body_rows *v)
+{
+    char *base = (char *)bodies;
+    const tb_f8 zero = tb_f8_splat(0.0f);
+    tb_f8 t0 = TB_SHUFFLE(v->x, v->y, 0, 8, 1, 9, 4, 12, 5, 13), t1 = TB_SHUFFLE(v->x, v->y, 2, 10, 3, 11, 6, 14, 7, 15);
+    tb_f8 t2 = TB_SHUFFLE(v->z, zero, 0, 8, 1, 9, 4, 12, 5, 13), t3 = TB_SHUFFLE(v->z, zero, 2, 10, 3, 11, 6, 14, 7, 15);
+    tb_f8_store((float *)(void *)(base + off[0]), TB_SHUFFLE(t0, t2, 0, 1, 8, 9, 4, 5, 12, 13));
+    tb_f8_store((float *)(void *)(base + off[1]), TB_SHUFFLE(t0, t2, 2, 3, 10, 11, 6, 7, 14, 15));
+    tb_f8_store((float *)(void *)(base + off[2]), TB_SHUFFLE(t1, t3, 0, 1, 8, 9, 4, 5, 12, 13));
+    tb_f8_store((float *)(void *)(base + off[3]), TB_SHUFFLE(t1, t3, 2, 3, 10, 11, 6, 7, 14, 15));
+}
+
+/* A tb_f4x2 pair of the row as one 8-float vector. */
+TB_SIMD_INLINE tb_f8 pair(const tb_f4x2 *p) { return tb_f8_load((const float *)(const void *)p); }
 
 /* (vb - va) . d + wb . (rb x d) - wa . (ra x d), as WROW_VELOCITY:
  * X = [vb - va | wb], v = lo(X . dr) + hi(X . dr) - hi(A . ra). */
-#define ROW_VELOCITY8(r, out)                                                           \
-    do {                                                                                \
-        tb_f8 x_ = SV8(bx - ax, bx, 0, 1, 2, 3, 12, 13, 14, 15);                        \
-        tb_f8 y_ = SV8(by - ay, by, 0, 1, 2, 3, 12, 13, 14, 15);                        \
-        tb_f8 z_ = SV8(bz - az, bz, 0, 1, 2, 3, 12, 13, 14, 15);                        \
-        tb_f8 p_ = x_ * LD8(&(r)->dr[0]) + y_ * LD8(&(r)->dr[1]) + z_ * LD8(&(r)->dr[2]); \
-        tb_f8 q_ = ax * LD8(&(r)->ra[0]) + ay * LD8(&(r)->ra[1]) + az * LD8(&(r)->ra[2]); \
-        out = (LO8(p_) + HI8(p_)) - HI8(q_);                                            \
-    } while (0)
+TB_SIMD_INLINE tb_f4 row_velocity(const tb_row_wide *r, const body_rows *a, const body_rows *b)
+{
+    tb_f8 x = TB_SHUFFLE(b->x - a->x, b->x, 0, 1, 2, 3, 12, 13, 14, 15);
+    tb_f8 y = TB_SHUFFLE(b->y - a->y, b->y, 0, 1, 2, 3, 12, 13, 14, 15);
+    tb_f8 z = TB_SHUFFLE(b->z - a->z, b->z, 0, 1, 2, 3, 12, 13, 14, 15);
+    tb_f8 p = x * pair(&r->dr[0]) + y * pair(&r->dr[1]) + z * pair(&r->dr[2]);
+    tb_f8 q = a->x * pair(&r->ra[0]) + a->y * pair(&r->ra[1]) + a->z * pair(&r->ra[2]);
+    return (TB_F8_LO(p) + TB_F8_HI(p)) - TB_F8_HI(q);
+}
 
 /* va += (-d ima) dj, wa += (-ia_d) dj, vb += (d imb) dj, wb += ib_d dj: the
  * rows come scaled by the inverse masses (ROW_APPLY scales dj instead, so
  * the wide and the scalar rows round differently in the last bit). */
-#define ROW_APPLY8(r, dj)                                                               \
-    do {                                                                                \
-        tb_f8 dj8_ = SV8((dj), (dj), 0, 1, 2, 3, 0, 1, 2, 3);                           \
-        ax = ax + LD8(&(r)->da[0]) * dj8_;                                              \
-        ay = ay + LD8(&(r)->da[1]) * dj8_;                                              \
-        az = az + LD8(&(r)->da[2]) * dj8_;                                              \
-        bx = bx + LD8(&(r)->db[0]) * dj8_;                                              \
-        by = by + LD8(&(r)->db[1]) * dj8_;                                              \
-        bz = bz + LD8(&(r)->db[2]) * dj8_;                                              \
-    } while (0)
+TB_SIMD_INLINE void row_apply(const tb_row_wide *r, tb_f4 dj, body_rows *a, body_rows *b)
+{
+    tb_f8 dj8 = TB_F8_JOIN(dj, dj);
+    a->x = a->x + pair(&r->da[0]) * dj8;
+    a->y = a->y + pair(&r->da[1]) * dj8;
+    a->z = a->z + pair(&r->da[2]) * dj8;
+    b->x = b->x + pair(&r->db[0]) * dj8;
+    b->y = b->y + pair(&r->db[1]) * dj8;
+    b->z = b->z + pair(&r->db[2]) * dj8;
+}
 
 /* The same three rows as solve_contact, on four contacts of one colour.
  * Inlined into solve_groups, which is TB_HOT_CLONES: also compiled for AVX
  * (picked at load time), fewer instructions and the same results bit for bit. */
-static inline __attribute__((always_inline)) void solve_group(tb_solver_body *bodies, tb_contact_wide *g, tb_f4 mu)
+TB_SIMD_INLINE void solve_group(tb_solver_body *bodies, tb_contact_wide *g, tb_f4 mu)
 {
-    tb_f8 ax, ay, az, bx, by, bz;
-    GATHER8(bodies, g->off_a, ax, ay, az);
-    GATHER8(bodies, g->off_b, bx, by, bz);
-    const tb_f4 zero = f4_splat(0.0f);
+    body_rows a = gather_rows(bodies, g->off_a), b = gather_rows(bodies, g->off_b);
+    const tb_f4 zero = tb_f4_zero();
     tb_f4 max_friction = mu * g->jn;
 
-    tb_f4 vt, j;
-    ROW_VELOCITY8(&g->t1, vt);
-    j = f4_min(f4_max(g->jt1 - vt * g->mass_t1, -max_friction), max_friction);
-    ROW_APPLY8(&g->t1, j - g->jt1);
+    tb_f4 vt = row_velocity(&g->t1, &a, &b);
+    tb_f4 j = tb_f4_min(tb_f4_max(g->jt1 - vt * g->mass_t1, -max_friction), max_friction);
+    row_apply(&g->t1, j - g->jt1, &a, &b);
     g->jt1 = j;
 
-    ROW_VELOCITY8(&g->t2, vt);
-    j = f4_min(f4_max(g->jt2 - vt * g->mass_t2, -max_friction), max_friction);
-    ROW_APPLY8(&g->t2, j - g->jt2);
+    vt = row_velocity(&g->t2, &a, &b);
+    j = tb_f4_min(tb_f4_max(g->jt2 - vt * g->mass_t2, -max_friction), max_friction);
+    row_apply(&g->t2, j - g->jt2, &a, &b);
     g->jt2 = j;
 
-    tb_f4 vn;
-    ROW_VELOCITY8(&g->n, vn);
-    j = f4_max(zero, g->jn + (g->target - vn) * g->mass_n);
-    ROW_APPLY8(&g->n, j - g->jn);
+    tb_f4 vn = row_velocity(&g->n, &a, &b);
+    j = tb_f4_max(zero, g->jn + (g->target - vn) * g->mass_n);
+    row_apply(&g->n, j - g->jn, &a, &b);
     g->jn = j;
 
-    SCATTER8(bodies, g->off_a, ax, ay, az);
-    SCATTER8(bodies, g->off_b, bx, by, bz);
+    scatter_rows(bodies, g->off_a, &a);
+    scatter_rows(bodies, g->off_b, &b);
 }
 
 /* One sweep over the groups: one call through the clone's ifunc per sweep,
@@ -381,13 +353,13 @@ TB_HOT_CLONES void tb_contact_solver_warm_apply(tb_rigid_world *w, int index)
         ib_t1 = row3(c->ib_t1);
         ib_t2 = row3(c->ib_t2);
     }
-    const tb_f4 jn = f4_splat(c->jn), jt1 = f4_splat(c->jt1), jt2 = f4_splat(c->jt2);
+    const tb_f4 jn = tb_f4_splat(c->jn), jt1 = tb_f4_splat(c->jt1), jt2 = tb_f4_splat(c->jt2);
     tb_f4 p = row3(c->n) * jn + row3(c->t1) * jt1 + row3(c->t2) * jt2;
     tb_f4 dwa = ia_n * jn + ia_t1 * jt1 + ia_t2 * jt2;
     tb_f4 dwb = ib_n * jn + ib_t1 * jt1 + ib_t2 * jt2;
     /* the pads stay +0: pad + 0 * s */
-    tb_f4 av = tb__load_row(&a->v) + p * f4_splat(-c->ima), aw = tb__load_row(&a->w) + dwa; /* dwa negated */
-    tb_f4 bv = tb__load_row(&b->v) + p * f4_splat(c->imb), bw = tb__load_row(&b->w) + dwb;
+    tb_f4 av = tb__load_row(&a->v) + p * tb_f4_splat(-c->ima), aw = tb__load_row(&a->w) + dwa; /* dwa negated */
+    tb_f4 bv = tb__load_row(&b->v) + p * tb_f4_splat(c->imb), bw = tb__load_row(&b->w) + dwb;
     store_body(a, 0, av, aw);
     store_body(b, 0, bv, bw);
 }
@@ -463,8 +435,8 @@ static inline __attribute__((always_inline)) void prepare_side(const side4 *s, c
 
 static inline tb_f4 inverse_mass4(tb_f4 k)
 {
-    tb_i4 ok = k > f4_splat(1e-9f);
-    return f4_select(ok, f4_splat(1.0f) / f4_select(ok, k, f4_splat(1.0f)), f4_splat(0.0f));
+    tb_i4 ok = k > tb_f4_splat(1e-9f);
+    return tb_f4_select(ok, tb_f4_splat(1.0f) / tb_f4_select(ok, k, tb_f4_splat(1.0f)), tb_f4_splat(0.0f));
 }
 
 TB_HOT_CLONES static void prepare_group(const tb_rigid_world *w, tb_contact_wide *g, float dt)
@@ -498,7 +470,7 @@ TB_HOT_CLONES static void prepare_group(const tb_rigid_world *w, tb_contact_wide
         tb__transpose_in(tb__load_row(&c[0]->t2), tb__load_row(&c[1]->t2), tb__load_row(&c[2]->t2),
                          tb__load_row(&c[3]->t2))};
     tb_row_wide *const rows[3] = {&g->n, &g->t1, &g->t2};
-    const tb_f4 zero = f4_splat(0.0f);
+    const tb_f4 zero = tb_f4_splat(0.0f);
     PREP_UNROLL for (int r = 0; r < 3; r++) {
         tb_row_wide *row = rows[r];
         row->da[0].lo = d[r].x * -ima, row->da[1].lo = d[r].y * -ima, row->da[2].lo = d[r].z * -ima;
@@ -533,10 +505,10 @@ TB_HOT_CLONES static void prepare_group(const tb_rigid_world *w, tb_contact_wide
     tb_f4 vn = WROW_VELOCITY(n, ra_n, rb_n);
     const float inv_dt = 1.0f / dt;
     const tb_f4 s = {sep[0], sep[1], sep[2], sep[3]};
-    tb_f4 target = f4_select(s > zero, -s * f4_splat(inv_dt),
-                             f4_splat(TB_BAUMGARTE * inv_dt) * f4_max(zero, -s - f4_splat(TB_LINEAR_SLOP)));
-    tb_i4 bounce = (vn < f4_splat(-TB_RESTITUTION_THRESHOLD)) & (s < -vn * f4_splat(dt));
-    g->target = f4_select(bounce, f4_max(target, f4_splat(-w->restitution) * vn), target);
+    tb_f4 target = tb_f4_select(s > zero, -s * tb_f4_splat(inv_dt),
+                             tb_f4_splat(TB_BAUMGARTE * inv_dt) * tb_f4_max(zero, -s - tb_f4_splat(TB_LINEAR_SLOP)));
+    tb_i4 bounce = (vn < tb_f4_splat(-TB_RESTITUTION_THRESHOLD)) & (s < -vn * tb_f4_splat(dt));
+    g->target = tb_f4_select(bounce, tb_f4_max(target, tb_f4_splat(-w->restitution) * vn), target);
     g->jn = g->jt1 = g->jt2 = zero;
 }
 
@@ -554,7 +526,7 @@ void tb_contact_solver_solve(tb_rigid_world *w)
 {
     tb_constraint_graph *graph = &w->graph;
     tb_solver_body *bodies = w->solver_bodies;
-    const tb_f4 mu = f4_splat(w->friction);
+    const tb_f4 mu = tb_f4_splat(w->friction);
     for (int it = 0; it < w->iterations; it++) {
         solve_groups(bodies, graph->groups, graph->group_count, mu);
         for (int i = 0; i < graph->overflow_count; i++)

@@ -25,6 +25,7 @@
 
 #include "physics/collide.h"
 #include "physics/rigid.h"
+#include "physics/simd.h"
 #include "physics/tb_math.h"
 
 /* ---- the seed's constants ------------------------------------------------------- */
@@ -134,13 +135,8 @@ _Static_assert(sizeof(tb_cache_entry) == 4 * 8, "tb_cache_entry has no implicit 
 
 /* ---- wide solver (constraint_graph.c, contact_solver.c) -------------------------------
  *
- * Four contacts that share no awake body are solved at once, one per SIMD
- * lane. The vector type is a GCC/Clang extension (SSE on x86-64, NEON on
- * ARM, plain code elsewhere); everything else in the physics is ISO C11. */
-typedef float tb_f4 __attribute__((vector_size(16)));
-
-/* TB_HOT_CLONES: tb_math.h */
-typedef int32_t tb_i4 __attribute__((vector_size(16)));
+ * Four contacts that share no awake body are solved at once, one per lane
+ * of the SIMD layer's tb_f4 (simd.h). */
 
 typedef struct tb_v3_4 {
     tb_f4 x, y, z;
@@ -148,12 +144,6 @@ typedef struct tb_v3_4 {
 
 /* Four bodies' (x, y, z, pad) rows to x, y, z lane vectors and back: a 4x4
  * transpose in shuffles instead of 24 scalar lane moves. */
-#if defined(__clang__)
-#define TB_SHUFFLE(a, b, i0, i1, i2, i3) __builtin_shufflevector(a, b, i0, i1, i2, i3)
-#else
-#define TB_SHUFFLE(a, b, i0, i1, i2, i3) __builtin_shuffle(a, b, (tb_i4){i0, i1, i2, i3})
-#endif
-
 static inline tb_f4 tb__load_row(const tb_vec3 *v)
 {
     tb_f4 r;

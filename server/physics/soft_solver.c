@@ -22,6 +22,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "physics/simd.h"
 #include "physics/soft_internal.h"
 
 #define DAMPING_RATE 5.0f      /* 1/s: velocity lost to the dough's stickiness */
@@ -87,12 +88,19 @@ void tb_soft__commit(tb_soft_world *world)
     if (!st->volume_on) st->rest_volume = tb_soft__volume(world, st->pos);
 }
 
+/* The per-float loops over the vertex arrays (xyz interleaved) run four
+ * floats at a time in the SIMD layer's tb_f4 (simd.h): every float gets its
+ * own operations, so grouping changes no bit. */
+_Static_assert((3 * TB_SOFT_V) % 4 == 0, "the vertex arrays are whole tb_f4");
+
 static void integrate(tb_soft_state *st, float *prev, float sdt, float damp)
 {
-    for (int k = 0; k < 3 * TB_SOFT_V; k++) {
-        prev[k] = st->pos[k];
-        st->vel[k] *= damp;
-        st->pos[k] += st->vel[k] * sdt;
+    const tb_f4 d = tb_f4_splat(damp), h = tb_f4_splat(sdt);
+    for (int k = 0; k < 3 * TB_SOFT_V; k += 4) {
+        tb_f4 p = tb_f4_load(&st->pos[k]), v = tb_f4_load(&st->vel[k]) * d;
+        tb_f4_store(&prev[k], p);
+        tb_f4_store(&st->vel[k], v);
+        tb_f4_store(&st->pos[k], p + v * h);
     }
 }
 
@@ -226,7 +234,9 @@ static void shape_memory_and_limit(tb_soft_state *st, float mem)
 
 static void update_velocities(tb_soft_state *st, const float *prev, float inv_sdt)
 {
-    for (int k = 0; k < 3 * TB_SOFT_V; k++) st->vel[k] = (st->pos[k] - prev[k]) * inv_sdt;
+    const tb_f4 inv = tb_f4_splat(inv_sdt);
+    for (int k = 0; k < 3 * TB_SOFT_V; k += 4)
+        tb_f4_store(&st->vel[k], (tb_f4_load(&st->pos[k]) - tb_f4_load(&prev[k])) * inv);
 }
 
 static void plasticity(tb_soft_world *world, float dt)
@@ -309,10 +319,10 @@ void tb_soft__solve_step(tb_soft_world *world, float dt)
     dt = tb_clampf(dt, TB_SOFT_DT_MIN, TB_SOFT_DT_CLAMP_MAX); /* before any division by it */
     int n = st->substeps;
     float sdt = dt / (float)n, inv_sdt = 1.0f / sdt;
-    float damp = expf(-DAMPING_RATE * sdt);
-    float pull = 1.0f - expf(-GRAB_RATE * sdt);
-    float mem = 1.0f - expf(-MEMORY_RATE * sdt);
-    float k = st->stiffness >= 1.0f ? 1.0f : 1.0f - powf(1.0f - st->stiffness, SEED_SUBSTEP_RATE * sdt);
+    float damp = tb_expf(-DAMPING_RATE * sdt); /* tb_libm.h: the same bits on every platform */
+    float pull = 1.0f - tb_expf(-GRAB_RATE * sdt);
+    float mem = 1.0f - tb_expf(-MEMORY_RATE * sdt);
+    float k = st->stiffness >= 1.0f ? 1.0f : 1.0f - tb_powf(1.0f - st->stiffness, SEED_SUBSTEP_RATE * sdt);
 
     for (int s = 0; s < n; s++) {
         integrate(st, world->prev, sdt, damp);

@@ -12,6 +12,8 @@
 #include <math.h>
 #include <stdbool.h>
 
+#include "physics/tb_libm.h" /* sin, cos: the physics' own (same bits on every platform) */
+
 typedef struct tb_vec3 { float x, y, z; } tb_vec3;
 typedef struct tb_quat { float x, y, z, w; } tb_quat;
 typedef struct tb_mat3 { tb_vec3 r[3]; } tb_mat3;
@@ -94,8 +96,9 @@ static inline tb_quat tb_q_norm(tb_quat q)
 /* Rotation of angle radians about a unit axis. */
 static inline tb_quat tb_q_axis_angle(tb_vec3 axis, float angle)
 {
-    float s = sinf(0.5f * angle);
-    return tb_q(axis.x * s, axis.y * s, axis.z * s, cosf(0.5f * angle));
+    float s, c;
+    tb_sin_cos(0.5f * angle, &s, &c);
+    return tb_q(axis.x * s, axis.y * s, axis.z * s, c);
 }
 
 /* v' = q v q*, expanded: v + 2w (u x v) + 2 u x (u x v) with u = q.xyz. */
@@ -176,18 +179,5 @@ static inline tb_mat3 tb_m3_world_inv_inertia(tb_quat q, tb_vec3 inv_inertia_loc
     tb_mat3 r = tb_m3_from_q(q);
     return tb_m3_mul(tb_m3_mul(r, tb_m3_diag(inv_inertia_local)), tb_m3_transpose(r));
 }
-
-/* TB_HOT_CLONES on a hot function compiles it twice, for AVX and for the
- * baseline, and picks one at load time (ifunc, x86-64 ELF). AVX here only
- * means three-operand encodings of the same IEEE operations (no FMA, and ISO
- * mode keeps -ffp-contract=off), so both clones give bit-identical results
- * and a world steps the same on machines with and without AVX. */
-/* GCC only: clang 14 leaves calls from other files to an external cloned
- * function unresolved, so a clang build uses the baseline code throughout. */
-#if defined(__x86_64__) && defined(__ELF__) && !defined(TB_NO_CLONES) && !defined(__clang__)
-#define TB_HOT_CLONES __attribute__((target_clones("avx", "default")))
-#else
-#define TB_HOT_CLONES
-#endif
 
 #endif /* TB_MATH_H */

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "physics/rigid_scenes.h"
+
 typedef struct tb_bench_opts {
     int runs;          /* repetitions per scene; report medians (default 5) */
     int quick;         /* 1: shorter scenes, for a smoke run */
@@ -28,5 +30,11 @@ static inline double tb_bench_now_us(void)
 /* Median of n doubles (sorts the array in place). */
 double tb_bench_median(double *v, size_t n);
 double tb_bench_mean(const double *v, size_t n);
+
+/* The load test's tower room as a fixed script (bench_world_hash.c): a tray
+ * with the tower and rng seeded, and the input to give before step s. */
+#define TB_BENCH_TOWER_CYCLE_STEPS 1800 /* 15 s: three knock-rebuild cycles */
+tb_rigid_world *tb_bench_tower_cycle_world(tb_rigid_rng *rng);
+void tb_bench_tower_cycle_input(tb_rigid_world *w, int s, tb_rigid_rng *rng);
 
 #endif

@@ -11,20 +11,19 @@
  *   tower-fall       tb_rigid_world_step, 1.6-2.6 s after the ball's launch
  *   tower-asleep     tb_rigid_world_step, 1.0-2.0 s of a tower at rest
  *   tower-cycle      tb_rigid_world_step, every step of 15 s of the load test's
- *                    tower room (tower_cycle_input below: knocked, rebuilt, poked)
+ *                    tower room (tb_bench_tower_cycle_input: knocked, rebuilt, poked)
  *   pile1000         tb_rigid_world_step, 0.17-1.0 s of pile 1000
  *   snap-tower-rest  tb_snap_encoder_step, 60 snapshots of a tower at rest
  *   dough-idle       tb_soft_world_step, 2-3 s of an untouched dough
  *   snap-tower-cycle tb_snap_encoder_step, every second step of the tower cycle
+ *   flag+cape        tb_cloth_world_step, 1-3 s of the flag and the cape in one world
+ *   dough-grab       tb_soft_world_step, 1-2 s of a dough held by two grabs
  * Outside valgrind the client requests do nothing and "count" prints the
  * same JSON lines with the wall-clock median per call.
  *
  *   tumble-bench tower-cycle         # timing: the tower-cycle case, mean us per step
- *   tumble-bench rigid-hash          # FNV-1a of the saved world after the tower
- *                                    # (10 s, ball at 1.6 s), pile 1000 (6 s) and
- *                                    # the tower cycle (15 s)
- * Two builds (say AVX clone and -DTB_NO_CLONES, or before and after a change)
- * step bit-identically iff they print the same hashes. */
+ *   tumble-bench world-hash          # every kernel's state hash after a fixed
+ *                                    # input script (bench_world_hash.c) */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +32,7 @@
 #include "bench/bench.h"
 #include "physics/rigid.h"
 #include "physics/rigid_scenes.h"
+#include "physics/cloth.h"
 #include "physics/soft.h"
 #include "tb_proto.h"
 
@@ -101,45 +101,16 @@ static void rigid_case(const char *name, int scene_n, double launch_s, double fr
     tb_rigid_world_destroy(w);
 }
 
-/* The load test's tower room (tests/load: a tower knocked every 5 s and
- * rebuilt 2.5 s later, a body poked every 3 s), made deterministic: in each
- * 5 s cycle (600 steps) the ball is launched at 1.0 s and the tower rebuilt
- * at 3.5 s; every 3 s (from step 200) a live body drawn from rng gets a small
- * impulse at its centre. Call before step s. */
-#define TOWER_CYCLE_STEPS 1800
-static void tower_cycle_input(tb_rigid_world *w, int s, tb_rigid_rng *rng)
-{
-    if (s % 600 == 120) tb_rigid_scene_tower_launch_ball(w);
-    if (s % 600 == 420) tb_rigid_scene_tower(w, NULL);
-    if (s % 360 != 200) return;
-    int ids[64], n = 0;
-    for (int id = tb_rigid_world_next_body(w, -1); id >= 0 && n < 64; id = tb_rigid_world_next_body(w, id)) ids[n++] = id;
-    if (n == 0) return;
-    int id = ids[tb_rigid_rng_next(rng) % (uint64_t)n];
-    tb_rigid_body_info info;
-    tb_rigid_body_get_info(w, id, &info);
-    float x = (tb_rigid_rng_float(rng) - 0.5f) * 0.6f, z = (tb_rigid_rng_float(rng) - 0.5f) * 0.6f;
-    tb_rigid_body_apply_impulse(w, id, tb_v3(x, 0.3f, z), info.position);
-}
-
-static tb_rigid_world *tower_cycle_world(tb_rigid_rng *rng)
-{
-    tb_rigid_world *w = tray(32);
-    tb_rigid_scene_tower(w, NULL);
-    *rng = tb_rigid_rng_seed(1);
-    return w;
-}
-
 static void tower_cycle_case(void)
 {
     static counter c;
     c.name = "tower-cycle";
     c.calls = 0;
     tb_rigid_rng rng;
-    tb_rigid_world *w = tower_cycle_world(&rng);
+    tb_rigid_world *w = tb_bench_tower_cycle_world(&rng);
     long awake_steps = 0;
-    for (int s = 0; s < TOWER_CYCLE_STEPS; s++) {
-        tower_cycle_input(w, s, &rng);
+    for (int s = 0; s < TB_BENCH_TOWER_CYCLE_STEPS; s++) {
+        tb_bench_tower_cycle_input(w, s, &rng);
         begin(&c);
         tb_rigid_world_step(w, DT);
         end(&c);
@@ -159,24 +130,24 @@ void tb_bench_tower_cycle(const tb_bench_opts *opts)
     double *mean = calloc((size_t)runs, sizeof *mean), *fall = calloc((size_t)runs, sizeof *fall);
     for (int r = 0; r < runs; r++) {
         tb_rigid_rng rng;
-        tb_rigid_world *w = tower_cycle_world(&rng);
+        tb_rigid_world *w = tb_bench_tower_cycle_world(&rng);
         double sum = 0.0, fall_sum = 0.0;
         int fall_n = 0;
-        for (int s = 0; s < TOWER_CYCLE_STEPS; s++) {
-            tower_cycle_input(w, s, &rng);
+        for (int s = 0; s < TB_BENCH_TOWER_CYCLE_STEPS; s++) {
+            tb_bench_tower_cycle_input(w, s, &rng);
             double t0 = tb_bench_now_us();
             tb_rigid_world_step(w, DT);
             double d = tb_bench_now_us() - t0;
             sum += d;
             if (s % 600 >= 120 && s % 600 < 420) { fall_sum += d; fall_n++; }
         }
-        mean[r] = sum / TOWER_CYCLE_STEPS;
+        mean[r] = sum / TB_BENCH_TOWER_CYCLE_STEPS;
         fall[r] = fall_sum / fall_n;
         tb_rigid_world_destroy(w);
     }
     printf("{\"scene\":\"tower-cycle\",\"steps\":%d,\"runs\":%d,\"median_mean_us\":%.2f,"
            "\"median_fall_mean_us\":%.2f}\n",
-           TOWER_CYCLE_STEPS, runs, tb_bench_median(mean, (size_t)runs), tb_bench_median(fall, (size_t)runs));
+           TB_BENCH_TOWER_CYCLE_STEPS, runs, tb_bench_median(mean, (size_t)runs), tb_bench_median(fall, (size_t)runs));
     fflush(stdout);
     free(mean);
     free(fall);
@@ -224,13 +195,13 @@ static void snap_cycle_case(void)
     c.name = "snap-tower-cycle";
     c.calls = 0;
     tb_rigid_rng rng;
-    tb_rigid_world *w = tower_cycle_world(&rng);
+    tb_rigid_world *w = tb_bench_tower_cycle_world(&rng);
     tb_snap_encoder *e = tb_snap_encoder_create(&frame, 64);
     tb_proto_body bodies[64];
     size_t bytes = 0;
     uint64_t hash = 0xcbf29ce484222325ull;
-    for (int s = 0; s < TOWER_CYCLE_STEPS; s++) {
-        tower_cycle_input(w, s, &rng);
+    for (int s = 0; s < TB_BENCH_TOWER_CYCLE_STEPS; s++) {
+        tb_bench_tower_cycle_input(w, s, &rng);
         tb_rigid_world_step(w, DT);
         if (s % 2 == 0) continue;
         tb_snap_input in = {.tick = (uint32_t)s, .awake = (uint32_t)tb_rigid_world_awake_count(w), .bodies = bodies,
@@ -271,6 +242,53 @@ static void dough_case(void)
     tb_soft_world_destroy(w);
 }
 
+/* The cloth budget case: flag and cape in one world (default def: wind
+ * 6 m/s, the figure walking, 8 iterations), 1-3 s after creation. */
+static void cloth_case(void)
+{
+    static counter c;
+    c.name = "flag+cape";
+    c.calls = 0;
+    tb_cloth_def def = tb_cloth_def_default();
+    def.scene = TB_CLOTH_SCENE_FLAG_AND_CAPE;
+    tb_cloth_world *w = tb_cloth_world_create(&def, NULL);
+    if (!w) { fprintf(stderr, "bench count: cloth world\n"); exit(1); }
+    for (int s = 0; s < 360; s++) {
+        if (s < 120) { tb_cloth_world_step(w); continue; }
+        begin(&c);
+        tb_cloth_world_step(w);
+        end(&c);
+    }
+    report(&c, NULL);
+    tb_cloth_world_destroy(w);
+}
+
+/* An awake dough: two grabs (opposite corners of the icosahedron) pulled
+ * out to 1.8x and held, 1-2 s after they start (an idle dough sleeps). */
+static void dough_grab_case(void)
+{
+    static counter c;
+    c.name = "dough-grab";
+    c.calls = 0;
+    tb_soft_def def = tb_soft_def_default();
+    tb_soft_world *w = tb_soft_world_create(&def, NULL);
+    if (!w) { fprintf(stderr, "bench count: soft world\n"); exit(1); }
+    const float *p = tb_soft_world_positions(w);
+    for (int g = 0; g < 2; g++) {
+        int v = g == 0 ? 0 : 3;
+        tb_soft_world_grab_start(w, 1, (uint32_t)g, tb_v3(p[3 * v], p[3 * v + 1], p[3 * v + 2]));
+        tb_soft_world_grab_move(w, 1, (uint32_t)g, tb_v3(p[3 * v] * 1.8f, p[3 * v + 1] * 1.8f, p[3 * v + 2] * 1.8f));
+    }
+    for (int s = 0; s < 240; s++) {
+        if (s < 120) { tb_soft_world_step(w, DT); continue; }
+        begin(&c);
+        tb_soft_world_step(w, DT);
+        end(&c);
+    }
+    report(&c, NULL);
+    tb_soft_world_destroy(w);
+}
+
 void tb_bench_count(const tb_bench_opts *opts)
 {
     (void)opts;
@@ -281,45 +299,8 @@ void tb_bench_count(const tb_bench_opts *opts)
     snap_case();
     dough_case();
     snap_cycle_case();
-}
-
-static uint64_t world_hash(const tb_rigid_world *w)
-{
-    size_t size = tb_rigid_world_save_size(w);
-    unsigned char *buf = malloc(size);
-    if (!buf || tb_rigid_world_save(w, buf, size, NULL) != TB_RIGID_OK) { fprintf(stderr, "bench count: save\n"); exit(1); }
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < size; i++) h = (h ^ buf[i]) * 1099511628211ull;
-    free(buf);
-    return h;
-}
-
-void tb_bench_rigid_hash(const tb_bench_opts *opts)
-{
-    (void)opts;
-    for (int scene = 0; scene < 2; scene++) {
-        int n = scene ? 1000 : 0, steps = scene ? 720 : 1200;
-        tb_rigid_world *w = tray(scene ? n : 32);
-        if (scene) tb_rigid_scene_pile(w, n);
-        else tb_rigid_scene_tower(w, NULL);
-        for (int s = 0; s < steps; s++) {
-            if (!scene && s == 192) tb_rigid_scene_tower_launch_ball(w);
-            tb_rigid_world_step(w, DT);
-        }
-        printf("{\"scene\":\"%s\",\"steps\":%d,\"hash\":\"%016llx\"}\n", scene ? "pile1000" : "tower", steps,
-               (unsigned long long)world_hash(w));
-        tb_rigid_world_destroy(w);
-    }
-    tb_rigid_rng rng;
-    tb_rigid_world *w = tower_cycle_world(&rng);
-    for (int s = 0; s < TOWER_CYCLE_STEPS; s++) {
-        tower_cycle_input(w, s, &rng);
-        tb_rigid_world_step(w, DT);
-    }
-    printf("{\"scene\":\"tower-cycle\",\"steps\":%d,\"hash\":\"%016llx\"}\n", TOWER_CYCLE_STEPS,
-           (unsigned long long)world_hash(w));
-    tb_rigid_world_destroy(w);
-    fflush(stdout);
+    cloth_case();
+    dough_grab_case();
 }
 
 /* Timing of a tower at rest (all planks asleep from 0.51 s), 1.0-11.0 s. */

@@ -18,7 +18,7 @@ void tb_bench_rigid(const tb_bench_opts *opts);
 void tb_bench_proto(const tb_bench_opts *opts);
 void tb_bench_count(const tb_bench_opts *opts);
 void tb_bench_tower_asleep(const tb_bench_opts *opts);
-void tb_bench_rigid_hash(const tb_bench_opts *opts);
+void tb_bench_world_hash(const tb_bench_opts *opts);
 void tb_bench_tower_cycle(const tb_bench_opts *opts);
 
 static const struct { const char *name; tb_bench_fn fn; } scenarios[] = {
@@ -28,7 +28,7 @@ static const struct { const char *name; tb_bench_fn fn; } scenarios[] = {
     {"proto", tb_bench_proto},
     {"tower-asleep", tb_bench_tower_asleep},
     {"count", tb_bench_count},
-    {"rigid-hash", tb_bench_rigid_hash},
+    {"world-hash", tb_bench_world_hash},
     {"tower-cycle", tb_bench_tower_cycle},
     {NULL, NULL} /* end */
 };

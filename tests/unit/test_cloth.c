@@ -524,28 +524,6 @@ static void saved_cloth_continues_identically(void **state)
     tb_cloth_world_destroy(b);
 }
 
-/* The constraint walk runs 8 wide (AVX) where the CPU has it, else 4 wide;
- * both must give the same bits, or rooms would differ between machines. */
-static void avx_and_sse_paths_give_identical_results(void **state)
-{
-    (void)state;
-    tb_cloth_world *a = make_world(TB_CLOTH_SCENE_FLAG_AND_CAPE, 6.0f, true);
-    tb_cloth_world *b = make_world(TB_CLOTH_SCENE_FLAG_AND_CAPE, 6.0f, true);
-    if (!a->use_avx) print_message("no AVX on this CPU: comparing the 4-wide path with itself\n");
-    b->use_avx = false;
-    /* odd grid sizes exercise the partial groups of both widths */
-    for (int t = 0; t < 2; t++) {
-        tb_cloth_world *w = t ? b : a;
-        assert_int_equal(tb_cloth_world_set_grid(w, TB_CLOTH_KIND_FLAG, 21, 7), TB_CLOTH_OK);
-        assert_int_equal(tb_cloth_world_set_grid(w, TB_CLOTH_KIND_CAPE, 5, 13), TB_CLOTH_OK);
-    }
-    scripted(a, 200);
-    scripted(b, 200);
-    assert_true(tb_cloth_world_hash(a) == tb_cloth_world_hash(b));
-    tb_cloth_world_destroy(a);
-    tb_cloth_world_destroy(b);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -563,7 +541,6 @@ int main(void)
         cmocka_unit_test(cloth_survives_wild_inputs),
         cmocka_unit_test(same_cloth_inputs_give_identical_results),
         cmocka_unit_test(saved_cloth_continues_identically),
-        cmocka_unit_test(avx_and_sse_paths_give_identical_results),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
