@@ -14,6 +14,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { ROOT, startServer, stopAll, connect, join, sleep, metrics } from './harness.mjs';
 import { startRedis, stopAllRedis, redisAvailable } from './redis.mjs';
@@ -151,16 +152,20 @@ test('two servers racing for one room: one runs it, the other refuses', { skip, 
   pa.close(); pb.close();
 });
 
-test('Redis killed, hung and restarted under load: rooms keep stepping, checkpoints are skipped, then resume', { skip, timeout: 40000 }, async () => {
+test('Redis killed, hung and restarted under load: rooms keep stepping, checkpoints are skipped, then resume', { skip, timeout: 90000 }, async () => {
   let redis = await startRedis();
   const a = await startServer({ args: fleetArgs(redis, 'A', ['--checkpoint-interval', '1', '--redis-timeout-ms', '500', '--log-level', 'warn']) });
   const players = [];
   for (let i = 0; i < 6; i++) {
     const p = await connect(a.port, { name: `p${i}` });
     await join(p, `load${i}`, i % 2 ? 'dice' : 'tower');
-    p.send({ type: 'action', action: i % 2 ? 'throw_dice' : 'knock', scene: null });
     players.push(p);
   }
+  // an input every 400 ms: every room changes, so every interval checkpoints it
+  const poke = setInterval(() => players.forEach((p, i) => {
+    if (p.closed === null) p.send({ type: 'action', action: i % 2 ? 'throw_dice' : 'knock', scene: null });
+  }), 400);
+  after(() => clearInterval(poke));
   await sleep(2500);
   let m = await metrics(a.url);
   assert.ok(m.tumble_checkpoints_written_total >= 6, `checkpoints written with Redis up: ${m.tumble_checkpoints_written_total}`);
@@ -183,8 +188,12 @@ test('Redis killed, hung and restarted under load: rooms keep stepping, checkpoi
   // back (empty: a restarted Redis without persistence): leases are taken again, checkpoints resume
   redis = await startRedis({ port: redis.port });
   const written = m.tumble_checkpoints_written_total;
-  await sleep(3000);
-  m = await metrics(a.url);
+  // reconnect (backoff at most 2 s), renewal, then every room's next checkpoint (1 s)
+  for (let i = 0; i < 40; i++) {
+    await sleep(200);
+    m = await metrics(a.url);
+    if (m.tumble_redis_up === 1 && m.tumble_checkpoints_written_total >= written + 6) break;
+  }
   assert.equal(m.tumble_redis_up, 1);
   assert.ok(m.tumble_checkpoints_written_total >= written + 6, `checkpoints resumed: ${written} -> ${m.tumble_checkpoints_written_total}`);
   assert.equal(redisCli(redis, 'GET', 'tumble:lease:load0'), owner, 'the lease was taken again by its server');
@@ -202,10 +211,16 @@ test('Redis killed, hung and restarted under load: rooms keep stepping, checkpoi
     `commands failed after the timeout: ${beforeHang.tumble_redis_failures_total} -> ${m.tumble_redis_failures_total}`);
   players.forEach((p, i) => assert.ok(lastState(p).tick - hungTicks[i] >= 120, `room load${i} stepped while Redis hung`));
   redis.proc.kill('SIGCONT');
-  await sleep(2500);
-  const m2 = await metrics(a.url);
+  // the reconnect backoff is at most 2 s after repeated drops; then the next due checkpoints
+  let m2;
+  for (let i = 0; i < 40; i++) {
+    await sleep(200);
+    m2 = await metrics(a.url);
+    if (m2.tumble_redis_up === 1 && m2.tumble_checkpoints_written_total > m.tumble_checkpoints_written_total) break;
+  }
   assert.equal(m2.tumble_redis_up, 1);
-  assert.ok(m2.tumble_checkpoints_written_total > m.tumble_checkpoints_written_total, 'checkpoints resumed after the hang');
+  assert.ok(m2.tumble_checkpoints_written_total > m.tumble_checkpoints_written_total,
+    `checkpoints resumed after the hang (load average ${os.loadavg()[0].toFixed(1)}; redis timeouts ${m.tumble_redis_timeouts_total} -> ${m2.tumble_redis_timeouts_total}, connects ${m.tumble_redis_connects_total} -> ${m2.tumble_redis_connects_total}, skipped ${m.tumble_checkpoints_skipped_total} -> ${m2.tumble_checkpoints_skipped_total})`);
   assert.equal(m2.tumble_lease_losses_total, 0, 'no room lost');
   for (const p of players) { assert.equal(p.closed, null, 'players stayed connected'); p.close(); }
 });
@@ -259,7 +274,8 @@ test('POST /admin/drain: refused from a player behind a trusted proxy; from loop
   const w = await join(p2, 'drained');
   assert.equal(w.scene, 'dough');
   const ms = performance.now() - t0;
-  assert.ok(ms < 1500, `handed over in ${ms.toFixed(0)} ms`);
+  // typically 50-200 ms; the bound leaves room for a machine several times overloaded
+  assert.ok(ms < 3000, `handed over in ${ms.toFixed(0)} ms (load average ${os.loadavg()[0].toFixed(1)})`);
   // a drained server refuses WebSockets, so a router tries the next server
   await assert.rejects(connect(a.port));
   assert.equal((await metrics(b.url)).tumble_handoffs_total, 1);

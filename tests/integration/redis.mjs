@@ -50,7 +50,7 @@ export async function startRedis({ port } = {}) {
     running.add(r);
     r.stop = async (signal = 'SIGTERM') => { if (running.has(r)) { proc.kill(signal); await r.exited; } };
     r.restart = async () => { await r.stop('SIGKILL'); const again = await startRedis({ port: p }); fs.rmSync(dir, { recursive: true, force: true }); return again; };
-    if (await waitListening(p, 3000)) return r;
+    if (await waitListening(p, 10000)) return r;
     await r.stop('SIGKILL');
     if (port) throw new Error(`redis-server did not listen on ${port}: ${log}`);
   }
