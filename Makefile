@@ -15,6 +15,7 @@
 #   server/physics/*.c proto/c/*.c server/sim/*.c server/net/*.c  -> build/libtumble.a
 #   server/main.c                                                  -> build/tumble-server
 #   tests/bench/*.c                                                -> build/tumble-bench
+#   tests/netem/*.c            the link emulator (a TCP proxy)     -> build/tumble-netem
 #   tests/unit/test_*.c        one cmocka program each             -> build/tests/, build/asan/tests/
 #   tests/fuzz/fuzz_*.c        one libFuzzer target each (clang)   -> build/fuzz/
 
@@ -44,6 +45,7 @@ LDLIBS      := $(PKG_LIBS) -lpthread -lm
 LIB_SRC   := $(wildcard server/physics/*.c proto/c/*.c server/sim/*.c server/net/*.c)
 BENCH_SRC := $(wildcard tests/bench/*.c)
 LOAD_SRC  := $(wildcard tests/load/*.c)
+NETEM_SRC := $(wildcard tests/netem/*.c)
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 UNIT_HELP := $(filter-out tests/unit/test_%,$(wildcard tests/unit/*.c))
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
@@ -59,7 +61,8 @@ FUZZ_BIN  := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 
 PROGRAMS := $(if $(wildcard server/main.c),$(BUILD)/tumble-server) \
             $(if $(BENCH_SRC),$(BUILD)/tumble-bench) \
-            $(if $(LOAD_SRC),$(BUILD)/tumble-load)
+            $(if $(LOAD_SRC),$(BUILD)/tumble-load) \
+            $(if $(NETEM_SRC),$(BUILD)/tumble-netem)
 
 WEB_DIST := $(if $(wildcard client-web/build.mjs),client-web/dist/index.html)
 
@@ -106,6 +109,10 @@ $(BUILD)/tumble-bench: $(call rel_obj,$(BENCH_SRC)) $(LIB_REL)
 $(BUILD)/tumble-load: $(call rel_obj,$(LOAD_SRC)) $(LIB_REL)
 	$(CC) $(CFLAGS_REL) $^ -o $@ $(LDLIBS)
 
+# The link emulator needs only libuv (tests/netem/netem.c).
+$(BUILD)/tumble-netem: $(call rel_obj,$(NETEM_SRC))
+	$(CC) $(CFLAGS_REL) $^ -o $@ $(shell pkg-config --libs libuv)
+
 # ---- C unit tests (cmocka), each built plain and with sanitizers -------------
 
 $(BUILD)/tests/%: $(call rel_obj,tests/unit/%.c) $(call rel_obj,$(UNIT_HELP)) $(LIB_REL)
@@ -136,12 +143,12 @@ fuzz: $(FUZZ_BIN)
 # (scripts/deps.sh). A WASI reactor: no main runs; the loader (client-web/src/
 # physics/wasm.js) calls _initialize, then any exported function. The physics,
 # the world-hash driver (tests/bench/bench_world_hash.c), malloc and free are exported
-# (default visibility + --export-dynamic). wasm/compat/ holds a stand-in
-# <pthread.h> until the settled-tower memo leaves the physics (issue #16).
+# (default visibility + --export-dynamic). The physics includes no <pthread.h>
+# (wasi-libc has none): the settled-tower memo lives in sim (sim/tower_memo.c).
 
 WASM_CC     ?= clang
 WASM_CFLAGS := --target=wasm32-wasi --sysroot=/usr $(WARN) $(MATH) -O2 -DNDEBUG -fvisibility=default \
-               -Iwasm/compat -Iserver -Itests
+               -Iserver -Itests
 WASM_SRC    := $(wildcard server/physics/*.c) tests/bench/bench_world_hash.c
 WASM_OBJ    := $(patsubst %.c,$(BUILD)/wasm/obj/%.o,$(WASM_SRC))
 
@@ -170,7 +177,7 @@ run: deps-build
 	$(BUILD)/tumble-server $(RUN_ARGS)
 
 test: deps
-	$(MAKE) all wasm $(FUZZ_BIN)
+	$(MAKE) all wasm $(FUZZ_BIN) $(BUILD)/asan/tumble-server
 	tests/run-all.sh
 
 # The image test builds the server and client inside the image; on the host it needs

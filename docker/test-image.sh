@@ -8,7 +8,8 @@
 #   4. a WebSocket client joins a room through /ws/<room> and receives snapshots;
 #   5. `podman stop -t 2` (SIGTERM, SIGKILL after 2 s): the server must have exited by
 #      itself with status 0 in under 2 s;
-#   6. the image is under 150 MB;
+#   6. the image is under 150 MB; started again, the container restores the rooms the
+#      stop saved to its state volume;
 #   0. the Kubernetes manifests rendered with `kubectl kustomize` and validated against
 #      the Kubernetes schemas offline (docker/k8s-validate.mjs);
 #   7. docker/compose.yaml, for real with podman-compose: three servers and the router
@@ -111,6 +112,23 @@ if [ "$code" = 0 ] && awk -v t="$took" 'BEGIN { exit !(t < 2.0) }'; then ok "pod
 else fail "podman stop -t 2: exit code $code after $took s (137 = killed after the 2 s grace)"; podman logs "$NAME" | tail -5; fi
 if podman logs "$NAME" 2>&1 | grep -q 'stopped'; then ok "server logged a graceful stop"
 else fail "no graceful stop in the log"; fi
+
+# The same container started again keeps its state volume (VOLUME /var/lib/tumble/state):
+# the rooms saved by the stop above come back, the joined one included.
+podman start "$NAME" >/dev/null 2>>build/test-logs/docker-run.log
+port=$(podman port "$NAME" 8080 | head -1 | sed 's/.*://')
+rooms=""
+for _ in $(seq 1 50); do
+  rooms=$(curl -fsS --max-time 1 "http://127.0.0.1:$port/api/rooms" 2>/dev/null) && break
+  sleep 0.1
+done
+restored=$(curl -fsS --max-time 2 "http://127.0.0.1:$port/metrics" 2>/dev/null | awk '$1 == "tumble_rooms_restored_total" { print $2 }')
+if echo "$rooms" | grep -q '"id":"image-room"' && [ "${restored:-0}" -ge 6 ]; then
+  ok "restarted container restored $restored rooms from its state volume, image-room among them"
+else
+  fail "restarted container: restored '${restored:-none}', rooms: ${rooms:-none}"; podman logs "$NAME" 2>&1 | tail -10
+fi
+podman stop -t 2 "$NAME" >/dev/null 2>>build/test-logs/docker-run.log || true
 echo "image test took $(secs "$t0" "$(now)") s"
 [ "$failed" = 0 ] || exit 1
 

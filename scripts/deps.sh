@@ -17,6 +17,8 @@ if [ "$what" = test ]; then
   pkgs="$pkgs wasi-libc lld-14 libclang-rt-14-dev-wasm32"
   # Debian's Chromium for the browser tests (playwright-core drives it; it never downloads one)
   pkgs="$pkgs chromium"
+  # the conformance client (tests/conformance): a second implementation, in Python
+  pkgs="$pkgs python3 python3-msgpack python3-websockets"
 fi
 
 missing=""

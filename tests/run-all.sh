@@ -9,6 +9,9 @@
 #   like the goldens                                    tests/world-hash/check.sh
 #   JavaScript tests (node --test)                       tests/js, proto/js
 #   integration tests against a real server (node --test) tests/integration
+#   the Python conformance client against a real server   tests/conformance
+#   some of them again against the ASan+UBSan server       build/asan/tumble-server
+#   browser tests (Chromium; missing Chromium fails)       tests/browser
 # The counts come from each runner's own summary (cmocka, node's TAP reporter).
 set -u
 cd "$(dirname "$0")/.."
@@ -61,27 +64,85 @@ for bin in build/fuzz/fuzz_*; do
   fi
 done
 
-# node --test with the TAP reporter ends with "# pass N" and "# fail N".
+# node --test with the TAP reporter ends with "# pass N", "# fail N" and "# skip N" (or "# skipped N").
+# With SKIP_FAILS=1 a skipped test counts as failed (the browser suites: make test
+# installs Chromium through make deps, so a browser test that skips is a broken setup).
 run_node() {
   local label=$1; shift
   local out="$log/node-$label.log"
+  local t0=$SECONDS
   node --test --test-reporter=tap "$@" >"$out" 2>&1
-  local rc=$? p f
+  local rc=$? p f s
   p=$(sed -n 's/^# pass \([0-9]*\)/\1/p' "$out" | tail -1); f=$(sed -n 's/^# fail \([0-9]*\)/\1/p' "$out" | tail -1)
-  p=${p:-0}; f=${f:-0}
+  s=$(sed -n 's/^# skip\(ped\)\{0,1\} \([0-9]*\)/\2/p' "$out" | tail -1)   # node 18: "# skip", 20: "# skipped"
+  p=${p:-0}; f=${f:-0}; s=${s:-0}
   if [ $rc -ne 0 ] && [ "$f" = 0 ]; then f=1; fi
+  if [ "${SKIP_FAILS:-0}" = 1 ] && [ "$s" != 0 ]; then
+    echo "$label: $s test(s) skipped:"; grep -E '# SKIP' "$out" | head -5
+    f=$((f + s))
+  fi
   passed=$((passed + p)); failed=$((failed + f))
   if [ "$f" != 0 ]; then broken="$broken node:$label"; grep -E '^not ok|^ *(error|expected|actual|stack):|^# ' "$out" | head -80; fi
-  printf '%-50s %3d passed, %d failed\n' "node --test ($label)" "$p" "$f"
+  printf '%-50s %3d passed, %d failed  (%d s)\n' "node --test ($label)" "$p" "$f" $((SECONDS - t0))
 }
 
 js=$(find tests/js proto/js -name '*.test.mjs' 2>/dev/null | sort)
 [ -n "$js" ] && run_node js $js
 # Suites that start servers run one file at a time (Node 18 has no --test-concurrency).
-for f in $(find tests/integration tests/browser -name '*.test.mjs' 2>/dev/null | sort); do
-  run_node "$(basename "$(dirname "$f")")-$(basename "$f" .test.mjs)" "$f"
+for f in $(find tests/integration -name '*.test.mjs' 2>/dev/null | sort); do
+  run_node "integration-$(basename "$f" .test.mjs)" "$f"
 done
 
+# The same suites against the ASan+UBSan server (harness.mjs fails a file whose
+# server printed a sanitizer report). Not all of them: the ones that drive the
+# server's input paths hardest (hostile and malformed messages, the WebSocket
+# edge, room lifecycle, state files read back, shutdown) and finish in about a
+# minute each under ASan. The load, routing, churn, workers and replay files
+# measure rates or run many servers and would only measure ASan's slowness.
+ASAN_SERVER=build/asan/tumble-server
+ASAN_SUITES="hostile ws rooms restart persistence shutdown limits flags"
+if [ -x "$ASAN_SERVER" ]; then
+  for n in $ASAN_SUITES; do
+    f=tests/integration/$n.test.mjs
+    [ -f "$f" ] || continue
+    TUMBLE_SERVER_BIN=$ASAN_SERVER run_node "asan-integration-$n" "$f"
+  done
+elif [ -d tests/integration ]; then
+  failed=$((failed + 1)); broken="$broken asan-integration"
+  echo "no $ASAN_SERVER: make build/asan/tumble-server (make test builds it)"
+fi
+
+# Browser suites: Chromium is part of make deps, so a missing browser is a failure,
+# not a skipped suite.
+browser=$(find tests/browser -name '*.test.mjs' 2>/dev/null | sort)
+if [ -n "$browser" ] && [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
+  failed=$((failed + 1)); broken="$broken browser(no-chromium)"
+  echo "no Chromium at ${CHROMIUM:-/usr/bin/chromium}: the browser suites cannot run (make deps installs it)"
+fi
+for f in $browser; do
+  SKIP_FAILS=1 run_node "browser-$(basename "$f" .test.mjs)" "$f"
+done
+
+# The conformance client (tests/conformance, Python from PROTOCOL.md alone) against
+# real servers it starts itself; TAP summary like node's. Debian's python3 with
+# python3-msgpack and python3-websockets (scripts/deps.sh).
+py=${TUMBLE_PYTHON:-/usr/bin/python3}
+if [ -f tests/conformance/conformance.py ]; then
+  out="$log/conformance.log"
+  if "$py" -c 'import msgpack, websockets' 2>/dev/null; then
+    "$py" tests/conformance/conformance.py >"$out" 2>&1; rc=$?
+  else
+    echo "not ok - $py lacks python3-msgpack/python3-websockets (make deps)" >"$out"; rc=1
+  fi
+  p=$(sed -n 's/^# pass \([0-9]*\)/\1/p' "$out" | tail -1); f=$(sed -n 's/^# fail \([0-9]*\)/\1/p' "$out" | tail -1)
+  p=${p:-0}; f=${f:-0}
+  if [ $rc -ne 0 ] && [ "$f" = 0 ]; then f=1; fi
+  passed=$((passed + p)); failed=$((failed + f))
+  if [ "$f" != 0 ]; then broken="$broken conformance"; grep -E '^not ok|^  #' "$out" | head -60; fi
+  printf '%-50s %3d passed, %d failed\n' "conformance (python)" "$p" "$f"
+fi
+
 [ -n "$broken" ] && echo "failing:$broken"
+echo "run-all took $SECONDS s (load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null))"
 echo "tumble: $passed passed, $failed failed"
 [ "$failed" = 0 ] && [ "$passed" -gt 0 ]

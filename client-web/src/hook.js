@@ -17,6 +17,12 @@ export function installHook() {
     dice: null,
     stats: null,
     errors: [],
+    shownErrors: [],     // the same refusals in the words the page showed
+    announcements: [],   // toasts about who did what ("Ana switched the room to dice")
+    quietRefusals: 0,    // refusals of a refused grab's moves, not shown again
+    offline: false,      // inputs paused while the connection is down
+    problem: null,       // what the page said when the room could not be joined
+    scene: null,
     resyncs: 0,
     pongs: 0,
     contacts: 0,

@@ -5,6 +5,10 @@
 // and takes intents. The requestAnimationFrame loop only reads: it samples the
 // buffer at "now minus the interpolation delay", hands that state to the view, and
 // updates the HUD. Nothing here moves a body.
+//
+// What a person is told lives here too: who did what (in people's terms), that the
+// page is offline (inputs paused), and - when the room cannot be joined - what
+// happened and a way on (ui/room-problem.js).
 import * as THREE from 'three';
 import { Stage } from './stage.js';
 import { SnapshotBuffer } from './net/snapshots.js';
@@ -14,48 +18,80 @@ import { createClothView } from './views/cloth.js';
 import { createSoftView } from './views/soft.js';
 import { attachInput } from './input/intents.js';
 import { createHud } from './ui/hud.js';
-import { createParamsPanel } from './ui/params.js';
+import { createParamsPanel, describeParam, paramLabel } from './ui/params.js';
+import { showRoomProblem, askName } from './ui/room-problem.js';
 import { installHook } from './hook.js';
+import { KINDS, ACTIONS, HINTS, KEYS, roomUrl } from './scenes.js';
 
 const VIEWS = { rigid: createRigidView, cloth: createClothView, soft: createSoftView };
-const ACTIONS = {
-  rigid: [{ action: 'throw_dice', label: 'Throw dice' }, { action: 'build_tower', label: 'Build tower' }, { action: 'knock_down', label: 'Knock it down' }],
-  cloth: [{ action: 'reset', label: 'Reset' }],
-  soft: [{ action: 'reset', label: 'New dough' }],
+const DEFAULT_ACTIONS = { rigid: ACTIONS.tower, cloth: ACTIONS.flag, soft: ACTIONS.dough };
+const RESET_WORDS = {
+  knock: 'knocked the tower down', rebuild: 'rebuilt the tower', throw_dice: 'threw the dice', roll: 'threw the dice',
+  reset: 'reset the room (settings kept)',
 };
-const HINTS = {
-  rigid: 'Tap a block to poke it · tap the felt to drop a ball · flick to throw',
-  cloth: 'Drag the cloth to pull it',
-  soft: 'Drag to stretch (use several fingers) · double-tap to press a dent',
-};
+/** Server refusals in people's terms (the server's own words are for developers). */
+function errorWords(m) {
+  switch (m.name) {
+    case 'projectile_cap': return 'Too many balls: the oldest one was removed';
+    case 'unknown_body': return m.grab != null ? 'Missed: grab a little closer to the cloth' : 'Nothing there to poke';
+    case 'rate_limited': return 'Slow down: too many actions at once';
+    case 'not_allowed': return 'That does not work in this room';
+    case 'bad_value': { const p = /^(\w+): /.exec(m.message || ''); return p ? `That ${paramLabel(p[1])} is outside its range` : 'That value is not allowed here'; }
+    default: return m.message;
+  }
+}
 const now = () => performance.now() / 1000;
 
-export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, transport, fetchRoomStats = null }) {
+export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, transport, fetchRoomStats = null, fetchRooms = null }) {
   document.body.classList.add('in-room');
   const stageHost = document.createElement('div');
   stageHost.className = 'stage';
   host.append(stageHost);
   const stage = new Stage(stageHost);
+  const canvas = stage.renderer.domElement;
+  canvas.tabIndex = 0;
+  canvas.setAttribute('role', 'application');
+  canvas.setAttribute('aria-roledescription', '3D view');
   const buffer = new SnapshotBuffer();
   const clock = new ClockSync();
   const hook = installHook();
   hook.stage = stage;
+  const pickRay = new THREE.Raycaster();
+  /** What a pointer at (clientX, clientY) would pick, for tests. */
+  hook.pickAt = (x, y, opts) => {
+    pickRay.setFromCamera(stage.ndc(x, y, new THREE.Vector2()), stage.camera);
+    const hit = view?.pick(pickRay, opts);
+    return hit && { type: hit.type, id: hit.id, key: hit.key, vertex: hit.vertex, point: hit.point && [hit.point.x, hit.point.y, hit.point.z], near: !!hit.near };
+  };
   const small = () => Math.min(window.innerWidth, window.innerHeight) < 500;
 
   let insetObserver = null;
-  let hud = null, view = null, input = null, panel = null, desc = null;
+  let hud = null, view = null, input = null, panel = null, desc = null, scene = askedScene;
   let you = null, players = [], dice = null, contacts = [], showContacts = false;
   let lastState = null;
   const rate = { snaps: [], bytes: [] };   // arrival times and sizes over the last second
   let stepMs = NaN;
+  // How good the link is: the newest snapshot's lag above the fastest one seen (queueing,
+  // jitter), and the "slow connection" sign with some hysteresis (on after 1 s poor,
+  // off after 3 s good) so it does not flicker.
+  const link = { excess: 0, poorSince: NaN, goodSince: NaN, slow: false, since: NaN };
   let serverAwake = null; // the server's own count, when the stream carries it
   const aim = makeAimLine();
   stage.scene.add(aim.line);
+  const marker = makeMarker();
+  stage.scene.add(marker.mesh);
+  let offlineToldAt = 0;
 
   function send(intent) {
     hook.sent.push(intent);
     if (hook.sent.length > 200) hook.sent.shift();
-    return transport.send(intent);
+    const ok = transport.send(intent);
+    // Offline, nothing is sent: say so (pings are the page's own, not the person's).
+    if (!ok && intent.type !== 'ping' && connState.state !== 'open' && performance.now() - offlineToldAt > 1500) {
+      offlineToldAt = performance.now();
+      hud?.toast('Offline: not sent. Reconnecting…');
+    }
+    return ok;
   }
 
   function setupRoom(d) {
@@ -63,18 +99,34 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
     input?.dispose(); view?.dispose(); panel?.dispose(); hud?.dispose();
     desc = d;
     const kind = d.room?.kind || askedKind || 'rigid';
+    scene = d.room?.scene || scene || KINDS[kind][0];
     buffer.reset();
     if (d.room?.snapshotRate) buffer.interval = 1 / d.room.snapshotRate;
     view = VIEWS[kind](stage, d);
-    hud = createHud(host, { roomId, kind, scene: d.room?.scene || askedScene, actions: ACTIONS[kind], onAction: (a) => send({ type: 'scene', action: a }) });
-    hud.setHint(HINTS[kind]);
+    hud = createHud(host, {
+      roomId, kind, scene, actions: ACTIONS[scene] || DEFAULT_ACTIONS[kind], scenes: KINDS[kind] || [],
+      onAction: (a) => doAction(a),
+      onSelectScene: (sc) => send({ type: 'scene', action: 'select', scene: sc }),
+      onRename: () => askName(host, { current: you?.name, onSave: (n) => transport.rename?.(n) }),
+      hint: HINTS[scene] || HINTS[KINDS[kind][0]],
+    });
     hud.setPlayers(players, you?.id);
     hud.setConnection(connState);
+    hud.setSlow(link.slow);
     panel = createParamsPanel(hud.side, d.params || [], {
-      send, showContacts: kind === 'rigid', compact: small(),
+      send, scene, showContacts: kind === 'rigid', contactsOn: showContacts, compact: small(),
       onContacts: (on) => { showContacts = on; view.setShowContacts(on); send({ type: 'contacts', on }); },
     });
-    input = attachInput(stage, view, send, { onAim: (a) => aim.set(a) });
+    applyOffline();
+    const keys = KEYS[kind] + (scene === 'tower' ? ' · K knock it down' : '');
+    canvas.setAttribute('aria-label', `${scene} room ${roomId}: ${viewWords(kind, scene, d)}. Keys: ${keys}`);
+    input = attachInput(stage, view, send, {
+      onAim: (a) => aim.set(a),
+      onNote: (text) => hud?.toast(text),
+      onSelect: (id) => { marker.target = id; },
+      onKnock: scene === 'tower' ? () => doAction('knock_down') : null,
+      buffer, clock,
+    });
     const measure = () => {
       const H = window.innerHeight;
       const top = hud.el.querySelector('.bar.top').getBoundingClientRect().bottom;
@@ -86,26 +138,49 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
     insetObserver = new ResizeObserver(measure);
     for (const el of hud.el.querySelectorAll('.bar')) insetObserver.observe(el);
     measure();
-    hook.kind = kind; hook.desc = d; hook.view = view;
+    hook.kind = kind; hook.scene = scene; hook.desc = d; hook.view = view;
     for (const p of d.params || []) hook.params[p.name] = p.value ?? p.default;
+    // The address bar names the room as it is now (a switched scene, a link to share).
+    if (d.room?.kind && d.room?.scene) {
+      const url = roomUrl({ id: roomId, kind: d.room.kind, scene: d.room.scene });
+      if (location.pathname + location.search !== url) history.replaceState(null, '', url);
+    }
+  }
+
+  function doAction(a) {
+    if (connState.state !== 'open') { send({ type: 'scene', action: a }); return; }
+    if (!send({ type: 'scene', action: a })) hud?.toast('That does not work in this scene');
   }
 
   let connState = { state: 'connecting' };
+  function applyOffline() {
+    const off = connState.state !== 'open';
+    hud?.setOffline(off);
+    panel?.setEnabled(!off);
+    hook.offline = off;
+  }
   function onStatus(st) {
     connState = st;
     hook.connected = st.state === 'open';
     hook.status = st;
     hud?.setConnection(st);
+    applyOffline();
     if (st.state === 'reconnecting' || st.state === 'failed') {
       // Keep the last picture; the buffer holds, never extrapolating far.
       clearInterval(statusTick);
       if (st.state === 'reconnecting') statusTick = setInterval(() => hud?.setConnection(connState), 500);
     } else clearInterval(statusTick);
+    if (st.state === 'failed' && st.name) {
+      // The room cannot be joined (not there, a name in use, full): say what happened, and a way on.
+      hook.problem = showRoomProblem(host, { roomId, askedKind, askedScene, code: st.name, reason: st.reason, fetchRooms });
+    }
   }
   let statusTick = null;
 
-  function onMessage(m, bytes = 0) {
-    const t = now();
+  // `arrival`: when the message reached the socket (net/socket.js), not when this
+  // thread got to it; rates, the snapshot buffer and the clock are timed by it.
+  function onMessage(m, bytes = 0, arrival = now()) {
+    const t = arrival;
     rate.bytes.push([t, bytes]);
     switch (m.type) {
       case 'welcome':
@@ -115,12 +190,14 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
         setupRoom(m.desc);
         if (showContacts) { view.setShowContacts(true); }
         if (m.snapshot) buffer.push(m.snapshot, t);
+        if (!m.scene) link.since = t;
         hook.welcomes++;
         break;
       case 'snapshot':
         if (!view) return;
         buffer.push(m.snap, t);
         rate.snaps.push(t);
+        link.excess = t - m.snap.time - buffer.baseLag;
         if (Number.isFinite(m.snap.stepMs)) stepMs = m.snap.stepMs;
         if (Number.isFinite(m.snap.awake)) serverAwake = { awake: m.snap.awake, total: m.snap.ids.length };
         hook.snapshots++;
@@ -137,20 +214,29 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
         hook.contacts = contacts.length;
         break;
       case 'reset': {
-        const what = { knock: 'knocked the tower down', rebuild: 'rebuilt the tower', throw_dice: 'threw the dice', roll: 'threw the dice', select: 'changed the scene', reset: 'reset the room' }[m.action] || m.action;
-        hud?.toast(`${m.by?.name || 'Someone'} ${what}`);
+        const who = m.by?.id === you?.id ? 'You' : m.by?.name || 'Someone';
+        const what = m.action === 'select' ? `switched the room to ${scene}` : RESET_WORDS[m.action] || m.action;
+        hud?.toast(`${who} ${what}`);
+        hook.announcements.push(`${who} ${what}`);
         if (m.action === 'throw_dice' || m.action === 'roll' || m.action === 'select' || m.action === 'reset') { dice = null; hud?.setDice(null); hook.dice = null; }
         break;
       }
       case 'resync':
         hook.resyncs++;
         break;
-      case 'param':
-        panel?.applyChange(m.name, m.value, m.by?.id === you?.id ? 'you' : (m.by?.name || 'someone'), m.by?.id === you?.id);
+      case 'param': {
+        const mine = m.by?.id === you?.id;
+        panel?.applyChange(m.name, m.value, mine ? 'you' : (m.by?.name || 'someone'), mine);
         hook.params[m.name] = m.value;
         hook.paramLog.push({ name: m.name, value: m.value, by: m.by?.name });
-        hud?.toast(`${m.by?.id === you?.id ? 'You' : m.by?.name || 'Someone'} set ${m.name} to ${(+m.value).toFixed(2)}`);
+        const who = mine ? 'You' : m.by?.name || 'Someone';
+        const text = /^(on|off)$/.test(describeParam(m.name, m.value))
+          ? `${who} turned "${paramLabel(m.name)}" ${describeParam(m.name, m.value)}`
+          : `${who} set ${paramLabel(m.name)} to ${describeParam(m.name, m.value)}`;
+        hud?.toast(text);
+        hook.announcements.push(text);
         break;
+      }
       case 'dice':
         dice = m;
         hud?.setDice(m);
@@ -167,10 +253,16 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
       case 'stats':
         if (Number.isFinite(m.stepMs)) stepMs = m.stepMs;
         break;
-      case 'error':
-        hud?.toast(m.message);
-        hook.errors.push(m.message);
+      case 'grab_refused': // the rest of a refused grab: already said once
+        hook.quietRefusals++;
         break;
+      case 'error': {
+        const words = errorWords(m);
+        hud?.toast(words);
+        hook.errors.push(m.message);
+        hook.shownErrors.push(words);
+        break;
+      }
       default: break;
     }
   }
@@ -185,7 +277,8 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
     };
     poll();
   }
-  const pinger = setInterval(() => send({ type: 'ping', sent: now() }), 1000);
+  // Twice a second: clock sync, and the link report the server reads (PROTOCOL.md §13).
+  const pinger = setInterval(() => send({ type: 'ping', sent: now(), rtt: clock.rtt }), 500);
 
   // --- the frame loop: read the latest state, draw -------------------------------------
   let prev = now(), statsAt = 0;
@@ -212,6 +305,7 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
         }
         if (moving) { dice = null; hud.setDice(null); hook.dice = null; }
       }
+      marker.update(view, t);
       if (t - statsAt > 0.25) { statsAt = t; hud.setStats(statsLine(t)); }
     }
     stage.render();
@@ -227,6 +321,16 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
     while (rate.snaps.length && rate.snaps[0] < t - 1) rate.snaps.shift();
     while (rate.bytes.length && rate.bytes[0][0] < t - 1) rate.bytes.shift();
     const kbit = rate.bytes.reduce((a, b) => a + b[1], 0) * 8 / 1000;
+    const rtt = Number.isFinite(clock.rtt) ? clock.rtt : 0;
+    // Estimated view lag: one-way delay plus the queueing the newest snapshot met.
+    const newestAge = rate.snaps.length ? t - rate.snaps[rate.snaps.length - 1] : Infinity;
+    const viewLag = rtt / 2 + Math.max(0, link.excess) + (connState.state === 'open' && newestAge < 5 ? Math.max(0, newestAge - buffer.interval) : 0);
+    const expected = desc?.room?.snapshotRate || 60;
+    const poor = connState.state === 'open' && (viewLag > 0.25 || rtt > 0.4 || (t - link.since > 2 && rate.snaps.length < 0.5 * expected));
+    if (poor) { link.goodSince = NaN; if (!(link.poorSince <= t)) link.poorSince = t; } else { link.poorSince = NaN; if (!(link.goodSince <= t)) link.goodSince = t; }
+    const slow = link.slow ? !(t - link.goodSince >= 3) : t - link.poorSince >= 1;
+    if (slow !== link.slow) { link.slow = slow; hud.setSlow(slow); }
+    if (slow) hud.setSlowDetail(`view about ${Math.round(viewLag * 1000)} ms behind, ping ${Math.round(rtt * 1000)} ms, ${rate.snaps.length} snapshots/s`);
     const c = serverAwake ? { awake: serverAwake.awake, asleep: Math.max(0, serverAwake.total - serverAwake.awake) } : view.counts;
     const parts = [
       `ping ${Number.isFinite(clock.rtt) ? Math.round(clock.rtt * 1000) : '–'} ms`,
@@ -234,9 +338,9 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
       `delay ${Math.round(buffer.delay * 1000)} ms`,
       `${kbit.toFixed(0)} kbit/s`,
     ];
-    if (view.kind === 'rigid') parts.push(`${c.awake} awake / ${c.asleep} asleep`);
-    parts.push(`step ${Number.isFinite(stepMs) ? stepMs.toFixed(2) : '–'} ms`);
-    hook.stats = { ping: clock.rtt, snapsPerSec: rate.snaps.length, delay: buffer.delay, kbit, awake: c.awake, asleep: c.asleep, stepMs };
+    if (view.kind === 'rigid') parts.push(`${c.awake} moving / ${c.asleep} at rest`);
+    parts.push(`server step ${Number.isFinite(stepMs) ? stepMs.toFixed(2) : '–'} ms`);
+    hook.stats = { ping: clock.rtt, snapsPerSec: rate.snaps.length, delay: buffer.delay, jitter: buffer.jitter, viewLag, slow: link.slow, kbit, awake: c.awake, asleep: c.asleep, stepMs };
     return parts.join(' · ');
   }
 
@@ -249,6 +353,18 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
     },
     get lastState() { return lastState; },
   };
+}
+
+/** What the 3D view shows, for a screen reader (the canvas's label). */
+function viewWords(kind, scene, d) {
+  const bodies = d.bodies || [];
+  const n = (look) => bodies.filter((b) => b.look === look).length;
+  if (scene === 'tower') return `a tower of ${n('plank')} wooden planks on a felt tray`;
+  if (scene === 'dice') return `${n('die')} dice and ${n('ball')} balls on a felt tray`;
+  if (kind === 'rigid') return `${bodies.length} bodies in a tray`;
+  if (scene === 'cape') return 'a knight walking a castle wall at night, a cape on his back';
+  if (kind === 'cloth') return 'a flag on a pole in the night wind';
+  return 'a ball of soft dough on a floured board';
 }
 
 function median(a) { const s = Array.from(a).sort((x, y) => x - y); return s[s.length >> 1]; }
@@ -272,4 +388,19 @@ function makeAimLine() {
       line.visible = true;
     },
   };
+}
+
+/** A small ring over the body picked with the keyboard (Arrow keys), so a sighted keyboard user sees it. */
+function makeMarker() {
+  const mesh = new THREE.Mesh(new THREE.TorusGeometry(0.22, 0.045, 8, 32), new THREE.MeshBasicMaterial({ color: 0xf2b632, depthTest: false, transparent: true }));
+  mesh.rotation.x = Math.PI / 2; mesh.renderOrder = 13; mesh.visible = false; mesh.frustumCulled = false;
+  const m = {
+    mesh, target: null,
+    update(view, t) {
+      const p = m.target != null ? view.bodyPosition?.(m.target) : null;
+      mesh.visible = !!p;
+      if (p) mesh.position.set(p.x, p.y + 0.55 + 0.05 * Math.sin(t * 4), p.z);
+    },
+  };
+  return m;
 }

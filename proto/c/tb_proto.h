@@ -64,6 +64,7 @@
 #define TB_PROTO_MAX_COORD        10000.0     /* |x| limit for any position in metres */
 #define TB_PROTO_MAX_SPEED        1000.0      /* m/s */
 #define TB_PROTO_MAX_IMPULSE      100000.0    /* N s */
+#define TB_PROTO_MAX_RTT_MS       60000.0     /* ping.rtt_ms: a minute */
 #define TB_PROTO_MAX_PARAM_ABS    1e9
 
 /* ---- quantization (PROTOCOL.md "Quantization") ----------------------------- */
@@ -139,7 +140,9 @@ typedef struct tb_proto_client_msg {
         struct { tb_proto_name name; double value; } param;
         struct { tb_proto_name action, scene; bool has_scene; } action;
         struct { bool on; } contacts;
-        struct { double client_time; } ping;
+        /* ping; the ack fields (PROTOCOL.md "Link reports") are optional: has_* false when absent or nil */
+        struct { double client_time; bool has_ack_tick, has_rtt, has_recv_bytes;
+                 uint32_t ack_tick; double rtt_ms; uint32_t recv_bytes; } ping;
     } u;
 } tb_proto_client_msg;
 

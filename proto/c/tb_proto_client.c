@@ -52,6 +52,17 @@ static int decode_fields(const msgpack_object *root, tb_proto_client_msg *m, tb_
         TRY(tb_proto__num(&f[1], 9007199254740991.0, &m->u.ping.client_time, "ping.client_time", err));
         if (m->u.ping.client_time < 0) /* PROTOCOL.md: 0 <= t <= 2^53-1 */
             return tb_proto__fail(err, TB_ERR_BAD_VALUE, "ping.client_time: %g below 0", m->u.ping.client_time);
+        /* the link report (PROTOCOL.md "Link reports"): ack_tick?, rtt_ms?, recv_bytes? */
+        if (root->via.array.size > 2)
+            TRY(opt_uint(&f[2], &m->u.ping.has_ack_tick, &m->u.ping.ack_tick, UINT32_MAX, "ping.ack_tick", err));
+        if (root->via.array.size > 3 && !tb_proto__is_nil(&f[3])) {
+            TRY(tb_proto__num(&f[3], TB_PROTO_MAX_RTT_MS, &m->u.ping.rtt_ms, "ping.rtt_ms", err));
+            if (m->u.ping.rtt_ms < 0)
+                return tb_proto__fail(err, TB_ERR_BAD_VALUE, "ping.rtt_ms: %g below 0", m->u.ping.rtt_ms);
+            m->u.ping.has_rtt = true;
+        }
+        if (root->via.array.size > 4)
+            TRY(opt_uint(&f[4], &m->u.ping.has_recv_bytes, &m->u.ping.recv_bytes, UINT32_MAX, "ping.recv_bytes", err));
         return TB_OK;
     case TB_MSG_RESYNC: case TB_MSG_LOBBY_REQ:
         return TB_OK;
@@ -73,11 +84,12 @@ static int decode_fields(const msgpack_object *root, tb_proto_client_msg *m, tb_
         TRY(tb_proto__vec(&f[3], 3, TB_PROTO_MAX_COORD, m->u.poke.point, "poke.point", err));
         TRY(tb_proto__vec(&f[4], 3, TB_PROTO_MAX_IMPULSE, m->u.poke.impulse, "poke.impulse", err));
         return TB_OK;
-    case TB_MSG_GRAB_START:
-        TRY(need(root, 5, name, err));
+    case TB_MSG_GRAB_START: /* body: optional at the end, may be left out (PROTOCOL.md §2) */
+        TRY(need(root, 4, name, err));
         TRY(tb_proto__uint(&f[2], 0xffff, &m->u.grab.pointer, "grab.pointer", err));
         TRY(tb_proto__vec(&f[3], 3, TB_PROTO_MAX_COORD, m->u.grab.point, "grab.point", err));
-        TRY(opt_uint(&f[4], &m->u.grab.has_body, &m->u.grab.body, 0xffff, "grab.body", err));
+        if (root->via.array.size > 4)
+            TRY(opt_uint(&f[4], &m->u.grab.has_body, &m->u.grab.body, 0xffff, "grab.body", err));
         return TB_OK;
     case TB_MSG_GRAB_MOVE:
         TRY(need(root, 4, name, err));
@@ -93,10 +105,10 @@ static int decode_fields(const msgpack_object *root, tb_proto_client_msg *m, tb_
         TRY(tb_proto__str(&f[2], TB_STR_TOKEN, m->u.param.name, TB_PROTO_NAME_MAX, "param.name", err));
         TRY(tb_proto__num(&f[3], TB_PROTO_MAX_PARAM_ABS, &m->u.param.value, "param.value", err));
         return TB_OK;
-    case TB_MSG_ACTION:
-        TRY(need(root, 4, name, err));
+    case TB_MSG_ACTION: /* scene: optional at the end, may be left out */
+        TRY(need(root, 3, name, err));
         TRY(tb_proto__str(&f[2], TB_STR_TOKEN, m->u.action.action, TB_PROTO_NAME_MAX, "action.action", err));
-        m->u.action.has_scene = !tb_proto__is_nil(&f[3]);
+        m->u.action.has_scene = root->via.array.size > 3 && !tb_proto__is_nil(&f[3]);
         if (m->u.action.has_scene) TRY(tb_proto__str(&f[3], TB_STR_TOKEN, m->u.action.scene, TB_PROTO_NAME_MAX, "action.scene", err));
         return TB_OK;
     case TB_MSG_CONTACTS_VIEW:
@@ -161,11 +173,19 @@ int tb_proto_encode_client(msgpack_sbuffer *sb, const tb_proto_client_msg *m)
         if (m->u.hello.has_scene) tb_proto__pack_str(&pk, m->u.hello.scene); else msgpack_pack_nil(&pk);
         tb_proto__pack_str(&pk, m->u.hello.name);
         return TB_OK;
-    case TB_MSG_PING:
-        msgpack_pack_array(&pk, 2);
+    case TB_MSG_PING: {
+        /* with any link report field, all three are written (nil where absent), as the JS codec does */
+        bool report = m->u.ping.has_ack_tick || m->u.ping.has_rtt || m->u.ping.has_recv_bytes;
+        msgpack_pack_array(&pk, report ? 5 : 2);
         msgpack_pack_int(&pk, m->type);
         tb_proto__pack_jsnum(&pk, m->u.ping.client_time);
+        if (report) {
+            pack_opt_uint(&pk, m->u.ping.has_ack_tick, m->u.ping.ack_tick);
+            if (m->u.ping.has_rtt) tb_proto__pack_jsnum(&pk, m->u.ping.rtt_ms); else msgpack_pack_nil(&pk);
+            pack_opt_uint(&pk, m->u.ping.has_recv_bytes, m->u.ping.recv_bytes);
+        }
         return TB_OK;
+    }
     case TB_MSG_RESYNC: case TB_MSG_LOBBY_REQ:
         msgpack_pack_array(&pk, 1);
         msgpack_pack_int(&pk, m->type);

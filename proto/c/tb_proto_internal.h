@@ -57,9 +57,9 @@ int tb_snap__grid(const tb_proto_frame *f, tb_snap_grid *g, tb_proto_err *err);
 typedef struct tb_snap_body {
     uint16_t id;
     tb_proto_shape shape;
-    int32_t qp[3], vp[3];   /* position in grid cells, and its last change */
-    int32_t ri;             /* index of the dropped (largest) quaternion component */
-    int32_t rc[3], vr[3];   /* the three smallest components, and their last change */
+    int32_t pos_cell[3], pos_vel[3];   /* position in grid cells, and its last change (cells per snapshot) */
+    int32_t rot_largest;               /* index of the dropped (largest) quaternion component */
+    int32_t rot_cell[3], rot_vel[3];   /* the three smaller components quantized, and their last change */
 } tb_snap_body;
 /* Same shape (exact): inline, it runs per body per snapshot. */
 static inline bool tb_snap__shape_eq(const tb_proto_shape *a, const tb_proto_shape *b)

@@ -525,11 +525,11 @@ static int decode_server_fields(const msgpack_object *root, tb_proto_server_msg 
         TRY(tb_proto__num(&f[2], 9007199254740991.0, &m->u.pong.server_time, "pong.server_time", err));
         return TB_OK;
     case TB_MSG_ERROR:
-        TRY(need(root, 5, "error", err));
+        TRY(need(root, 4, "error", err)); /* seq: an optional field at the end may be left out (§2) */
         TRY(tb_proto__uint(&f[1], UINT32_MAX, &m->u.error.code, "error.code", err));
         TRY(tb_proto__str(&f[2], TB_STR_TOKEN, m->u.error.name, TB_PROTO_NAME_MAX, "error.name", err));
         TRY(tb_proto__str(&f[3], TB_STR_TEXT, m->u.error.text, TB_PROTO_TEXT_MAX, "error.message", err));
-        m->u.error.has_seq = !tb_proto__is_nil(&f[4]);
+        m->u.error.has_seq = root->via.array.size > 4 && !tb_proto__is_nil(&f[4]);
         if (m->u.error.has_seq) TRY(tb_proto__uint(&f[4], UINT32_MAX, &m->u.error.seq, "error.seq", err));
         return TB_OK;
     case TB_MSG_LOBBY:

@@ -100,15 +100,15 @@ static int bad(tb_bitr *r, tb_proto_err *err, const char *what)
 static int read_abs_body(tb_bitr *r, const tb_snap_grid *g, tb_snap_body *b, int kp, int kr, tb_proto_err *err)
 {
     for (int a = 0; a < 3; a++) {
-        b->qp[a] = (int32_t)tb_bitr_get(r, g->pbits[a]);
-        if (b->qp[a] > g->pmax[a]) return bad(r, err, "position outside the room grid");
+        b->pos_cell[a] = (int32_t)tb_bitr_get(r, g->pbits[a]);
+        if (b->pos_cell[a] > g->pmax[a]) return bad(r, err, "position outside the room grid");
     }
-    b->ri = (int32_t)tb_bitr_get(r, 2);
-    for (int j = 0; j < 3; j++) b->rc[j] = (int32_t)tb_bitr_get(r, TB_PROTO_ROT_BITS);
-    for (int a = 0; a < 3; a++) b->vp[a] = tb_unzz(tb_bitr_eg(r, kp));
-    for (int j = 0; j < 3; j++) b->vr[j] = tb_unzz(tb_bitr_eg(r, kr));
+    b->rot_largest = (int32_t)tb_bitr_get(r, 2);
+    for (int j = 0; j < 3; j++) b->rot_cell[j] = (int32_t)tb_bitr_get(r, TB_PROTO_ROT_BITS);
+    for (int a = 0; a < 3; a++) b->pos_vel[a] = tb_unzz(tb_bitr_eg(r, kp));
+    for (int j = 0; j < 3; j++) b->rot_vel[j] = tb_unzz(tb_bitr_eg(r, kr));
     for (int a = 0; a < 3; a++)
-        if (b->vp[a] > g->pmax[a] || b->vp[a] < -g->pmax[a] || b->vr[a] > TB_PROTO_ROT_MAXQ || b->vr[a] < -TB_PROTO_ROT_MAXQ)
+        if (b->pos_vel[a] > g->pmax[a] || b->pos_vel[a] < -g->pmax[a] || b->rot_vel[a] > TB_PROTO_ROT_MAXQ || b->rot_vel[a] < -TB_PROTO_ROT_MAXQ)
             return bad(r, err, "velocity state out of range");
     return r->error ? bad(r, err, "body record") : TB_OK;
 }
@@ -238,7 +238,7 @@ static int apply_delta(tb_snap_decoder *d, const msgpack_object *root, tb_proto_
         while (ri < nrm && rm[ri].via.u64 < id) ri++;
         if (ri < nrm && rm[ri].via.u64 == id) continue;
         kept[kk] = d->cur[i];
-        for (int a = 0; a < 3; a++) { kept[kk].vp[a] = 0; kept[kk].vr[a] = 0; }
+        for (int a = 0; a < 3; a++) { kept[kk].pos_vel[a] = 0; kept[kk].rot_vel[a] = 0; }
         kk++;
     }
     for (uint32_t k = 0; k < nsp; k++) {
@@ -272,21 +272,21 @@ static int apply_delta(tb_snap_decoder *d, const msgpack_object *root, tb_proto_
             tb_snap_body *b = &kept[idx];
             const tb_snap_body *o = &d->cur[find_body(d->cur, d->cur_n, b->id)];
             for (int a = 0; a < 3; a++) {
-                int64_t q = (int64_t)o->qp[a] + pred * (int64_t)o->vp[a] + tb_unzz(tb_bitr_eg(&r, kp));
+                int64_t q = (int64_t)o->pos_cell[a] + pred * (int64_t)o->pos_vel[a] + tb_unzz(tb_bitr_eg(&r, kp));
                 if (r.error || q < 0 || q > d->grid.pmax[a]) return bad(&r, err, "body position outside the room grid");
-                b->qp[a] = (int32_t)q;
-                b->vp[a] = b->qp[a] - o->qp[a];
+                b->pos_cell[a] = (int32_t)q;
+                b->pos_vel[a] = b->pos_cell[a] - o->pos_cell[a];
             }
             if (tb_bitr_get(&r, 1) == 0) {
                 for (int a = 0; a < 3; a++) {
-                    int64_t q = (int64_t)o->rc[a] + pred * (int64_t)o->vr[a] + tb_unzz(tb_bitr_eg(&r, kr));
+                    int64_t q = (int64_t)o->rot_cell[a] + pred * (int64_t)o->rot_vel[a] + tb_unzz(tb_bitr_eg(&r, kr));
                     if (r.error || q < 0 || q > TB_PROTO_ROT_MAXQ) return bad(&r, err, "rotation component out of range");
-                    b->rc[a] = (int32_t)q;
-                    b->vr[a] = b->rc[a] - o->rc[a];
+                    b->rot_cell[a] = (int32_t)q;
+                    b->rot_vel[a] = b->rot_cell[a] - o->rot_cell[a];
                 }
             } else {
-                b->ri = (int32_t)tb_bitr_get(&r, 2);
-                for (int a = 0; a < 3; a++) { b->rc[a] = (int32_t)tb_bitr_get(&r, TB_PROTO_ROT_BITS); b->vr[a] = 0; }
+                b->rot_largest = (int32_t)tb_bitr_get(&r, 2);
+                for (int a = 0; a < 3; a++) { b->rot_cell[a] = (int32_t)tb_bitr_get(&r, TB_PROTO_ROT_BITS); b->rot_vel[a] = 0; }
             }
             if (r.error) return bad(&r, err, "body record");
         }
@@ -370,9 +370,9 @@ void tb_snap_decoder_body(const tb_snap_decoder *d, uint32_t i, tb_proto_body *o
     const tb_snap_body *b = &d->cur[i];
     out->id = b->id;
     out->shape = b->shape;
-    for (int a = 0; a < 3; a++) out->pos[a] = (float)tb_proto_dequant_pos(b->qp[a], d->frame.bounds_min[a], TB_PROTO_POS_SCALE);
+    for (int a = 0; a < 3; a++) out->pos[a] = (float)tb_proto_dequant_pos(b->pos_cell[a], d->frame.bounds_min[a], TB_PROTO_POS_SCALE);
     double q[4];
-    tb_proto_dequant_rot(b->ri, b->rc, q);
+    tb_proto_dequant_rot(b->rot_largest, b->rot_cell, q);
     for (int k = 0; k < 4; k++) out->rot[k] = (float)q[k];
 }
 
@@ -380,8 +380,8 @@ void tb_snap_decoder_body_q(const tb_snap_decoder *d, uint32_t i, int32_t qpos[3
                             int32_t rc[3], int32_t vpos[3], int32_t vrot[3])
 {
     const tb_snap_body *b = &d->cur[i];
-    *ridx = b->ri;
-    for (int a = 0; a < 3; a++) { qpos[a] = b->qp[a]; rc[a] = b->rc[a]; vpos[a] = b->vp[a]; vrot[a] = b->vr[a]; }
+    *ridx = b->rot_largest;
+    for (int a = 0; a < 3; a++) { qpos[a] = b->pos_cell[a]; rc[a] = b->rot_cell[a]; vpos[a] = b->pos_vel[a]; vrot[a] = b->rot_vel[a]; }
 }
 
 uint32_t tb_snap_decoder_verts(const tb_snap_decoder *d, uint32_t m, float *out, uint32_t cap)

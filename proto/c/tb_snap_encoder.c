@@ -3,7 +3,8 @@
  * The encoder keeps the last state it quantized (the "baseline"): grid
  * positions, smallest-three orientations, vertex cells, and for each the last
  * change ("velocity" in cells per snapshot). tb_snap_encoder_step() quantizes
- * the new state and writes ONE delta against that baseline; every client that
+ * the new state (the "candidate"), writes ONE delta from the baseline to it,
+ * and makes it the new baseline; every client that
  * received the previous snapshot gets these same bytes (TCP keeps order, so
  * "sent" is "will have"). A client that missed a snapshot or just joined gets
  * tb_snap_encoder_key(), which also carries the velocities so the client's
@@ -31,35 +32,115 @@
 
 #include "tb_proto_internal.h"
 
+/* A quantized state of the room. The encoder holds two: the baseline (what
+ * every up-to-date client holds, i.e. the last state stepped) and the
+ * candidate (the state step() is choosing cells for). At the end of a step
+ * the candidate becomes the baseline and the old baseline's arrays are
+ * reused for the next candidate. */
+typedef struct snap_state {
+    uint32_t tick, awake;                          /* as given with the input */
+    tb_snap_body *bodies;                          /* ascending id */
+    uint32_t body_count;
+    float *body_pose;                              /* per body: the input pose (pos, rot: 7 floats) its cells came from */
+    int32_t *vert_cell[TB_PROTO_MAX_MESHES];       /* per mesh: 3 cells per vertex */
+    int32_t *vert_vel[TB_PROTO_MAX_MESHES];        /* per mesh: last change of each cell, cells per snapshot */
+    float *vert_input[TB_PROTO_MAX_MESHES];        /* per mesh: the input vertices (xyz) the cells came from */
+} snap_state;
+
+/* What step() learns about the new input and works in while choosing the
+ * candidate; nothing here outlives a step. Per candidate body j (input order)
+ * unless said otherwise. */
+enum { FITS_POS = 1, FITS_ROT = 2 };
+typedef struct snap_scratch {
+    int32_t *base_index;                           /* j -> index of the same body in the baseline, or -1 (spawned / shape changed) */
+    uint8_t *base_fits;                            /* FITS_POS / FITS_ROT: the baseline's cells are within tolerance of the input */
+    tb_snap_body *nearest;                         /* the cells nearest to the input pose */
+    int32_t *pos_lo, *pos_hi;                      /* 3 per body: the position cells within tolerance, per axis */
+    double *true_rot;                              /* 4 per body: the input orientation as a unit quaternion */
+    int32_t *vert_lo[TB_PROTO_MAX_MESHES];         /* per mesh: the vertex cells within tolerance, per coordinate */
+    int32_t *vert_hi[TB_PROTO_MAX_MESHES];
+    tb_snap_body *other_bodies;                    /* candidate bodies as chosen for the other predictor */
+    int32_t *other_vert_cell, *other_vert_vel;     /* the same for one mesh's vertices */
+    uint32_t *residuals; size_t residual_cap;      /* zigzagged residuals while choosing exp-Golomb orders */
+    uint8_t *bits; size_t bits_cap;                /* the bin being written */
+} snap_scratch;
+
 struct tb_snap_encoder {
+    /* settings */
     tb_proto_frame frame;
     tb_snap_grid grid;
     uint32_t max_bodies;
-    tb_snap_body *cur, *next;        /* baseline and the state being built */
-    uint32_t cur_n, next_n;
-    int32_t *vq[TB_PROTO_MAX_MESHES], *vv[TB_PROTO_MAX_MESHES];   /* baseline vertex cells, velocities */
-    int32_t *nq[TB_PROTO_MAX_MESHES], *nv[TB_PROTO_MAX_MESHES];   /* next */
-    bool have_state, have_delta, key_valid;
-    uint32_t tick, awake;
-    uint8_t *bits; size_t bits_cap;
-    uint32_t *scratch; size_t scratch_cap;   /* zigzag residuals while choosing k */
-    /* what step() learnt about the new state, used by choose_*() */
-    int32_t *match;                  /* next body j -> baseline index, or -1 (spawned / shape changed) */
-    uint8_t *old_ok;                 /* per next body: baseline position (1) / orientation (2) within tolerance */
-    float *pose_cur, *pose_next;     /* input pose (pos, rot: 7 floats) per body, to skip sleeping bodies cheaply */
-    float *vin[TB_PROTO_MAX_MESHES]; /* last input vertices (xyz), to see a mesh at rest cheaply */
-    uint64_t idle_steps;             /* steps that found the input bit-identical to the last one */
-    bool idle_path_off;              /* tests: always run the full step */
-    int32_t *plo, *phi;              /* per next body: acceptable position cells per axis */
-    double *trot;                    /* per next body: true unit quaternion */
-    tb_snap_body *nearest;           /* per next body: nearest cells */
-    tb_snap_body *alt;               /* next[] as chosen for the other predictor */
-    int32_t *altq, *altv;            /* same for one mesh */
-    int32_t *vlo[TB_PROTO_MAX_MESHES], *vhi[TB_PROTO_MAX_MESHES];
-    double tol_pos, tol_vert, cos_half_rot;
+    double tol_pos, tol_vert, cos_half_rot;        /* error budget (see the top of this file) */
+    bool idle_path_off;                            /* tests: always run the full step */
+    /* state */
+    bool have_baseline;                            /* a state has been stepped: base is valid */
+    snap_state base, cand;
+    snap_scratch scratch;
+    /* output: the last step's delta and the baseline's keyframe (made on demand) */
+    bool have_delta, key_valid;
     msgpack_sbuffer delta_sb, key_sb;
     tb_snap_blob delta_blob, key_blob;
+    uint64_t idle_steps;                           /* steps that found the input bit-identical to the last one */
 };
+
+/* Allocates one state's arrays (zeroed); false when out of memory. */
+static bool state_alloc(snap_state *s, const tb_proto_frame *frame, uint32_t max_bodies)
+{
+    s->bodies = calloc(max_bodies + 1, sizeof *s->bodies);
+    s->body_pose = calloc(7u * (max_bodies + 1), sizeof *s->body_pose);
+    bool ok = s->bodies && s->body_pose;
+    for (uint32_t m = 0; m < frame->mesh_count; m++) {
+        size_t n = 3u * frame->mesh_verts[m] + 1;
+        s->vert_cell[m] = calloc(n, sizeof(int32_t));
+        s->vert_vel[m] = calloc(n, sizeof(int32_t));
+        s->vert_input[m] = calloc(n, sizeof(float));
+        ok = ok && s->vert_cell[m] && s->vert_vel[m] && s->vert_input[m];
+    }
+    return ok;
+}
+
+static void state_free(snap_state *s)
+{
+    free(s->bodies);
+    free(s->body_pose);
+    for (int m = 0; m < TB_PROTO_MAX_MESHES; m++) { free(s->vert_cell[m]); free(s->vert_vel[m]); free(s->vert_input[m]); }
+}
+
+static bool scratch_alloc(snap_scratch *s, const tb_proto_frame *frame, uint32_t max_bodies)
+{
+    size_t bodies = max_bodies + 1u, verts = 0, max_verts = 0;
+    s->base_index = calloc(bodies, sizeof *s->base_index);
+    s->base_fits = calloc(bodies, sizeof *s->base_fits);
+    s->nearest = calloc(bodies, sizeof *s->nearest);
+    s->pos_lo = calloc(3 * bodies, sizeof *s->pos_lo);
+    s->pos_hi = calloc(3 * bodies, sizeof *s->pos_hi);
+    s->true_rot = calloc(4 * bodies, sizeof *s->true_rot);
+    s->other_bodies = calloc(bodies, sizeof *s->other_bodies);
+    bool ok = s->base_index && s->base_fits && s->nearest && s->pos_lo && s->pos_hi && s->true_rot && s->other_bodies;
+    for (uint32_t m = 0; m < frame->mesh_count; m++) {
+        size_t n = 3u * frame->mesh_verts[m] + 1;
+        verts += frame->mesh_verts[m];
+        if (frame->mesh_verts[m] > max_verts) max_verts = frame->mesh_verts[m];
+        s->vert_lo[m] = calloc(n, sizeof(int32_t));
+        s->vert_hi[m] = calloc(n, sizeof(int32_t));
+        ok = ok && s->vert_lo[m] && s->vert_hi[m];
+    }
+    s->other_vert_cell = calloc(3 * max_verts + 1, sizeof(int32_t));
+    s->other_vert_vel = calloc(3 * max_verts + 1, sizeof(int32_t));
+    /* Worst case per body: 3*24 + 2 + 36 + 6*55 bits; per vertex 3*24 + 3*55. */
+    s->bits_cap = 64 + 56u * bodies + 32u * verts;
+    s->bits = malloc(s->bits_cap);
+    s->residual_cap = 6u * bodies + 3u * verts;
+    s->residuals = malloc(s->residual_cap * sizeof *s->residuals);
+    return ok && s->other_vert_cell && s->other_vert_vel && s->bits && s->residuals;
+}
+
+static void scratch_free(snap_scratch *s)
+{
+    free(s->base_index); free(s->base_fits); free(s->nearest); free(s->pos_lo); free(s->pos_hi); free(s->true_rot);
+    free(s->other_bodies); free(s->other_vert_cell); free(s->other_vert_vel); free(s->residuals); free(s->bits);
+    for (int m = 0; m < TB_PROTO_MAX_MESHES; m++) { free(s->vert_lo[m]); free(s->vert_hi[m]); }
+}
 
 tb_snap_encoder *tb_snap_encoder_create(const tb_proto_frame *frame, uint32_t max_bodies)
 {
@@ -69,53 +150,22 @@ tb_snap_encoder *tb_snap_encoder_create(const tb_proto_frame *frame, uint32_t ma
     e->frame = *frame;
     tb_snap__grid(frame, &e->grid, NULL);
     e->max_bodies = max_bodies;
-    e->cur = calloc(max_bodies + 1, sizeof *e->cur);
-    e->next = calloc(max_bodies + 1, sizeof *e->next);
-    e->nearest = calloc(max_bodies + 1, sizeof *e->nearest);
-    e->alt = calloc(max_bodies + 1, sizeof *e->alt);
-    e->match = calloc(max_bodies + 1, sizeof *e->match);
-    e->old_ok = calloc(max_bodies + 1, 1);
-    e->pose_cur = calloc(7u * (max_bodies + 1), sizeof(float));
-    e->pose_next = calloc(7u * (max_bodies + 1), sizeof(float));
-    e->plo = calloc(3u * (max_bodies + 1), sizeof *e->plo);
-    e->phi = calloc(3u * (max_bodies + 1), sizeof *e->phi);
-    e->trot = calloc(4u * (max_bodies + 1), sizeof *e->trot);
-    size_t verts = 0;
-    bool ok = e->cur && e->next && e->nearest && e->alt && e->match && e->old_ok && e->pose_cur && e->pose_next && e->plo && e->phi && e->trot;
-    size_t maxv = 0;
-    for (uint32_t m = 0; m < frame->mesh_count; m++) if (frame->mesh_verts[m] > maxv) maxv = frame->mesh_verts[m];
-    e->altq = calloc(3 * maxv + 1, sizeof(int32_t));
-    e->altv = calloc(3 * maxv + 1, sizeof(int32_t));
-    ok = ok && e->altq && e->altv;
-    for (uint32_t m = 0; m < frame->mesh_count; m++) {
-        size_t n = 3u * frame->mesh_verts[m] + 1;
-        verts += frame->mesh_verts[m];
-        e->vq[m] = calloc(n, sizeof(int32_t)); e->vv[m] = calloc(n, sizeof(int32_t));
-        e->nq[m] = calloc(n, sizeof(int32_t)); e->nv[m] = calloc(n, sizeof(int32_t));
-        e->vlo[m] = calloc(n, sizeof(int32_t)); e->vhi[m] = calloc(n, sizeof(int32_t));
-        e->vin[m] = calloc(n, sizeof(float));
-        ok = ok && e->vq[m] && e->vv[m] && e->nq[m] && e->nv[m] && e->vlo[m] && e->vhi[m] && e->vin[m];
-    }
     tb_snap_encoder_set_tolerance(e, TB_SNAP_TOL_POS, TB_SNAP_TOL_ROT_DEG, TB_SNAP_TOL_VERT);
-    /* Worst case per body: 3*24 + 2 + 36 + 6*55 bits; per vertex 3*24 + 3*55. */
-    e->bits_cap = 64 + 56u * (max_bodies + 1) + 32u * verts;
-    e->bits = malloc(e->bits_cap);
-    e->scratch_cap = 6u * (max_bodies + 1) + 3u * verts;
-    e->scratch = malloc(e->scratch_cap * sizeof(uint32_t));
     msgpack_sbuffer_init(&e->delta_sb);
     msgpack_sbuffer_init(&e->key_sb);
-    if (!ok || !e->bits || !e->scratch) { tb_snap_encoder_destroy(e); return NULL; }
+    bool ok = state_alloc(&e->base, frame, max_bodies);
+    ok = state_alloc(&e->cand, frame, max_bodies) && ok;
+    ok = scratch_alloc(&e->scratch, frame, max_bodies) && ok;
+    if (!ok) { tb_snap_encoder_destroy(e); return NULL; }
     return e;
 }
 
 void tb_snap_encoder_destroy(tb_snap_encoder *e)
 {
     if (!e) return;
-    free(e->cur); free(e->next); free(e->bits); free(e->scratch);
-    free(e->nearest); free(e->alt); free(e->altq); free(e->altv); free(e->match); free(e->old_ok); free(e->pose_cur); free(e->pose_next); free(e->plo); free(e->phi); free(e->trot);
-    for (int m = 0; m < TB_PROTO_MAX_MESHES; m++) {
-        free(e->vq[m]); free(e->vv[m]); free(e->nq[m]); free(e->nv[m]); free(e->vlo[m]); free(e->vhi[m]); free(e->vin[m]);
-    }
+    state_free(&e->base);
+    state_free(&e->cand);
+    scratch_free(&e->scratch);
     msgpack_sbuffer_destroy(&e->delta_sb);
     msgpack_sbuffer_destroy(&e->key_sb);
     free(e);
@@ -171,49 +221,49 @@ static int best_k(const uint32_t *v, size_t n, uint64_t *bits_out)
 
 static bool body_changed(const tb_snap_body *a, const tb_snap_body *b)
 {
-    return a->qp[0] != b->qp[0] || a->qp[1] != b->qp[1] || a->qp[2] != b->qp[2] || a->ri != b->ri ||
-           a->rc[0] != b->rc[0] || a->rc[1] != b->rc[1] || a->rc[2] != b->rc[2];
+    return a->pos_cell[0] != b->pos_cell[0] || a->pos_cell[1] != b->pos_cell[1] || a->pos_cell[2] != b->pos_cell[2] || a->rot_largest != b->rot_largest ||
+           a->rot_cell[0] != b->rot_cell[0] || a->rot_cell[1] != b->rot_cell[1] || a->rot_cell[2] != b->rot_cell[2];
 }
 
 static void put_abs_body(tb_bitw *w, const tb_snap_grid *g, const tb_snap_body *b, int kp, int kr)
 {
-    for (int a = 0; a < 3; a++) tb_bitw_put(w, (uint32_t)b->qp[a], g->pbits[a]);
-    tb_bitw_put(w, (uint32_t)b->ri, 2);
-    for (int j = 0; j < 3; j++) tb_bitw_put(w, (uint32_t)b->rc[j], TB_PROTO_ROT_BITS);
-    for (int a = 0; a < 3; a++) tb_bitw_eg(w, tb_zz(b->vp[a]), kp);
-    for (int j = 0; j < 3; j++) tb_bitw_eg(w, tb_zz(b->vr[j]), kr);
+    for (int a = 0; a < 3; a++) tb_bitw_put(w, (uint32_t)b->pos_cell[a], g->pbits[a]);
+    tb_bitw_put(w, (uint32_t)b->rot_largest, 2);
+    for (int j = 0; j < 3; j++) tb_bitw_put(w, (uint32_t)b->rot_cell[j], TB_PROTO_ROT_BITS);
+    for (int a = 0; a < 3; a++) tb_bitw_eg(w, tb_zz(b->pos_vel[a]), kp);
+    for (int j = 0; j < 3; j++) tb_bitw_eg(w, tb_zz(b->rot_vel[j]), kr);
 }
 
 /* Keyframe k orders: best over the velocities it carries. */
 static void key_orders(tb_snap_encoder *e, int *kp, int *kr, int *kv)
 {
     size_t n = 0;
-    for (uint32_t i = 0; i < e->cur_n; i++) for (int a = 0; a < 3; a++) e->scratch[n++] = tb_zz(e->cur[i].vp[a]);
-    *kp = best_k(e->scratch, n, NULL);
+    for (uint32_t i = 0; i < e->base.body_count; i++) for (int a = 0; a < 3; a++) e->scratch.residuals[n++] = tb_zz(e->base.bodies[i].pos_vel[a]);
+    *kp = best_k(e->scratch.residuals, n, NULL);
     n = 0;
-    for (uint32_t i = 0; i < e->cur_n; i++) for (int a = 0; a < 3; a++) e->scratch[n++] = tb_zz(e->cur[i].vr[a]);
-    *kr = best_k(e->scratch, n, NULL);
+    for (uint32_t i = 0; i < e->base.body_count; i++) for (int a = 0; a < 3; a++) e->scratch.residuals[n++] = tb_zz(e->base.bodies[i].rot_vel[a]);
+    *kr = best_k(e->scratch.residuals, n, NULL);
     for (uint32_t m = 0; m < e->frame.mesh_count; m++) {
         n = 0;
-        for (uint32_t i = 0; i < 3 * e->frame.mesh_verts[m]; i++) e->scratch[n++] = tb_zz(e->vv[m][i]);
-        kv[m] = best_k(e->scratch, n, NULL);
+        for (uint32_t i = 0; i < 3 * e->frame.mesh_verts[m]; i++) e->scratch.residuals[n++] = tb_zz(e->base.vert_vel[m][i]);
+        kv[m] = best_k(e->scratch.residuals, n, NULL);
     }
 }
 
 const tb_snap_blob *tb_snap_encoder_key(tb_snap_encoder *e)
 {
-    if (!e->have_state) return NULL;
+    if (!e->have_baseline) return NULL;
     if (e->key_valid) return &e->key_blob;
     int kp, kr, kv[TB_PROTO_MAX_MESHES];
     key_orders(e, &kp, &kr, kv);
-    tb_bitw w = {e->bits, e->bits_cap, 0, 0};
+    tb_bitw w = {e->scratch.bits, e->scratch.bits_cap, 0, 0};
     tb_bitw_put(&w, 0, 1); tb_bitw_put(&w, (uint32_t)kp, 4); tb_bitw_put(&w, (uint32_t)kr, 4);
     for (uint32_t m = 0; m < e->frame.mesh_count; m++) { tb_bitw_put(&w, 0, 1); tb_bitw_put(&w, (uint32_t)kv[m], 4); }
-    for (uint32_t i = 0; i < e->cur_n; i++) put_abs_body(&w, &e->grid, &e->cur[i], kp, kr);
+    for (uint32_t i = 0; i < e->base.body_count; i++) put_abs_body(&w, &e->grid, &e->base.bodies[i], kp, kr);
     for (uint32_t m = 0; m < e->frame.mesh_count; m++) {
         for (uint32_t i = 0; i < e->frame.mesh_verts[m]; i++)
-            for (int a = 0; a < 3; a++) tb_bitw_put(&w, (uint32_t)e->vq[m][3 * i + a], e->grid.vbits[a]);
-        for (uint32_t i = 0; i < 3 * e->frame.mesh_verts[m]; i++) tb_bitw_eg(&w, tb_zz(e->vv[m][i]), kv[m]);
+            for (int a = 0; a < 3; a++) tb_bitw_put(&w, (uint32_t)e->base.vert_cell[m][3 * i + a], e->grid.vbits[a]);
+        for (uint32_t i = 0; i < 3 * e->frame.mesh_verts[m]; i++) tb_bitw_eg(&w, tb_zz(e->base.vert_vel[m][i]), kv[m]);
     }
     if (w.overflow) return NULL;
     size_t nbytes = (w.bit + 7) / 8;
@@ -223,13 +273,13 @@ const tb_snap_blob *tb_snap_encoder_key(tb_snap_encoder *e)
     msgpack_sbuffer_clear(&e->key_sb);
     msgpack_packer pk;
     msgpack_packer_init(&pk, &e->key_sb, msgpack_sbuffer_write);
-    msgpack_pack_uint32(&pk, e->tick);
-    msgpack_pack_uint32(&pk, e->awake);
-    msgpack_pack_array(&pk, e->cur_n);
-    for (uint32_t i = 0; i < e->cur_n; i++) tb_snap__pack_shape(&pk, e->cur[i].id, &e->cur[i].shape);
+    msgpack_pack_uint32(&pk, e->base.tick);
+    msgpack_pack_uint32(&pk, e->base.awake);
+    msgpack_pack_array(&pk, e->base.body_count);
+    for (uint32_t i = 0; i < e->base.body_count; i++) tb_snap__pack_shape(&pk, e->base.bodies[i].id, &e->base.bodies[i].shape);
     msgpack_pack_bin(&pk, nbytes);
-    msgpack_pack_bin_body(&pk, e->bits, nbytes);
-    e->key_blob = (tb_snap_blob){TB_MSG_SNAP_KEY, e->tick, 0, 6, (const uint8_t *)e->key_sb.data, e->key_sb.size};
+    msgpack_pack_bin_body(&pk, e->scratch.bits, nbytes);
+    e->key_blob = (tb_snap_blob){TB_MSG_SNAP_KEY, e->base.tick, 0, 6, (const uint8_t *)e->key_sb.data, e->key_sb.size};
     e->key_valid = true;
     return &e->key_blob;
 }
@@ -245,14 +295,14 @@ static void quantize_body(const tb_snap_encoder *e, const tb_proto_body *in, con
     out->id = in->id;
     out->shape = in->shape;
     for (int a = 0; a < 3; a++) {
-        if (!isfinite(in->pos[a]) && old) out->qp[a] = old->qp[a];   /* never send garbage: hold the last pose */
-        else out->qp[a] = tb_proto_quant_pos(in->pos[a], e->frame.bounds_min[a], e->grid.pmax[a], TB_PROTO_POS_SCALE);
-        out->vp[a] = old ? out->qp[a] - old->qp[a] : 0;
+        if (!isfinite(in->pos[a]) && old) out->pos_cell[a] = old->pos_cell[a];   /* never send garbage: hold the last pose */
+        else out->pos_cell[a] = tb_proto_quant_pos(in->pos[a], e->frame.bounds_min[a], e->grid.pmax[a], TB_PROTO_POS_SCALE);
+        out->pos_vel[a] = old ? out->pos_cell[a] - old->pos_cell[a] : 0;
     }
     int ri;
-    tb_proto_quant_rot(in->rot, &ri, out->rc);
-    out->ri = ri;
-    for (int j = 0; j < 3; j++) out->vr[j] = (old && old->ri == ri) ? out->rc[j] - old->rc[j] : 0;
+    tb_proto_quant_rot(in->rot, &ri, out->rot_cell);
+    out->rot_largest = ri;
+    for (int j = 0; j < 3; j++) out->rot_vel[j] = (old && old->rot_largest == ri) ? out->rot_cell[j] - old->rot_cell[j] : 0;
 }
 
 /* Cells within tol of p on one axis, always containing the nearest cell n. */
@@ -274,53 +324,54 @@ static bool rot_within(const tb_snap_encoder *e, int ri, const int32_t c[3], con
     return fabs(q[0] * t[0] + q[1] * t[1] + q[2] * t[2] + q[3] * t[3]) >= e->cos_half_rot;
 }
 
-/* Fills next[] for every kept body given predictor `pred` (0 or 1); returns the
- * residual bits (at the best orders) it would cost, to compare predictors. */
+/* Chooses the candidate's cells for every body given predictor `pred` (0 or
+ * 1); returns the residual bits (at the best orders) it would cost, to
+ * compare predictors. */
 static uint64_t choose_bodies(tb_snap_encoder *e, int pred)
 {
     size_t np = 0, nr = 0;
-    uint32_t *rp = e->scratch, *rr = e->scratch + 3u * (e->max_bodies + 1);
-    for (uint32_t j = 0; j < e->next_n; j++) {
-        tb_snap_body *b = &e->next[j];
-        const tb_snap_body *near = &e->nearest[j];
-        if (e->match[j] < 0) { *b = *near; continue; }
-        const tb_snap_body *o = &e->cur[e->match[j]];
-        const int32_t *lo = &e->plo[3 * j], *hi = &e->phi[3 * j];
-        const double *t = &e->trot[4 * j];
-        bool pos_ok = e->old_ok[j] & 1, rot_ok = e->old_ok[j] & 2;
+    uint32_t *rp = e->scratch.residuals, *rr = e->scratch.residuals + 3u * (e->max_bodies + 1);
+    for (uint32_t j = 0; j < e->cand.body_count; j++) {
+        tb_snap_body *b = &e->cand.bodies[j];
+        const tb_snap_body *near = &e->scratch.nearest[j];
+        if (e->scratch.base_index[j] < 0) { *b = *near; continue; }
+        const tb_snap_body *o = &e->base.bodies[e->scratch.base_index[j]];
+        const int32_t *lo = &e->scratch.pos_lo[3 * j], *hi = &e->scratch.pos_hi[3 * j];
+        const double *t = &e->scratch.true_rot[4 * j];
+        bool pos_ok = e->scratch.base_fits[j] & FITS_POS, rot_ok = e->scratch.base_fits[j] & FITS_ROT;
         b->id = near->id;
         b->shape = near->shape;
         if (pos_ok && rot_ok) {   /* the client's pose is good enough: not sent */
-            for (int a = 0; a < 3; a++) { b->qp[a] = o->qp[a]; b->rc[a] = o->rc[a]; b->vp[a] = 0; b->vr[a] = 0; }
-            b->ri = o->ri;
+            for (int a = 0; a < 3; a++) { b->pos_cell[a] = o->pos_cell[a]; b->rot_cell[a] = o->rot_cell[a]; b->pos_vel[a] = 0; b->rot_vel[a] = 0; }
+            b->rot_largest = o->rot_largest;
             continue;
         }
         for (int a = 0; a < 3; a++) {
-            b->qp[a] = clamp32((int64_t)o->qp[a] + pred * (int64_t)o->vp[a], lo[a], hi[a]);
-            b->vp[a] = b->qp[a] - o->qp[a];
-            rp[np++] = tb_zz(b->qp[a] - (o->qp[a] + pred * o->vp[a]));
+            b->pos_cell[a] = clamp32((int64_t)o->pos_cell[a] + pred * (int64_t)o->pos_vel[a], lo[a], hi[a]);
+            b->pos_vel[a] = b->pos_cell[a] - o->pos_cell[a];
+            rp[np++] = tb_zz(b->pos_cell[a] - (o->pos_cell[a] + pred * o->pos_vel[a]));
         }
-        if (rot_ok || near->ri == o->ri) {
+        if (rot_ok || near->rot_largest == o->rot_largest) {
             /* from an acceptable start, step each component toward the prediction while still acceptable */
             int32_t c[3];
-            for (int a = 0; a < 3; a++) c[a] = rot_ok ? o->rc[a] : near->rc[a];
+            for (int a = 0; a < 3; a++) c[a] = rot_ok ? o->rot_cell[a] : near->rot_cell[a];
             for (int a = 0; a < 3; a++) {
-                int32_t target = clamp32((int64_t)o->rc[a] + pred * (int64_t)o->vr[a], 0, TB_PROTO_ROT_MAXQ);
+                int32_t target = clamp32((int64_t)o->rot_cell[a] + pred * (int64_t)o->rot_vel[a], 0, TB_PROTO_ROT_MAXQ);
                 while (c[a] != target) {
                     int32_t keep = c[a];
                     c[a] += target > c[a] ? 1 : -1;
-                    if (!rot_within(e, o->ri, c, t)) { c[a] = keep; break; }
+                    if (!rot_within(e, o->rot_largest, c, t)) { c[a] = keep; break; }
                 }
             }
-            b->ri = o->ri;
+            b->rot_largest = o->rot_largest;
             for (int a = 0; a < 3; a++) {
-                b->rc[a] = c[a];
-                b->vr[a] = c[a] - o->rc[a];
-                rr[nr++] = tb_zz(c[a] - (o->rc[a] + pred * o->vr[a]));
+                b->rot_cell[a] = c[a];
+                b->rot_vel[a] = c[a] - o->rot_cell[a];
+                rr[nr++] = tb_zz(c[a] - (o->rot_cell[a] + pred * o->rot_vel[a]));
             }
         } else {   /* the largest component changed: absolute, nearest */
-            b->ri = near->ri;
-            for (int a = 0; a < 3; a++) { b->rc[a] = near->rc[a]; b->vr[a] = 0; }
+            b->rot_largest = near->rot_largest;
+            for (int a = 0; a < 3; a++) { b->rot_cell[a] = near->rot_cell[a]; b->rot_vel[a] = 0; }
         }
     }
     uint64_t bp, br;
@@ -334,8 +385,8 @@ static uint64_t choose_mesh(tb_snap_encoder *e, uint32_t m, int pred)
 {
     size_t n = 0;
     uint32_t nv = e->frame.mesh_verts[m];
-    const int32_t *lo = e->vlo[m], *hi = e->vhi[m], *o = e->vq[m], *ov = e->vv[m];
-    int32_t *q = e->nq[m], *v = e->nv[m];
+    const int32_t *lo = e->scratch.vert_lo[m], *hi = e->scratch.vert_hi[m], *o = e->base.vert_cell[m], *ov = e->base.vert_vel[m];
+    int32_t *q = e->cand.vert_cell[m], *v = e->cand.vert_vel[m];
     for (uint32_t i = 0; i < nv; i++) {
         size_t at = 3u * i;
         bool ok = o[at] >= lo[at] && o[at] <= hi[at] && o[at + 1] >= lo[at + 1] && o[at + 1] <= hi[at + 1] &&
@@ -344,34 +395,34 @@ static uint64_t choose_mesh(tb_snap_encoder *e, uint32_t m, int pred)
             size_t k = at + (size_t)a;
             q[k] = ok ? o[k] : clamp32((int64_t)o[k] + pred * (int64_t)ov[k], lo[k], hi[k]);
             v[k] = q[k] - o[k];
-            if (!ok) e->scratch[n++] = tb_zz(q[k] - (o[k] + pred * ov[k]));
+            if (!ok) e->scratch.residuals[n++] = tb_zz(q[k] - (o[k] + pred * ov[k]));
         }
     }
     uint64_t bits;
-    best_k(e->scratch, n, &bits);
+    best_k(e->scratch.residuals, n, &bits);
     return bits;
 }
 
 /* Starts the delta tail in delta_sb: tick, tick_gap, awake. */
-static void delta_head(tb_snap_encoder *e, msgpack_packer *pk, uint32_t base_tick)
+static void delta_head(tb_snap_encoder *e, msgpack_packer *pk, uint32_t tick, uint32_t base_tick, uint32_t awake)
 {
     msgpack_sbuffer_clear(&e->delta_sb);
     msgpack_packer_init(pk, &e->delta_sb, msgpack_sbuffer_write);
-    msgpack_pack_uint32(pk, e->tick);
-    msgpack_pack_uint32(pk, e->tick - base_tick);
-    msgpack_pack_uint32(pk, e->awake);
+    msgpack_pack_uint32(pk, tick);
+    msgpack_pack_uint32(pk, tick - base_tick);
+    msgpack_pack_uint32(pk, awake);
 }
 
-/* Writes the delta cur -> next into delta_sb, with the predictors chosen. */
-static int encode_delta(tb_snap_encoder *e, uint32_t base_tick, int best_pred, const int *mpred)
+/* Writes the delta baseline -> candidate into delta_sb, with the predictors chosen. */
+static int encode_delta(tb_snap_encoder *e, int best_pred, const int *mpred)
 {
     /* Pass 1: classify bodies (merge by id). */
     uint32_t i = 0, j = 0, n_removed = 0, n_spawned = 0;
-    while (i < e->cur_n || j < e->next_n) {
-        if (j >= e->next_n || (i < e->cur_n && e->cur[i].id < e->next[j].id)) { n_removed++; i++; }
-        else if (i >= e->cur_n || e->next[j].id < e->cur[i].id) { n_spawned++; j++; }
+    while (i < e->base.body_count || j < e->cand.body_count) {
+        if (j >= e->cand.body_count || (i < e->base.body_count && e->base.bodies[i].id < e->cand.bodies[j].id)) { n_removed++; i++; }
+        else if (i >= e->base.body_count || e->cand.bodies[j].id < e->base.bodies[i].id) { n_spawned++; j++; }
         else {
-            if (!tb_snap__shape_eq(&e->cur[i].shape, &e->next[j].shape)) { n_removed++; n_spawned++; }
+            if (!tb_snap__shape_eq(&e->base.bodies[i].shape, &e->cand.bodies[j].shape)) { n_removed++; n_spawned++; }
             i++; j++;
         }
     }
@@ -380,14 +431,14 @@ static int encode_delta(tb_snap_encoder *e, uint32_t base_tick, int best_pred, c
     uint32_t mchanged[TB_PROTO_MAX_MESHES] = {0};
     {
         size_t np = 0, nr = 0;
-        uint32_t *rp = e->scratch, *rr = e->scratch + 3u * (e->max_bodies + 1);
-        for (j = 0; j < e->next_n; j++) {
-            if (e->match[j] < 0) continue;
-            const tb_snap_body *o = &e->cur[e->match[j]], *b = &e->next[j];
+        uint32_t *rp = e->scratch.residuals, *rr = e->scratch.residuals + 3u * (e->max_bodies + 1);
+        for (j = 0; j < e->cand.body_count; j++) {
+            if (e->scratch.base_index[j] < 0) continue;
+            const tb_snap_body *o = &e->base.bodies[e->scratch.base_index[j]], *b = &e->cand.bodies[j];
             if (!body_changed(o, b)) continue;
-            for (int a = 0; a < 3; a++) rp[np++] = tb_zz(b->qp[a] - (o->qp[a] + best_pred * o->vp[a]));
-            if (b->ri == o->ri)
-                for (int a = 0; a < 3; a++) rr[nr++] = tb_zz(b->rc[a] - (o->rc[a] + best_pred * o->vr[a]));
+            for (int a = 0; a < 3; a++) rp[np++] = tb_zz(b->pos_cell[a] - (o->pos_cell[a] + best_pred * o->pos_vel[a]));
+            if (b->rot_largest == o->rot_largest)
+                for (int a = 0; a < 3; a++) rr[nr++] = tb_zz(b->rot_cell[a] - (o->rot_cell[a] + best_pred * o->rot_vel[a]));
         }
         kp = best_k(rp, np, NULL);
         kr = best_k(rr, nr, NULL);
@@ -395,32 +446,32 @@ static int encode_delta(tb_snap_encoder *e, uint32_t base_tick, int best_pred, c
     for (uint32_t m = 0; m < e->frame.mesh_count; m++) {
         size_t n = 0;
         for (uint32_t v = 0; v < e->frame.mesh_verts[m]; v++) {
-            const int32_t *o = &e->vq[m][3 * v], *ov = &e->vv[m][3 * v], *q = &e->nq[m][3 * v];
+            const int32_t *o = &e->base.vert_cell[m][3 * v], *ov = &e->base.vert_vel[m][3 * v], *q = &e->cand.vert_cell[m][3 * v];
             if (o[0] == q[0] && o[1] == q[1] && o[2] == q[2]) continue;
             mchanged[m]++;
-            for (int a = 0; a < 3; a++) e->scratch[n++] = tb_zz(q[a] - (o[a] + mpred[m] * ov[a]));
+            for (int a = 0; a < 3; a++) e->scratch.residuals[n++] = tb_zz(q[a] - (o[a] + mpred[m] * ov[a]));
         }
-        kv[m] = best_k(e->scratch, n, NULL);
+        kv[m] = best_k(e->scratch.residuals, n, NULL);
     }
     /* Pass 2: write the bin. */
-    tb_bitw w = {e->bits, e->bits_cap, 0, 0};
+    tb_bitw w = {e->scratch.bits, e->scratch.bits_cap, 0, 0};
     tb_bitw_put(&w, (uint32_t)best_pred, 1); tb_bitw_put(&w, (uint32_t)kp, 4); tb_bitw_put(&w, (uint32_t)kr, 4);
     for (uint32_t m = 0; m < e->frame.mesh_count; m++) { tb_bitw_put(&w, (uint32_t)mpred[m], 1); tb_bitw_put(&w, (uint32_t)kv[m], 4); }
     /* spawned bodies, ascending id */
-    for (i = 0, j = 0; j < e->next_n; j++) {
-        while (i < e->cur_n && e->cur[i].id < e->next[j].id) i++;
-        bool kept = i < e->cur_n && e->cur[i].id == e->next[j].id && tb_snap__shape_eq(&e->cur[i].shape, &e->next[j].shape);
-        if (!kept) put_abs_body(&w, &e->grid, &e->next[j], kp, kr);
+    for (i = 0, j = 0; j < e->cand.body_count; j++) {
+        while (i < e->base.body_count && e->base.bodies[i].id < e->cand.bodies[j].id) i++;
+        bool kept = i < e->base.body_count && e->base.bodies[i].id == e->cand.bodies[j].id && tb_snap__shape_eq(&e->base.bodies[i].shape, &e->cand.bodies[j].shape);
+        if (!kept) put_abs_body(&w, &e->grid, &e->cand.bodies[j], kp, kr);
     }
     /* changed kept bodies: count, then gap-coded records */
     uint32_t n_changed = 0;
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1) tb_bitw_eg(&w, n_changed, 0);
         int64_t last = -1, kept_index = 0;
-        for (i = 0, j = 0; i < e->cur_n && j < e->next_n;) {
-            if (e->cur[i].id < e->next[j].id) { i++; continue; }
-            if (e->next[j].id < e->cur[i].id) { j++; continue; }
-            const tb_snap_body *o = &e->cur[i], *b = &e->next[j];
+        for (i = 0, j = 0; i < e->base.body_count && j < e->cand.body_count;) {
+            if (e->base.bodies[i].id < e->cand.bodies[j].id) { i++; continue; }
+            if (e->cand.bodies[j].id < e->base.bodies[i].id) { j++; continue; }
+            const tb_snap_body *o = &e->base.bodies[i], *b = &e->cand.bodies[j];
             i++; j++;
             if (!tb_snap__shape_eq(&o->shape, &b->shape)) continue;
             int64_t idx = kept_index++;
@@ -428,14 +479,14 @@ static int encode_delta(tb_snap_encoder *e, uint32_t base_tick, int best_pred, c
             if (pass == 0) { n_changed++; continue; }
             tb_bitw_eg(&w, (uint32_t)(idx - last - 1), 0);
             last = idx;
-            for (int a = 0; a < 3; a++) tb_bitw_eg(&w, tb_zz(b->qp[a] - (o->qp[a] + best_pred * o->vp[a])), kp);
-            if (b->ri == o->ri) {
+            for (int a = 0; a < 3; a++) tb_bitw_eg(&w, tb_zz(b->pos_cell[a] - (o->pos_cell[a] + best_pred * o->pos_vel[a])), kp);
+            if (b->rot_largest == o->rot_largest) {
                 tb_bitw_put(&w, 0, 1);
-                for (int a = 0; a < 3; a++) tb_bitw_eg(&w, tb_zz(b->rc[a] - (o->rc[a] + best_pred * o->vr[a])), kr);
+                for (int a = 0; a < 3; a++) tb_bitw_eg(&w, tb_zz(b->rot_cell[a] - (o->rot_cell[a] + best_pred * o->rot_vel[a])), kr);
             } else {
                 tb_bitw_put(&w, 1, 1);
-                tb_bitw_put(&w, (uint32_t)b->ri, 2);
-                for (int a = 0; a < 3; a++) tb_bitw_put(&w, (uint32_t)b->rc[a], TB_PROTO_ROT_BITS);
+                tb_bitw_put(&w, (uint32_t)b->rot_largest, 2);
+                for (int a = 0; a < 3; a++) tb_bitw_put(&w, (uint32_t)b->rot_cell[a], TB_PROTO_ROT_BITS);
             }
         }
     }
@@ -445,7 +496,7 @@ static int encode_delta(tb_snap_encoder *e, uint32_t base_tick, int best_pred, c
         tb_bitw_eg(&w, mchanged[m], 0);
         int64_t last = -1;
         for (uint32_t v = 0; v < e->frame.mesh_verts[m]; v++) {
-            const int32_t *o = &e->vq[m][3 * v], *ov = &e->vv[m][3 * v], *q = &e->nq[m][3 * v];
+            const int32_t *o = &e->base.vert_cell[m][3 * v], *ov = &e->base.vert_vel[m][3 * v], *q = &e->cand.vert_cell[m][3 * v];
             if (o[0] == q[0] && o[1] == q[1] && o[2] == q[2]) continue;
             tb_bitw_eg(&w, (uint32_t)((int64_t)v - last - 1), 0);
             last = v;
@@ -459,24 +510,24 @@ static int encode_delta(tb_snap_encoder *e, uint32_t base_tick, int best_pred, c
     /* tail of [34, last_seq, tick, tick_gap, awake, bin|nil, spawns?, removes?]:
      * spawns and removes are left out when both are empty (rest costs ~13 bytes). */
     msgpack_packer pk;
-    delta_head(e, &pk, base_tick);
-    if (any) { msgpack_pack_bin(&pk, nbytes); msgpack_pack_bin_body(&pk, e->bits, nbytes); }
+    delta_head(e, &pk, e->cand.tick, e->base.tick, e->cand.awake);
+    if (any) { msgpack_pack_bin(&pk, nbytes); msgpack_pack_bin_body(&pk, e->scratch.bits, nbytes); }
     else msgpack_pack_nil(&pk);
     if (n_spawned || n_removed) {
         msgpack_pack_array(&pk, n_spawned);
-        for (i = 0, j = 0; j < e->next_n; j++) {
-            while (i < e->cur_n && e->cur[i].id < e->next[j].id) i++;
-            bool kept = i < e->cur_n && e->cur[i].id == e->next[j].id && tb_snap__shape_eq(&e->cur[i].shape, &e->next[j].shape);
-            if (!kept) tb_snap__pack_shape(&pk, e->next[j].id, &e->next[j].shape);
+        for (i = 0, j = 0; j < e->cand.body_count; j++) {
+            while (i < e->base.body_count && e->base.bodies[i].id < e->cand.bodies[j].id) i++;
+            bool kept = i < e->base.body_count && e->base.bodies[i].id == e->cand.bodies[j].id && tb_snap__shape_eq(&e->base.bodies[i].shape, &e->cand.bodies[j].shape);
+            if (!kept) tb_snap__pack_shape(&pk, e->cand.bodies[j].id, &e->cand.bodies[j].shape);
         }
         msgpack_pack_array(&pk, n_removed);
-        for (i = 0, j = 0; i < e->cur_n; i++) {
-            while (j < e->next_n && e->next[j].id < e->cur[i].id) j++;
-            bool kept = j < e->next_n && e->next[j].id == e->cur[i].id && tb_snap__shape_eq(&e->cur[i].shape, &e->next[j].shape);
-            if (!kept) msgpack_pack_uint16(&pk, e->cur[i].id);
+        for (i = 0, j = 0; i < e->base.body_count; i++) {
+            while (j < e->cand.body_count && e->cand.bodies[j].id < e->base.bodies[i].id) j++;
+            bool kept = j < e->cand.body_count && e->cand.bodies[j].id == e->base.bodies[i].id && tb_snap__shape_eq(&e->base.bodies[i].shape, &e->cand.bodies[j].shape);
+            if (!kept) msgpack_pack_uint16(&pk, e->base.bodies[i].id);
         }
     }
-    e->delta_blob = (tb_snap_blob){TB_MSG_SNAP_DELTA, e->tick, base_tick, (n_spawned || n_removed) ? 8u : 6u,
+    e->delta_blob = (tb_snap_blob){TB_MSG_SNAP_DELTA, e->cand.tick, e->base.tick, (n_spawned || n_removed) ? 8u : 6u,
                                    (const uint8_t *)e->delta_sb.data, e->delta_sb.size};
     return TB_OK;
 }
@@ -487,17 +538,17 @@ static int encode_delta(tb_snap_encoder *e, uint32_t base_tick, int best_pred, c
  * and keep every cell, with velocities 0. */
 static bool same_input(const tb_snap_encoder *e, const tb_snap_input *in)
 {
-    if (!e->have_state || in->body_count != e->cur_n) return false;
+    if (!e->have_baseline || in->body_count != e->base.body_count) return false;
     for (uint32_t k = 0; k < in->body_count; k++) {
         const tb_proto_body *b = &in->bodies[k];
-        const float *pose = &e->pose_cur[7 * k];
-        if (b->id != e->cur[k].id || memcmp(b->pos, pose, 3 * sizeof(float)) != 0 ||
-            memcmp(b->rot, pose + 3, 4 * sizeof(float)) != 0 || !tb_snap__shape_eq(&b->shape, &e->cur[k].shape))
+        const float *pose = &e->base.body_pose[7 * k];
+        if (b->id != e->base.bodies[k].id || memcmp(b->pos, pose, 3 * sizeof(float)) != 0 ||
+            memcmp(b->rot, pose + 3, 4 * sizeof(float)) != 0 || !tb_snap__shape_eq(&b->shape, &e->base.bodies[k].shape))
             return false;
     }
     for (uint32_t m = 0; m < e->frame.mesh_count; m++)
         if (e->frame.mesh_verts[m] && (!in->verts[m] ||
-            memcmp(in->verts[m], e->vin[m], 3u * e->frame.mesh_verts[m] * sizeof(float)) != 0))
+            memcmp(in->verts[m], e->base.vert_input[m], 3u * e->frame.mesh_verts[m] * sizeof(float)) != 0))
             return false;
     return true;
 }
@@ -506,17 +557,17 @@ static bool same_input(const tb_snap_encoder *e, const tb_snap_input *in)
  * keeps its cells with velocities 0 (what the full step computes). */
 static void step_same(tb_snap_encoder *e, const tb_snap_input *in)
 {
-    uint32_t base_tick = e->tick;
-    for (uint32_t k = 0; k < e->cur_n; k++)
-        for (int a = 0; a < 3; a++) { e->cur[k].vp[a] = 0; e->cur[k].vr[a] = 0; }
+    uint32_t base_tick = e->base.tick;
+    for (uint32_t k = 0; k < e->base.body_count; k++)
+        for (int a = 0; a < 3; a++) { e->base.bodies[k].pos_vel[a] = 0; e->base.bodies[k].rot_vel[a] = 0; }
     for (uint32_t m = 0; m < e->frame.mesh_count; m++)
-        memset(e->vv[m], 0, 3u * e->frame.mesh_verts[m] * sizeof(int32_t));
-    e->tick = in->tick;
-    e->awake = in->awake;
+        memset(e->base.vert_vel[m], 0, 3u * e->frame.mesh_verts[m] * sizeof(int32_t));
+    e->base.tick = in->tick;
+    e->base.awake = in->awake;
     msgpack_packer pk;
-    delta_head(e, &pk, base_tick);
+    delta_head(e, &pk, e->base.tick, base_tick, e->base.awake);
     msgpack_pack_nil(&pk);
-    e->delta_blob = (tb_snap_blob){TB_MSG_SNAP_DELTA, e->tick, base_tick, 6u, (const uint8_t *)e->delta_sb.data, e->delta_sb.size};
+    e->delta_blob = (tb_snap_blob){TB_MSG_SNAP_DELTA, e->base.tick, base_tick, 6u, (const uint8_t *)e->delta_sb.data, e->delta_sb.size};
     e->have_delta = true;
     e->key_valid = false;
     e->idle_steps++;
@@ -548,85 +599,80 @@ int tb_snap_encoder_step(tb_snap_encoder *e, const tb_snap_input *in, tb_proto_e
     uint32_t i = 0;
     for (uint32_t k = 0; k < in->body_count; k++) {
         const tb_proto_body *b = &in->bodies[k];
-        while (i < e->cur_n && e->cur[i].id < b->id) i++;
-        bool kept = e->have_state && i < e->cur_n && e->cur[i].id == b->id && tb_snap__shape_eq(&e->cur[i].shape, &b->shape);
-        e->match[k] = kept ? (int32_t)i : -1;
-        tb_snap_body *near = &e->nearest[k];
-        float *pose = &e->pose_next[7 * k];
+        while (i < e->base.body_count && e->base.bodies[i].id < b->id) i++;
+        bool kept = e->have_baseline && i < e->base.body_count && e->base.bodies[i].id == b->id && tb_snap__shape_eq(&e->base.bodies[i].shape, &b->shape);
+        e->scratch.base_index[k] = kept ? (int32_t)i : -1;
+        tb_snap_body *near = &e->scratch.nearest[k];
+        float *pose = &e->cand.body_pose[7 * k];
         memcpy(pose, b->pos, 3 * sizeof(float));
         memcpy(pose + 3, b->rot, 4 * sizeof(float));
-        if (kept && memcmp(pose, &e->pose_cur[7 * i], 7 * sizeof(float)) == 0) {
+        if (kept && memcmp(pose, &e->base.body_pose[7 * i], 7 * sizeof(float)) == 0) {
             /* bit-identical input (a sleeping body): the baseline stands, nothing to compute */
-            *near = e->cur[i];
-            for (int a = 0; a < 3; a++) { near->vp[a] = 0; near->vr[a] = 0; e->plo[3 * k + a] = e->phi[3 * k + a] = near->qp[a]; }
-            e->old_ok[k] = 3;
+            *near = e->base.bodies[i];
+            for (int a = 0; a < 3; a++) { near->pos_vel[a] = 0; near->rot_vel[a] = 0; e->scratch.pos_lo[3 * k + a] = e->scratch.pos_hi[3 * k + a] = near->pos_cell[a]; }
+            e->scratch.base_fits[k] = FITS_POS | FITS_ROT;
             continue;
         }
-        quantize_body(e, b, kept ? &e->cur[i] : NULL, near);
+        quantize_body(e, b, kept ? &e->base.bodies[i] : NULL, near);
         for (int a = 0; a < 3; a++)
-            cell_range(b->pos[a], e->frame.bounds_min[a], TB_PROTO_POS_SCALE, e->grid.pmax[a], e->tol_pos, near->qp[a],
-                       &e->plo[3 * k + a], &e->phi[3 * k + a]);
-        double *t = &e->trot[4 * k];
+            cell_range(b->pos[a], e->frame.bounds_min[a], TB_PROTO_POS_SCALE, e->grid.pmax[a], e->tol_pos, near->pos_cell[a],
+                       &e->scratch.pos_lo[3 * k + a], &e->scratch.pos_hi[3 * k + a]);
+        double *t = &e->scratch.true_rot[4 * k];
         double n2 = 0;
         for (int c = 0; c < 4; c++) n2 += (double)b->rot[c] * b->rot[c];
         if (isfinite(n2) && n2 > 1e-24) for (int c = 0; c < 4; c++) t[c] = b->rot[c] / sqrt(n2);
-        else tb_proto_dequant_rot(near->ri, near->rc, t);     /* degenerate input: what we send */
+        else tb_proto_dequant_rot(near->rot_largest, near->rot_cell, t);     /* degenerate input: what we send */
         /* is the baseline still good enough? (the same for both predictors) */
-        e->old_ok[k] = 0;
+        e->scratch.base_fits[k] = 0;
         if (kept) {
-            const tb_snap_body *o = &e->cur[i];
+            const tb_snap_body *o = &e->base.bodies[i];
             bool pos_ok = true;
-            for (int a = 0; a < 3; a++) pos_ok = pos_ok && o->qp[a] >= e->plo[3 * k + a] && o->qp[a] <= e->phi[3 * k + a];
-            bool rot_ok = rot_within(e, o->ri, o->rc, t);
-            e->old_ok[k] = (uint8_t)((pos_ok ? 1 : 0) | (rot_ok ? 2 : 0));
+            for (int a = 0; a < 3; a++) pos_ok = pos_ok && o->pos_cell[a] >= e->scratch.pos_lo[3 * k + a] && o->pos_cell[a] <= e->scratch.pos_hi[3 * k + a];
+            bool rot_ok = rot_within(e, o->rot_largest, o->rot_cell, t);
+            e->scratch.base_fits[k] = (uint8_t)((pos_ok ? FITS_POS : 0) | (rot_ok ? FITS_ROT : 0));
         }
     }
-    e->next_n = in->body_count;
+    e->cand.body_count = in->body_count;
     for (uint32_t m = 0; m < e->frame.mesh_count; m++) {
         for (uint32_t v = 0; v < 3 * e->frame.mesh_verts[m]; v++) {
             int a = (int)(v % 3);
             float p = in->verts[m][v];
-            int32_t q = (!isfinite(p) && e->have_state) ? e->vq[m][v]
+            int32_t q = (!isfinite(p) && e->have_baseline) ? e->base.vert_cell[m][v]
                       : tb_proto_quant_pos(p, e->frame.bounds_min[a], e->grid.vmax[a], TB_PROTO_VERT_SCALE);
-            cell_range(p, e->frame.bounds_min[a], TB_PROTO_VERT_SCALE, e->grid.vmax[a], e->tol_vert, q, &e->vlo[m][v], &e->vhi[m][v]);
-            e->nq[m][v] = q;
-            e->nv[m][v] = 0;
+            cell_range(p, e->frame.bounds_min[a], TB_PROTO_VERT_SCALE, e->grid.vmax[a], e->tol_vert, q, &e->scratch.vert_lo[m][v], &e->scratch.vert_hi[m][v]);
+            e->cand.vert_cell[m][v] = q;
+            e->cand.vert_vel[m][v] = 0;
         }
-        if (e->frame.mesh_verts[m]) memcpy(e->vin[m], in->verts[m], 3u * e->frame.mesh_verts[m] * sizeof(float));
+        if (e->frame.mesh_verts[m]) memcpy(e->cand.vert_input[m], in->verts[m], 3u * e->frame.mesh_verts[m] * sizeof(float));
     }
-    uint32_t base_tick = e->tick;
-    bool had = e->have_state;
-    e->tick = in->tick;
-    e->awake = in->awake;
+    e->cand.tick = in->tick;
+    e->cand.awake = in->awake;
     e->have_delta = false;
-    if (had) {
+    if (e->have_baseline) {
         /* choose cells for both predictors, keep the cheaper (per channel) */
         uint64_t cost1 = choose_bodies(e, 1);
-        memcpy(e->alt, e->next, e->next_n * sizeof *e->next);
+        memcpy(e->scratch.other_bodies, e->cand.bodies, e->cand.body_count * sizeof *e->cand.bodies);
         int pred = 0;
-        if (cost1 < choose_bodies(e, 0)) { memcpy(e->next, e->alt, e->next_n * sizeof *e->next); pred = 1; }
+        if (cost1 < choose_bodies(e, 0)) { memcpy(e->cand.bodies, e->scratch.other_bodies, e->cand.body_count * sizeof *e->cand.bodies); pred = 1; }
         int mpred[TB_PROTO_MAX_MESHES] = {0};
         for (uint32_t m = 0; m < e->frame.mesh_count; m++) {
             size_t n = 3u * e->frame.mesh_verts[m] * sizeof(int32_t);
             uint64_t c1 = choose_mesh(e, m, 1);
-            memcpy(e->altq, e->nq[m], n);
-            memcpy(e->altv, e->nv[m], n);
-            if (c1 < choose_mesh(e, m, 0)) { memcpy(e->nq[m], e->altq, n); memcpy(e->nv[m], e->altv, n); mpred[m] = 1; }
+            memcpy(e->scratch.other_vert_cell, e->cand.vert_cell[m], n);
+            memcpy(e->scratch.other_vert_vel, e->cand.vert_vel[m], n);
+            if (c1 < choose_mesh(e, m, 0)) { memcpy(e->cand.vert_cell[m], e->scratch.other_vert_cell, n); memcpy(e->cand.vert_vel[m], e->scratch.other_vert_vel, n); mpred[m] = 1; }
         }
-        int rc = encode_delta(e, base_tick, pred, mpred);
+        int rc = encode_delta(e, pred, mpred);
         if (rc) return tb_proto__fail(err, rc, "delta encoding overflow");
         e->have_delta = true;
     } else {
-        for (uint32_t k = 0; k < e->next_n; k++) e->next[k] = e->nearest[k];
+        for (uint32_t k = 0; k < e->cand.body_count; k++) e->cand.bodies[k] = e->scratch.nearest[k];
     }
-    tb_snap_body *t = e->cur; e->cur = e->next; e->next = t;
-    float *pt = e->pose_cur; e->pose_cur = e->pose_next; e->pose_next = pt;
-    e->cur_n = e->next_n;
-    for (uint32_t m = 0; m < e->frame.mesh_count; m++) {
-        int32_t *q = e->vq[m]; e->vq[m] = e->nq[m]; e->nq[m] = q;
-        int32_t *v = e->vv[m]; e->vv[m] = e->nv[m]; e->nv[m] = v;
-    }
-    e->have_state = true;
+    /* the candidate becomes the baseline; the old baseline's arrays hold the next candidate */
+    snap_state old = e->base;
+    e->base = e->cand;
+    e->cand = old;
+    e->have_baseline = true;
     e->key_valid = false;
     return TB_OK;
 }

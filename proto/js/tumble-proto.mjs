@@ -35,7 +35,7 @@ export const LIMITS = Object.freeze({
   clientMsg: 4096, serverMsg: 2 * 1024 * 1024, depth: 8, name: 32, text: 200,
   bodies: 4096, meshes: 4, verts: 16384, tris: 32768, pins: 1024, planes: 16, capsules: 32, boxes: 64,
   params: 32, peers: 64, rooms: 256, contacts: 512, dice: 8,
-  coord: 10000, speed: 1000, impulse: 100000, paramAbs: 1e9,
+  coord: 10000, speed: 1000, impulse: 100000, paramAbs: 1e9, rttMs: 60000,
 });
 
 /** WebSocket close code that follows a fatal error (0: not fatal). */
@@ -216,7 +216,21 @@ const CLIENT_FIELDS = {
   resync: [],
   lobby_req: [],
 };
+/** Optional trailing fields (absent or nil), written all together when any is given. */
+const CLIENT_OPTIONAL = {
+  // the link report (PROTOCOL.md "Link reports")
+  ping: [['ack_tick', (v) => optUint(v, 0xffffffff, 'ping.ack_tick')],
+    ['rtt_ms', (v) => {
+      if (v === null) return null;
+      const r = num(v, L.rttMs, 'ping.rtt_ms');
+      if (r < 0) fail(ERR.bad_value, `ping.rtt_ms: ${r} below 0`);
+      return r;
+    }],
+    ['recv_bytes', (v) => optUint(v, 0xffffffff, 'ping.recv_bytes')]],
+};
 const readSeq = (v) => uint(v, 0xffffffff, 'seq');
+/** Optional fields at the end of a client message, which a sender may leave out (PROTOCOL.md §2). */
+const TRAILING_OPTIONAL = { grab_start: 1, action: 1 };
 
 /**
  * Encode a client message given as {type: 'throw', seq, origin, velocity, shape} (the same
@@ -232,6 +246,8 @@ export function encodeClient(msg) {
     if (v === undefined && ['kind', 'scene', 'body'].includes(name)) v = null;
     out.push(name === 'seq' ? readSeq(v) : read(v));
   }
+  const opt = CLIENT_OPTIONAL[msg.type];
+  if (opt && opt.some(([name]) => msg[name] != null)) for (const [name, read] of opt) out.push(read(msg[name] ?? null));
   return encode(out);
 }
 
@@ -243,9 +259,15 @@ export function decodeClient(bytes) {
   const type = MSG_NAME[v[0]];
   if (!type || v[0] > 12) fail(ERR.unknown_type, `unknown message type ${v[0]}`);
   const fields = CLIENT_FIELDS[type];
-  if (v.length < fields.length + 1) fail(ERR.bad_message, `${type}: ${v.length} fields, need ${fields.length + 1}`);
+  const need = fields.length + 1 - (TRAILING_OPTIONAL[type] ?? 0);
+  if (v.length < need) fail(ERR.bad_message, `${type}: ${v.length} fields, need ${need}`);
   const out = { type };
-  fields.forEach(([name, read], i) => { out[name] = name === 'seq' ? readSeq(v[i + 1]) : read(v[i + 1]); });
+  fields.forEach(([name, read], i) => { out[name] = name === 'seq' ? readSeq(v[i + 1]) : read(v[i + 1] ?? null); });
+  const opt = CLIENT_OPTIONAL[type];
+  if (opt) {
+    const got = opt.map(([, read], i) => (v.length > fields.length + 1 + i ? read(v[fields.length + 1 + i]) : null));
+    if (got.some((x) => x !== null)) opt.forEach(([name], i) => { out[name] = got[i]; });
+  }
   if (type === 'hello' && out.version !== VERSION) {
     fail(ERR.bad_version, `protocol version ${out.version} not supported; this server speaks ${VERSION} (tumble.v1)`);
   }
@@ -451,10 +473,10 @@ const SERVER_READERS = {
     };
   },
   error(v) {
-    arr(v, 5, Infinity, 'error');
+    arr(v, 4, Infinity, 'error'); // seq: optional at the end, may be left out
     return {
       type: 'error', code: uint(v[1], 0xffffffff, 'error.code'), name: str(v[2], 'token', L.name, 'error.name'),
-      message: str(v[3], 'text', L.text, 'error.message'), seq: optUint(v[4], 0xffffffff, 'error.seq'),
+      message: str(v[3], 'text', L.text, 'error.message'), seq: optUint(v[4] ?? null, 0xffffffff, 'error.seq'),
     };
   },
   lobby(v) {

@@ -2,7 +2,7 @@
 #define _GNU_SOURCE
 #include "net/config.h"
 #include "net/proxy.h"
-#include "net/redis.h" /* FLEET19 */
+#include "net/redis.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -65,7 +65,7 @@ static const tb__opt tb__opts[] = {
      "folder for per-room input logs with state hashes (empty: off)"},
     {"replay", "TUMBLE_REPLAY", TB__STR, OFF(replay_file), SZ(replay_file), 0, 0,
      "re-simulate a record headless, report whether every hash matches, exit 0/1"},
-    /* FLEET19 */
+    /* a fleet sharing rooms through Redis (net/fleet.h), and TLS */
     {"redis", "TUMBLE_REDIS", TB__STR, OFF(redis), SZ(redis), 0, 0,
      "redis://[:password@]host[:port][/db]: checkpoints, leases and lobby shared by a fleet (empty: off)"},
     {"checkpoint-interval", "TUMBLE_CHECKPOINT_INTERVAL", TB__INT, OFF(checkpoint_interval), 0, 1, 3600,
@@ -109,7 +109,7 @@ static void tb__defaults(tb_config *cfg)
     cfg->slow_reader_timeout = 10;
     cfg->room_create_rate = 10;
     cfg->max_grabs_per_client = 4;
-    cfg->checkpoint_interval = 5; /* FLEET19 */
+    cfg->checkpoint_interval = 5;
     cfg->lease_ttl_ms = 3000;
     cfg->redis_timeout_ms = 1000;
 }
@@ -200,12 +200,12 @@ int tb_config_parse(tb_config *cfg, int argc, char **argv, tb_config_getenv_fn g
     tb_proxy_list proxies;
     if (tb_proxy_parse(&proxies, cfg->trusted_proxies, err, err_cap) < 0)
         return TB_CONFIG_ERROR;
-    if (cfg->redis[0]) { /* FLEET19: a bad URL is a start-up error, not a retry loop */
+    if (cfg->redis[0]) { /* a bad URL is a start-up error, not a retry loop */
         tb_redis_url url;
         if (tb_redis_url_parse(cfg->redis, &url, err, err_cap) < 0)
             return TB_CONFIG_ERROR;
     }
-    if (!cfg->tls_cert[0] != !cfg->tls_key[0]) { /* FLEET19 */
+    if (!cfg->tls_cert[0] != !cfg->tls_key[0]) {
         snprintf(err, err_cap, "--tls-cert and --tls-key go together");
         return TB_CONFIG_ERROR;
     }

@@ -1,4 +1,5 @@
-/* fleet.c: leases, checkpoints, handoff and the fleet lobby (see fleet.h).
+/* fleet.c: leases and checkpoints of the rooms this server runs (see
+ * fleet.h; fleet_parts.h for the other files: handoff, lobby).
  *
  * Everything here runs on the network loop. A 100 ms timer drives it:
  *
@@ -18,16 +19,13 @@
  * checkpoint" (a handoff), "renew what is ours, take what is free".
  */
 #define _GNU_SOURCE
-#include "net/fleet.h"
+#include "net/fleet_parts.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <hiredis.h>
 
 #include "net/log.h"
 #include "net/proxy.h"
@@ -35,12 +33,9 @@
 #include "sim/clock.h"
 #include "sim/error.h"
 #include "sim/msg.h"
-#include "sim/persist.h"
 
 #define TB__TICK_MS 100
 #define TB__RENEW_NS (1000 * TB_NS_PER_MS)
-#define TB__LOBBY_TTL_MS 3000
-#define TB__CLAIM_RETRY_NS (200 * TB_NS_PER_MS)
 #define TB__RENEW_BATCH 500
 #define TB__CKPT_TTL_S "604800" /* a week: a room nobody opens again is forgotten */
 
@@ -53,14 +48,6 @@ static const char tb__write_script[] =
     "if ARGV[6] == '1' then redis.call('DEL', KEYS[1])\n"
     "else redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3]) end\n"
     "return 1\n";
-
-/* KEYS: lease, ckpt. ARGV: owner, lease ttl ms. */
-static const char tb__claim_script[] =
-    "local v = redis.call('GET', KEYS[1])\n"
-    "if v and v ~= ARGV[1] then return {0, v, redis.call('PTTL', KEYS[1])} end\n"
-    "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
-    "local c = redis.call('HMGET', KEYS[2], 'image', 'ms', 'owner', 'tick')\n"
-    "return {1, c[1], c[2], c[3], c[4]}\n";
 
 /* KEYS: leases. ARGV: owner, lease ttl ms. 1 renewed, 2 taken (was free), 0 another's. */
 static const char tb__renew_script[] =
@@ -78,27 +65,6 @@ static const char tb__release_script[] =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end\n"
     "return 0\n";
 
-/* KEYS: servers, this lobby. ARGV: owner, rows, unix ms now, ttl ms. Writes
- * this server's rows, drops the servers that stopped renewing, returns
- * owner, rows, owner, rows... of the others. */
-static const char tb__lobby_script[] =
-    "redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[4])\n"
-    "redis.call('ZADD', KEYS[1], tonumber(ARGV[3]) + tonumber(ARGV[4]), ARGV[1])\n"
-    "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[3])\n"
-    "local out = {}\n"
-    "for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do\n"
-    "  if id ~= ARGV[1] then\n"
-    "    local v = redis.call('GET', 'tumble:lobby:' .. id)\n"
-    "    if v then out[#out + 1] = id; out[#out + 1] = v end\n"
-    "  end\n"
-    "end\n"
-    "return out\n";
-
-/* KEYS: servers, this lobby. ARGV: owner. */
-static const char tb__leave_script[] =
-    "redis.call('ZREM', KEYS[1], ARGV[1])\n"
-    "return redis.call('DEL', KEYS[2])\n";
-
 struct tb_fleet_room {
     char id[TB_ROOM_ID_MAX + 1];
     tb_room *room;          /* a reference */
@@ -115,22 +81,6 @@ struct tb_fleet_room {
     tb_fleet *fleet;
 };
 
-typedef struct tb__waiter {
-    uint32_t client;
-    tb_client_msg hello;
-} tb__waiter;
-
-struct tb_fleet_pending {
-    char id[TB_ROOM_ID_MAX + 1];
-    tb__waiter *waiters;
-    int count, cap;
-    int64_t deadline_ns, next_try_ns;
-    bool asking;
-    char holder[128];
-    tb_fleet *fleet;
-    tb_fleet_pending *next;
-};
-
 /* A write of one checkpoint, for its reply. */
 typedef struct tb__write {
     tb_fleet *fleet;
@@ -139,7 +89,7 @@ typedef struct tb__write {
     bool final;
 } tb__write;
 
-static int64_t tb__unix_ms(void)
+int64_t tb_fleet_unix_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -155,14 +105,14 @@ static int64_t tb__thread_cpu_ns(void)
     return (int64_t)ts.tv_sec * TB_NS_PER_SEC + ts.tv_nsec;
 }
 
-static void tb__key(char *out, size_t cap, const char *what, const char *id)
+void tb_fleet_key(char *out, size_t cap, const char *what, const char *id)
 {
     snprintf(out, cap, "tumble:%s:%s", what, id);
 }
 
-/* EVAL script with keys and args (bytes with lengths; len SIZE_MAX: strlen). */
-static int tb__eval(tb_fleet *fleet, tb_redis_reply_cb cb, void *data, const char *script, int nkeys,
-                    const char **keys, int nargs, const char **args, const size_t *arg_lens)
+/* EVAL (fleet_parts.h). */
+int tb_fleet_eval(tb_fleet *fleet, tb_redis_reply_cb cb, void *data, const char *script, int nkeys,
+                  const char **keys, int nargs, const char **args, const size_t *arg_lens)
 {
     int argc = 3 + nkeys + nargs;
     const char *stack_argv[32];
@@ -251,10 +201,10 @@ static void tb__released(tb_redis *redis, redisReply *reply, void *data)
 static void tb__release_lease(tb_fleet *fleet, const char *id)
 {
     char key[96];
-    tb__key(key, sizeof key, "lease", id);
+    tb_fleet_key(key, sizeof key, "lease", id);
     const char *keys[1] = {key};
     const char *args[1] = {fleet->owner};
-    tb__eval(fleet, tb__released, NULL, tb__release_script, 1, keys, 1, args, NULL);
+    tb_fleet_eval(fleet, tb__released, NULL, tb__release_script, 1, keys, 1, args, NULL);
 }
 
 /* The lease is another server's: stop running the room, send its players
@@ -270,7 +220,7 @@ static void tb__lose_room(tb_fleet *fleet, tb_fleet_room *e, const char *why)
 
 /* Records for new rooms of the registry; retired rooms' records go (their
  * lease is given up) once nothing is in flight for them. */
-static void tb__sync_rooms(tb_fleet *fleet)
+void tb_fleet_sync_rooms(tb_fleet *fleet)
 {
     tb_registry *reg = fleet->registry;
     pthread_mutex_lock(&reg->lock);
@@ -392,15 +342,15 @@ void tb_fleet_on_checkpoint(tb_fleet *fleet, tb_room *room, tb_msg *image, bool 
     int64_t t0 = tb__thread_cpu_ns();
     tb__write *w = calloc(1, sizeof *w);
     char lease[96], ckpt[96], ttl[16], tick[24], ms[24];
-    tb__key(lease, sizeof lease, "lease", e->id);
-    tb__key(ckpt, sizeof ckpt, "ckpt", e->id);
+    tb_fleet_key(lease, sizeof lease, "lease", e->id);
+    tb_fleet_key(ckpt, sizeof ckpt, "ckpt", e->id);
     snprintf(ttl, sizeof ttl, "%d", fleet->lease_ttl_ms);
     snprintf(tick, sizeof tick, "%llu", (unsigned long long)image->tick);
-    snprintf(ms, sizeof ms, "%lld", (long long)tb__unix_ms());
+    snprintf(ms, sizeof ms, "%lld", (long long)tb_fleet_unix_ms());
     const char *keys[2] = {lease, ckpt};
     const char *args[6] = {fleet->owner, (const char *)tb_msg_data(image), ttl, tick, ms, final ? "1" : "0"};
     size_t lens[6] = {SIZE_MAX, image->len, SIZE_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX};
-    int rc = w ? tb__eval(fleet, tb__written, w, tb__write_script, 2, keys, 6, args, lens) : TB_ENOMEM;
+    int rc = w ? tb_fleet_eval(fleet, tb__written, w, tb__write_script, 2, keys, 6, args, lens) : TB_ENOMEM;
     if (rc < 0) {
         free(w);
         fleet->checkpoints_skipped_total++;
@@ -469,323 +419,20 @@ static void tb__renew(tb_fleet *fleet)
             tb_fleet_room *e = fleet->rooms[i];
             if (e->lost || e->final_done || e->final_wanted || atomic_load(&e->room->retire))
                 continue;
-            tb__key(keys[n], sizeof keys[n], "lease", e->id);
+            tb_fleet_key(keys[n], sizeof keys[n], "lease", e->id);
             snprintf(r->ids[n], sizeof r->ids[n], "%s", e->id);
             kp[n] = keys[n];
             n++;
         }
         r->fleet = fleet;
         r->count = n;
-        if (n == 0 || tb__eval(fleet, tb__renewed, r, tb__renew_script, n, kp, 2, args, NULL) < 0) {
+        if (n == 0 || tb_fleet_eval(fleet, tb__renewed, r, tb__renew_script, n, kp, 2, args, NULL) < 0) {
             free(r->ids);
             free(r);
         }
         free(keys);
         free(kp);
     }
-}
-
-/* ---- the lobby ---------------------------------------------------------- */
-
-typedef struct tb__sb {
-    char *buf;
-    size_t len, cap;
-    bool failed;
-} tb__sb;
-
-static void tb__sb_printf(tb__sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void tb__sb_printf(tb__sb *b, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        size_t room = b->cap - b->len;
-        int n = vsnprintf(b->buf ? b->buf + b->len : NULL, room, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->failed = true;
-            return;
-        }
-        if ((size_t)n < room) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = (b->cap ? b->cap * 2 : 1024) + (size_t)n;
-        char *nb = realloc(b->buf, cap);
-        if (!nb) {
-            b->failed = true;
-            return;
-        }
-        b->buf = nb;
-        b->cap = cap;
-    }
-}
-
-/* ids, kinds, scenes and instances are [A-Za-z0-9_./-] by construction, but
- * the instance comes from a flag: escape anyway. */
-static void tb__sb_str(tb__sb *b, const char *s)
-{
-    tb__sb_printf(b, "\"");
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            tb__sb_printf(b, "\\%c", c);
-        else if (c < 0x20)
-            tb__sb_printf(b, "\\u%04x", c);
-        else
-            tb__sb_printf(b, "%c", c);
-    }
-    tb__sb_printf(b, "\"");
-}
-
-/* This server's rooms as JSON objects separated by commas (no brackets),
- * the same fields as /api/rooms without a fleet. */
-static void tb__own_rows(tb_fleet *fleet, tb__sb *b)
-{
-    int cap = fleet->registry->max_rooms + 8;
-    tb_room_row *rows = calloc((size_t)cap, sizeof *rows);
-    if (!rows) {
-        b->failed = true;
-        return;
-    }
-    int n = tb_registry_rows(fleet->registry, rows, cap);
-    int written = 0;
-    for (int i = 0; i < n && i < cap; i++) {
-        const tb_room_row *r = &rows[i];
-        tb__sb_printf(b, "%s{\"id\":", written++ ? "," : "");
-        tb__sb_str(b, r->id);
-        tb__sb_printf(b, ",\"kind\":");
-        tb__sb_str(b, r->kind);
-        tb__sb_printf(b, ",\"scene\":");
-        tb__sb_str(b, r->scene);
-        tb__sb_printf(b,
-                      ",\"clients\":%d,\"bodies\":%d,\"awake\":%d,\"step_us\":%.2f,\"steps\":%llu,\"worker\":%d,"
-                      "\"default\":%s,\"instance\":",
-                      r->clients, r->bodies, r->awake, r->step_us, (unsigned long long)r->steps, r->worker,
-                      r->keep ? "true" : "false");
-        tb__sb_str(b, fleet->instance);
-        tb__sb_printf(b, "}");
-    }
-    free(rows);
-}
-
-static void tb__lobby_read(tb_redis *redis, redisReply *reply, void *data)
-{
-    (void)redis;
-    tb_fleet *fleet = data;
-    if (!reply || reply->type != REDIS_REPLY_ARRAY)
-        return;
-    fleet->lobby_updates_total++;
-    tb__sb b = {0};
-    int servers = 0;
-    for (size_t i = 0; i + 1 < reply->elements; i += 2) {
-        redisReply *rows = reply->element[i + 1];
-        if (rows->type != REDIS_REPLY_STRING || rows->len == 0)
-            continue;
-        /* each server wrote its rows itself (tb__own_rows): joined as they are */
-        tb__sb_printf(&b, "%s%.*s", b.len ? "," : "", (int)rows->len, rows->str);
-        servers++;
-    }
-    if (b.failed) {
-        free(b.buf);
-        return;
-    }
-    free(fleet->others_json);
-    fleet->others_json = b.buf ? b.buf : strdup("");
-    fleet->others_servers = servers;
-}
-
-static void tb__lobby(tb_fleet *fleet)
-{
-    tb__sb b = {0};
-    tb__own_rows(fleet, &b);
-    if (b.failed) {
-        free(b.buf);
-        return;
-    }
-    char lobby[192], now[24], ttl[16];
-    snprintf(lobby, sizeof lobby, "tumble:lobby:%s", fleet->owner);
-    snprintf(now, sizeof now, "%lld", (long long)tb__unix_ms());
-    snprintf(ttl, sizeof ttl, "%d", TB__LOBBY_TTL_MS);
-    const char *keys[2] = {"tumble:servers", lobby};
-    const char *args[4] = {fleet->owner, b.buf ? b.buf : "", now, ttl};
-    size_t lens[4] = {SIZE_MAX, b.len, SIZE_MAX, SIZE_MAX};
-    tb__eval(fleet, tb__lobby_read, fleet, tb__lobby_script, 2, keys, 4, args, lens);
-    free(b.buf);
-}
-
-char *tb_fleet_rooms_json(tb_fleet *fleet, size_t *len)
-{
-    tb__sb b = {0};
-    tb__sb_printf(&b, "[");
-    tb__own_rows(fleet, &b);
-    size_t own_end = b.len;
-    if (fleet->others_json && fleet->others_json[0])
-        tb__sb_printf(&b, "%s%s", own_end > 1 ? "," : "", fleet->others_json);
-    tb__sb_printf(&b, "]\n");
-    if (b.failed) {
-        free(b.buf);
-        return NULL;
-    }
-    *len = b.len;
-    return b.buf;
-}
-
-/* ---- claims (handoff) --------------------------------------------------- */
-
-static void tb__claim_ask(tb_fleet *fleet, tb_fleet_pending *c);
-
-static void tb__claim_finish(tb_fleet *fleet, tb_fleet_pending *c, int verdict, const char *why)
-{
-    for (tb_fleet_pending **p = &fleet->claims; *p; p = &(*p)->next)
-        if (*p == c) {
-            *p = c->next;
-            break;
-        }
-    for (int i = 0; i < c->count; i++)
-        tb_server_fleet_join(fleet->server, c->waiters[i].client, &c->waiters[i].hello, verdict, why);
-    free(c->waiters);
-    free(c);
-}
-
-/* Rebuilds the room from its checkpoint and opens it here at the saved tick. */
-static void tb__restore(tb_fleet *fleet, const char *id, redisReply *image, redisReply *ms, redisReply *owner)
-{
-    int64_t t0 = tb_clock_now_ns();
-    tb_room *room = NULL;
-    char why[160] = "";
-    int rc = tb_persist_decode((const unsigned char *)image->str, image->len, &room, why, sizeof why);
-    if (rc == 0 && strcmp(room->id, id) != 0) {
-        snprintf(why, sizeof why, "checkpoint is of room %s", room->id);
-        tb_room_unref(room);
-        rc = TB_EINVAL;
-    }
-    if (rc < 0) {
-        fleet->restore_failures_total++;
-        tb_log_warn("room %s: checkpoint refused (%s): starting it afresh", id, why);
-        return;
-    }
-    uint64_t tick = room->tick;
-    rc = tb_registry_insert(fleet->registry, room);
-    if (rc < 0) {
-        if (rc != TB_EBUSY) {
-            fleet->restore_failures_total++;
-            tb_log_warn("room %s: not restored: %s", id, tb_strerror(rc));
-        }
-        return;
-    }
-    fleet->handoffs_total++;
-    long long age = -1;
-    if (ms && ms->type == REDIS_REPLY_STRING)
-        age = tb__unix_ms() - strtoll(ms->str, NULL, 10);
-    tb_log_info("room %s: restored from its checkpoint at tick %llu (%zu bytes, %lld ms old, written by %.*s) in %.2f ms",
-                id, (unsigned long long)tick, image->len, age, owner && owner->type == REDIS_REPLY_STRING ? (int)owner->len : 1,
-                owner && owner->type == REDIS_REPLY_STRING ? owner->str : "?", (double)(tb_clock_now_ns() - t0) / 1e6);
-    tb__sync_rooms(fleet);
-}
-
-static void tb__claimed(tb_redis *redis, redisReply *reply, void *data)
-{
-    (void)redis;
-    tb_fleet_pending *c = data;
-    tb_fleet *fleet = c->fleet;
-    c->asking = false;
-    int64_t now = tb_clock_now_ns();
-    if (fleet->closing) {
-        tb__claim_finish(fleet, c, TB_ESHUTDOWN, "server shutting down");
-        return;
-    }
-    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements < 1 ||
-        reply->element[0]->type != REDIS_REPLY_INTEGER) {
-        if (now + TB__CLAIM_RETRY_NS < c->deadline_ns && tb_redis_up(&fleet->redis)) {
-            c->next_try_ns = now + TB__CLAIM_RETRY_NS;
-            return;
-        }
-        fleet->claims_degraded_total++;
-        tb_log_warn("room %s: Redis did not answer: opening it here without a lease", c->id);
-        tb__claim_finish(fleet, c, 0, NULL);
-        return;
-    }
-    if (reply->element[0]->integer == 1) {
-        redisReply *image = reply->elements > 1 ? reply->element[1] : NULL;
-        if (image && image->type == REDIS_REPLY_STRING && image->len > 0)
-            tb__restore(fleet, c->id, image, reply->elements > 2 ? reply->element[2] : NULL,
-                        reply->elements > 3 ? reply->element[3] : NULL);
-        tb__claim_finish(fleet, c, 0, NULL);
-        return;
-    }
-    if (reply->elements > 1 && reply->element[1]->type == REDIS_REPLY_STRING)
-        snprintf(c->holder, sizeof c->holder, "%.*s", (int)reply->element[1]->len, reply->element[1]->str);
-    if (now + TB__CLAIM_RETRY_NS < c->deadline_ns) { /* its owner may be draining, or dead */
-        c->next_try_ns = now + TB__CLAIM_RETRY_NS;
-        return;
-    }
-    fleet->claims_refused_total++;
-    char why[320];
-    snprintf(why, sizeof why, "room %s is running on another server (%s); try again", c->id, c->holder);
-    tb_log_info("%s", why);
-    tb__claim_finish(fleet, c, TB_EBUSY, why);
-}
-
-static void tb__claim_ask(tb_fleet *fleet, tb_fleet_pending *c)
-{
-    char lease[96], ckpt[96], ttl[16];
-    tb__key(lease, sizeof lease, "lease", c->id);
-    tb__key(ckpt, sizeof ckpt, "ckpt", c->id);
-    snprintf(ttl, sizeof ttl, "%d", fleet->lease_ttl_ms);
-    const char *keys[2] = {lease, ckpt};
-    const char *args[2] = {fleet->owner, ttl};
-    if (tb__eval(fleet, tb__claimed, c, tb__claim_script, 2, keys, 2, args, NULL) == 0) {
-        c->asking = true;
-        return;
-    }
-    /* Redis went away meanwhile: the room opens here (see fleet.h) */
-    fleet->claims_degraded_total++;
-    tb__claim_finish(fleet, c, 0, NULL);
-}
-
-int tb_fleet_claim(tb_fleet *fleet, uint32_t client, const tb_client_msg *hello)
-{
-    if (fleet->draining) {
-        tb_server_fleet_join(fleet->server, client, hello, TB_ESHUTDOWN, "server draining: reconnect");
-        return 1;
-    }
-    if (!tb_redis_up(&fleet->redis)) {
-        fleet->claims_degraded_total++;
-        return 0;
-    }
-    tb_fleet_pending *c = fleet->claims;
-    while (c && strcmp(c->id, hello->room) != 0)
-        c = c->next;
-    bool fresh = !c;
-    if (fresh) {
-        c = calloc(1, sizeof *c);
-        if (!c)
-            return 0;
-        snprintf(c->id, sizeof c->id, "%s", hello->room);
-        c->fleet = fleet;
-        c->deadline_ns = tb_clock_now_ns() + ((int64_t)fleet->lease_ttl_ms + 1000) * TB_NS_PER_MS;
-    }
-    if (c->count == c->cap) {
-        int cap = c->cap ? c->cap * 2 : 4;
-        tb__waiter *w = realloc(c->waiters, (size_t)cap * sizeof *w);
-        if (!w) {
-            if (fresh)
-                free(c);
-            return 0;
-        }
-        c->waiters = w;
-        c->cap = cap;
-    }
-    c->waiters[c->count].client = client;
-    c->waiters[c->count].hello = *hello;
-    c->count++;
-    if (fresh) {
-        c->next = fleet->claims;
-        fleet->claims = c;
-        tb__claim_ask(fleet, c); /* may finish it at once */
-    }
-    return 1;
 }
 
 /* ---- drain -------------------------------------------------------------- */
@@ -824,12 +471,8 @@ void tb_fleet_drain(tb_fleet *fleet, int deadline_ms, tb_fleet_drained_cb draine
     fleet->stop_after_drain = drained_cb != NULL;
     fleet->drained_cb = drained_cb;
     fleet->drain_deadline_ns = tb_clock_now_ns() + (int64_t)deadline_ms * TB_NS_PER_MS;
-    tb__sync_rooms(fleet);
-    char lobby[192];
-    snprintf(lobby, sizeof lobby, "tumble:lobby:%s", fleet->owner);
-    const char *keys[2] = {"tumble:servers", lobby};
-    const char *args[1] = {fleet->owner};
-    tb__eval(fleet, tb__released, NULL, tb__leave_script, 2, keys, 1, args, NULL);
+    tb_fleet_sync_rooms(fleet);
+    tb_fleet_lobby_leave(fleet);
     bool up = tb_redis_up(&fleet->redis);
     tb_log_info("drain: %d room(s) to checkpoint and hand over%s", fleet->room_count,
                 up ? "" : " (Redis is down: closing them without a checkpoint)");
@@ -857,24 +500,14 @@ static void tb__on_tick(uv_timer_t *timer)
     bool up = tb_redis_up(&fleet->redis);
     if (now >= fleet->next_renew_ns) {
         fleet->next_renew_ns = now + TB__RENEW_NS;
-        tb__sync_rooms(fleet);
+        tb_fleet_sync_rooms(fleet);
         if (up && !fleet->draining) {
             tb__renew(fleet);
-            tb__lobby(fleet);
+            tb_fleet_lobby_write(fleet);
         }
     }
     tb__checkpoints_due(fleet, now);
-    for (tb_fleet_pending *c = fleet->claims, *next; c; c = next) {
-        next = c->next;
-        if (!c->asking && now >= c->next_try_ns) {
-            if (up)
-                tb__claim_ask(fleet, c);
-            else if (now >= c->deadline_ns || !up) {
-                fleet->claims_degraded_total++;
-                tb__claim_finish(fleet, c, 0, NULL);
-            }
-        }
-    }
+    tb_fleet_claims_tick(fleet, now, up);
     tb__drain_check(fleet, now);
 }
 
@@ -931,61 +564,11 @@ void tb_fleet_start(tb_fleet *fleet)
     uv_timer_start(&fleet->tick, tb__on_tick, TB__TICK_MS, TB__TICK_MS);
 }
 
-char *tb_fleet_metrics_text(tb_fleet *fleet)
-{
-    tb__sb b = {0};
-    const tb_redis *r = &fleet->redis;
-#define TB__M(name, type, help, fmt, value) \
-    tb__sb_printf(&b, "# HELP tumble_" name " " help "\n# TYPE tumble_" name " " type "\ntumble_" name " " fmt "\n", value)
-    TB__M("redis_up", "gauge", "1 while the Redis connection is up.", "%d", r->state == TB_REDIS_UP);
-    TB__M("redis_commands_total", "counter", "Redis commands sent.", "%llu", (unsigned long long)r->commands_total);
-    TB__M("redis_failures_total", "counter", "Redis commands that failed (error, lost, timed out).", "%llu",
-          (unsigned long long)r->failures_total);
-    TB__M("redis_refused_total", "counter", "Redis commands not sent: connection down or too much waiting.", "%llu",
-          (unsigned long long)r->refused_total);
-    TB__M("redis_timeouts_total", "counter", "Redis connections dropped for a reply or connect that took too long.",
-          "%llu", (unsigned long long)r->timeouts_total);
-    TB__M("redis_connects_total", "counter", "Redis connections made.", "%llu", (unsigned long long)r->connects_total);
-    TB__M("redis_loop_seconds_total", "counter", "Network-thread CPU time in Redis reads, writes and reply callbacks.",
-          "%.6f", (double)r->loop_ns_total / 1e9);
-    TB__M("redis_pending", "gauge", "Redis commands waiting for their reply.", "%d", r->pending);
-    TB__M("fleet_rooms", "gauge", "Rooms this server runs under a lease.", "%d", fleet->room_count);
-    TB__M("fleet_servers", "gauge", "Other servers in the fleet lobby at the last read.", "%d", fleet->others_servers);
-    TB__M("checkpoints_written_total", "counter", "Room checkpoints written to Redis.", "%llu",
-          (unsigned long long)fleet->checkpoints_written_total);
-    TB__M("checkpoints_failed_total", "counter", "Room checkpoints Redis did not take (error, timeout, lease lost).",
-          "%llu", (unsigned long long)fleet->checkpoints_failed_total);
-    TB__M("checkpoints_skipped_total", "counter", "Room checkpoints due but skipped (Redis down or busy).", "%llu",
-          (unsigned long long)fleet->checkpoints_skipped_total);
-    TB__M("checkpoint_bytes_total", "counter", "Bytes of room checkpoints written.", "%llu",
-          (unsigned long long)fleet->checkpoint_bytes_total);
-    TB__M("checkpoint_network_seconds_total", "counter", "Network-thread CPU time spent sending checkpoints.", "%.6f",
-          (double)fleet->checkpoint_net_ns_total / 1e9);
-    TB__M("handoffs_total", "counter", "Rooms restored here from another server's checkpoint.", "%llu",
-          (unsigned long long)fleet->handoffs_total);
-    TB__M("restore_failures_total", "counter", "Checkpoints that could not be restored (room started afresh).", "%llu",
-          (unsigned long long)fleet->restore_failures_total);
-    TB__M("lease_losses_total", "counter", "Rooms stopped here because another server holds their lease.", "%llu",
-          (unsigned long long)fleet->lease_losses_total);
-    TB__M("claims_refused_total", "counter", "Joins refused: the room is running on another server.", "%llu",
-          (unsigned long long)fleet->claims_refused_total);
-    TB__M("claims_degraded_total", "counter", "Rooms opened without a lease because Redis was down.", "%llu",
-          (unsigned long long)fleet->claims_degraded_total);
-#undef TB__M
-    if (b.failed) {
-        free(b.buf);
-        return NULL;
-    }
-    return b.buf;
-}
-
-static void (*tb__closed_cb)(tb_fleet *fleet);
-
 static void tb__redis_closed(tb_redis *redis)
 {
     tb_fleet *fleet = redis->data;
-    if (tb__closed_cb)
-        tb__closed_cb(fleet);
+    if (fleet->closed_cb)
+        fleet->closed_cb(fleet);
 }
 
 static void tb__tick_closed(uv_handle_t *handle) { (void)handle; }
@@ -997,14 +580,9 @@ void tb_fleet_close(tb_fleet *fleet, void (*closed_cb)(tb_fleet *fleet))
     fleet->closing = true;
     uv_timer_stop(&fleet->tick);
     uv_close((uv_handle_t *)&fleet->tick, tb__tick_closed);
-    tb__closed_cb = closed_cb;
+    fleet->closed_cb = closed_cb;
     tb_redis_close(&fleet->redis, tb__redis_closed); /* pending callbacks run now, with NULL */
-    while (fleet->claims) {
-        tb_fleet_pending *c = fleet->claims;
-        fleet->claims = c->next;
-        free(c->waiters);
-        free(c);
-    }
+    tb_fleet_claims_free(fleet);
     for (int i = 0; i < fleet->room_count; i++) {
         fleet->rooms[i]->room->fleet = NULL;
         tb_room_unref(fleet->rooms[i]->room);
@@ -1016,3 +594,4 @@ void tb_fleet_close(tb_fleet *fleet, void (*closed_cb)(tb_fleet *fleet))
     free(fleet->others_json);
     fleet->others_json = NULL;
 }
+

@@ -86,6 +86,7 @@ struct tb_fleet {
     bool drained_called;
     bool warned_down;
     bool closing;
+    void (*closed_cb)(tb_fleet *fleet);
 
     /* statistics (/metrics) */
     uint64_t checkpoints_written_total, checkpoints_failed_total, checkpoints_skipped_total;

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/fleet.h" /* FLEET19 */
+#include "net/fleet.h"
 #include "net/log.h"
 #include "net/path.h"
 #include "net/server.h"
@@ -131,7 +131,7 @@ static void tb__sb_json_str(tb__sb *b, const char *s)
 
 static int tb__api_rooms(tb_server *server, struct lws *wsi, tb_http_session *h)
 {
-    if (server->fleet) { /* FLEET19: the whole fleet's rooms */
+    if (server->fleet) { /* the whole fleet's rooms */
         size_t len = 0;
         char *json = tb_fleet_rooms_json(server->fleet, &len);
         int rc = json ? tb__respond(wsi, h, 200, "application/json", json, len)
@@ -173,7 +173,7 @@ static int tb__api_rooms(tb_server *server, struct lws *wsi, tb_http_session *h)
 static int tb__healthz(tb_server *server, struct lws *wsi, tb_http_session *h)
 {
     tb__sb b = {0};
-    bool draining = server->fleet && tb_fleet_draining(server->fleet); /* FLEET19 */
+    bool draining = server->fleet && tb_fleet_draining(server->fleet);
     tb__sb_printf(&b, "{\"status\":\"%s\",\"instance\":",
                   server->stopping ? "stopping" : draining ? "draining" : "ok");
     tb__sb_json_str(&b, server->cfg->instance);
@@ -202,7 +202,7 @@ static int tb__metrics(tb_server *server, struct lws *wsi, tb_http_session *h)
     for (int w = 0; w < server->sched->worker_count; w++)
         tb__sb_printf(&b, "tumble_worker_steps_total{worker=\"%d\"} %llu\n", w,
                       (unsigned long long)tb_sched_worker_steps(server->sched, w));
-    if (server->fleet) { /* FLEET19 */
+    if (server->fleet) {
         char *fleet = tb_fleet_metrics_text(server->fleet);
         tb__sb_printf(&b, "%s", fleet ? fleet : "");
         free(fleet);
@@ -213,7 +213,7 @@ static int tb__metrics(tb_server *server, struct lws *wsi, tb_http_session *h)
     return rc;
 }
 
-/* FLEET19: POST /admin/drain, from this machine or a trusted proxy only
+/* POST /admin/drain, from this machine or a trusted proxy only
  * (the address the request counts as, after X-Forwarded-For from a
  * trusted proxy: a player behind the router is refused). */
 static int tb__admin_drain(tb_server *server, struct lws *wsi, tb_http_session *h)
@@ -248,22 +248,20 @@ static bool tb__is_app_route(const char *uri)
         return true;
     if (strncmp(uri, "/r/", 3) != 0)
         return false;
-    char id[TB_ROOM_ID_MAX + 2];
+    /* Any one-segment room path gets the client, valid id or not: the page
+     * tells a person what is wrong with a name ("/r/bad name"), where a bare
+     * 404 would not. Client files never live under /r/. */
     size_t n = strlen(uri + 3);
     if (n > 0 && uri[3 + n - 1] == '/')
         n--;
-    if (n == 0 || n > TB_ROOM_ID_MAX)
-        return false;
-    memcpy(id, uri + 3, n);
-    id[n] = 0;
-    return tb_room_id_valid(id);
+    return n > 0 && memchr(uri + 3, '/', n) == NULL;
 }
 
 static int tb__on_request(tb_server *server, struct lws *wsi, tb_http_session *h, const char *uri)
 {
     TB_COUNT(server->metrics, http_requests_total);
     if (server->fleet && strcmp(uri, "/admin/drain") == 0 && lws_hdr_total_length(wsi, WSI_TOKEN_POST_URI) > 0)
-        return tb__admin_drain(server, wsi, h); /* FLEET19 */
+        return tb__admin_drain(server, wsi, h);
     if (lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) <= 0)
         return tb__respond_text(wsi, h, 405, "only GET\n");
     tb_log_debug("GET %s", uri);

@@ -1,4 +1,4 @@
-/* limits.h: per-address token buckets that outlive a connection.
+/* limits.h: token buckets, and the per-address ones that outlive a connection.
  *
  * The per-connection limits (input rate, throw rate, grabs held) die with
  * the connection, so a client that reconnects in a loop would get a fresh
@@ -15,10 +15,22 @@
 
 #define TB_RATE_TABLE_MAX 4096
 
-typedef struct tb_rate_entry {
-    char addr[48];
+/* The one token bucket of the server: `rate` tokens a second, at most
+ * `burst` held; a new bucket starts full. Every limit (a connection's input,
+ * throw, flood and error allowances, an address's room creations) is one. */
+typedef struct tb_bucket {
     double tokens;
     int64_t last_ns;
+} tb_bucket;
+
+void tb_bucket_init(tb_bucket *b, double burst, int64_t now_ns);
+/* Refill for the time since the last call, then take one token: false (and
+ * nothing taken) when less than one is left. */
+bool tb_bucket_take(tb_bucket *b, double rate, double burst, int64_t now_ns);
+
+typedef struct tb_rate_entry {
+    char addr[48];
+    tb_bucket bucket;
 } tb_rate_entry;
 
 typedef struct tb_rate_table {

@@ -76,7 +76,7 @@ struct tb_server {
     int64_t started_ns;
     int64_t stop_deadline_ns;
     tb_server_close_cb close_cb;
-    struct tb_fleet *fleet; /* FLEET19: --redis (net/fleet.h), or NULL */
+    struct tb_fleet *fleet; /* --redis (net/fleet.h), or NULL */
 };
 
 int tb_server_init(tb_server *server, uv_loop_t *loop, const tb_config *cfg, tb_metrics *metrics);
@@ -87,7 +87,7 @@ void tb_server_wake(void *server);
 int tb_server_start(tb_server *server);
 void tb_server_stop(tb_server *server, tb_server_close_cb close_cb);
 
-/* FLEET19 hooks for net/fleet.c. The fleet's answer to a hello it held
+/* Hooks for net/fleet.c. The fleet's answer to a hello it held
  * back (tb_fleet_claim): verdict 0 joins (the room is restored, or is
  * created as usual), a TB_E* code refuses with why. */
 struct tb_client_msg;

@@ -61,20 +61,20 @@ static void mass_properties(const tb_rigid_body_def *def, tb_body *b)
 int tb_rigid_world_add_body(tb_rigid_world *world, const tb_rigid_body_def *def)
 {
     assert(world && def);
-    if (def->shape != TB_RIGID_BOX && def->shape != TB_RIGID_SPHERE) return TB_RIGID_ERR_INVALID;
+    if (def->shape != TB_RIGID_BOX && def->shape != TB_RIGID_SPHERE) return TB_PHYS_ERR_INVALID;
     if (def->shape == TB_RIGID_BOX && !(size_ok(def->half_extents.x) && size_ok(def->half_extents.y) &&
                                         size_ok(def->half_extents.z)))
-        return TB_RIGID_ERR_RANGE;
-    if (def->shape == TB_RIGID_SPHERE && !size_ok(def->radius)) return TB_RIGID_ERR_RANGE;
-    if (!(isfinite(def->density) && def->density > 0.0f && def->density <= 1e5f)) return TB_RIGID_ERR_RANGE;
+        return TB_PHYS_ERR_RANGE;
+    if (def->shape == TB_RIGID_SPHERE && !size_ok(def->radius)) return TB_PHYS_ERR_RANGE;
+    if (!(isfinite(def->density) && def->density > 0.0f && def->density <= 1e5f)) return TB_PHYS_ERR_RANGE;
     if (!tb_v3_finite(def->position) || !tb_q_finite(def->rotation) || !tb_v3_finite(def->linear_velocity) ||
         !tb_v3_finite(def->angular_velocity) || tb_q_dot(def->rotation, def->rotation) < 1e-12f)
-        return TB_RIGID_ERR_INVALID;
-    if (!speed_ok(def->linear_velocity, def->angular_velocity)) return TB_RIGID_ERR_RANGE;
+        return TB_PHYS_ERR_INVALID;
+    if (!speed_ok(def->linear_velocity, def->angular_velocity)) return TB_PHYS_ERR_RANGE;
     /* a body far outside any plausible room would overflow grid cells */
     if (fabsf(def->position.x) > 1e4f || fabsf(def->position.y) > 1e4f || fabsf(def->position.z) > 1e4f)
-        return TB_RIGID_ERR_RANGE;
-    if (world->free_head < 0) return TB_RIGID_ERR_FULL;
+        return TB_PHYS_ERR_RANGE;
+    if (world->free_head < 0) return TB_PHYS_ERR_FULL;
 
     int id = world->free_head;
     tb_body *b = &world->bodies[id];
@@ -105,7 +105,8 @@ bool tb_rigid_world_body_valid(const tb_rigid_world *world, int id)
 
 int tb_rigid_world_remove_body(tb_rigid_world *world, int id)
 {
-    if (!tb_rigid_world_body_valid(world, id)) return TB_RIGID_ERR_NO_BODY;
+    if (!tb_rigid_world_body_valid(world, id)) return TB_PHYS_ERR_NO_BODY;
+    tb_rigid__drop_grabs_of_body(world, id);
     tb_body *b = &world->bodies[id];
     /* what rested on it must fall: wake every body near enough to touch it
      * (sleeping pairs have no contacts to tell us who that is) */
@@ -121,7 +122,7 @@ int tb_rigid_world_remove_body(tb_rigid_world *world, int id)
     world->free_head = id;
     world->body_count--;
     while (world->body_end > 0 && !world->bodies[world->body_end - 1].alive) world->body_end--;
-    return TB_RIGID_OK;
+    return TB_PHYS_OK;
 }
 
 void tb_body_wake(tb_body *body)
@@ -173,47 +174,47 @@ static tb_vec3 world_inv_inertia_mul(const tb_body *b, tb_vec3 v)
 
 int tb_rigid_body_apply_impulse(tb_rigid_world *world, int id, tb_vec3 impulse, tb_vec3 world_point)
 {
-    if (!tb_rigid_world_body_valid(world, id)) return TB_RIGID_ERR_NO_BODY;
-    if (!tb_v3_finite(impulse) || !tb_v3_finite(world_point)) return TB_RIGID_ERR_INVALID;
+    if (!tb_rigid_world_body_valid(world, id)) return TB_PHYS_ERR_NO_BODY;
+    if (!tb_v3_finite(impulse) || !tb_v3_finite(world_point)) return TB_PHYS_ERR_INVALID;
     tb_body *b = &world->bodies[id];
     tb_vec3 dv = tb_v3_scale(impulse, b->inv_mass);
     tb_vec3 dw = world_inv_inertia_mul(b, tb_v3_cross(tb_v3_sub(world_point, b->position), impulse));
     tb_vec3 v = tb_v3_add(b->linear_velocity, dv), w = tb_v3_add(b->angular_velocity, dw);
-    if (!speed_ok(v, w)) return TB_RIGID_ERR_RANGE;
+    if (!speed_ok(v, w)) return TB_PHYS_ERR_RANGE;
     b->linear_velocity = v;
     b->angular_velocity = w;
     tb_body_wake(b);
-    return TB_RIGID_OK;
+    return TB_PHYS_OK;
 }
 
 int tb_rigid_body_set_velocity(tb_rigid_world *world, int id, tb_vec3 linear, tb_vec3 angular)
 {
-    if (!tb_rigid_world_body_valid(world, id)) return TB_RIGID_ERR_NO_BODY;
-    if (!tb_v3_finite(linear) || !tb_v3_finite(angular)) return TB_RIGID_ERR_INVALID;
-    if (!speed_ok(linear, angular)) return TB_RIGID_ERR_RANGE;
+    if (!tb_rigid_world_body_valid(world, id)) return TB_PHYS_ERR_NO_BODY;
+    if (!tb_v3_finite(linear) || !tb_v3_finite(angular)) return TB_PHYS_ERR_INVALID;
+    if (!speed_ok(linear, angular)) return TB_PHYS_ERR_RANGE;
     tb_body *b = &world->bodies[id];
     b->linear_velocity = linear;
     b->angular_velocity = angular;
     tb_body_wake(b);
-    return TB_RIGID_OK;
+    return TB_PHYS_OK;
 }
 
 int tb_rigid_body_set_pose(tb_rigid_world *world, int id, tb_vec3 position, tb_quat rotation)
 {
-    if (!tb_rigid_world_body_valid(world, id)) return TB_RIGID_ERR_NO_BODY;
+    if (!tb_rigid_world_body_valid(world, id)) return TB_PHYS_ERR_NO_BODY;
     if (!tb_v3_finite(position) || !tb_q_finite(rotation) || tb_q_dot(rotation, rotation) < 1e-12f)
-        return TB_RIGID_ERR_INVALID;
-    if (fabsf(position.x) > 1e4f || fabsf(position.y) > 1e4f || fabsf(position.z) > 1e4f) return TB_RIGID_ERR_RANGE;
+        return TB_PHYS_ERR_INVALID;
+    if (fabsf(position.x) > 1e4f || fabsf(position.y) > 1e4f || fabsf(position.z) > 1e4f) return TB_PHYS_ERR_RANGE;
     tb_body *b = &world->bodies[id];
     b->position = position;
     b->rotation = tb_q_norm(rotation);
     tb_body_wake(b);
-    return TB_RIGID_OK;
+    return TB_PHYS_OK;
 }
 
 int tb_rigid_body_get_info(const tb_rigid_world *world, int id, tb_rigid_body_info *out)
 {
-    if (!tb_rigid_world_body_valid(world, id)) return TB_RIGID_ERR_NO_BODY;
+    if (!tb_rigid_world_body_valid(world, id)) return TB_PHYS_ERR_NO_BODY;
     const tb_body *b = &world->bodies[id];
     out->position = b->position;
     out->rotation = b->rotation;
@@ -226,15 +227,15 @@ int tb_rigid_body_get_info(const tb_rigid_world *world, int id, tb_rigid_body_in
     out->awake = !b->sleeping;
     out->look.kind = b->look_kind;
     out->look.color = b->look_color;
-    return TB_RIGID_OK;
+    return TB_PHYS_OK;
 }
 
 int tb_rigid_body_get_pose(const tb_rigid_world *world, int id, tb_vec3 *position, tb_quat *rotation)
 {
-    if (!tb_rigid_world_body_valid(world, id)) return TB_RIGID_ERR_NO_BODY;
+    if (!tb_rigid_world_body_valid(world, id)) return TB_PHYS_ERR_NO_BODY;
     if (position) *position = world->bodies[id].position;
     if (rotation) *rotation = world->bodies[id].rotation;
-    return TB_RIGID_OK;
+    return TB_PHYS_OK;
 }
 
 bool tb_rigid_body_is_awake(const tb_rigid_world *world, int id)
@@ -247,7 +248,7 @@ bool tb_rigid_body_is_awake(const tb_rigid_world *world, int id)
 int tb_rigid_body_die_top_face(const tb_rigid_world *world, int id, float *up_cos)
 {
     static const int face_plus[3] = {1, 2, 3};
-    if (!tb_rigid_world_body_valid(world, id)) return TB_RIGID_ERR_NO_BODY;
+    if (!tb_rigid_world_body_valid(world, id)) return TB_PHYS_ERR_NO_BODY;
     tb_mat3 r = tb_m3_from_q(world->bodies[id].rotation);
     /* world-up component of body axis i is row y, column i of R */
     int best = 0;

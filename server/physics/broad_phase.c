@@ -39,9 +39,9 @@ int tb_broad_phase_init(tb_broad_phase *bp, int body_capacity)
     bp->min_cell = malloc(sizeof *bp->min_cell * 3 * (size_t)body_capacity);
     if (!bp->entries || !bp->sorted || !bp->bucket_start || !bp->oversized || !bp->min_cell) {
         tb_broad_phase_free(bp);
-        return TB_RIGID_ERR_NO_MEMORY;
+        return TB_PHYS_ERR_NO_MEMORY;
     }
-    return TB_RIGID_OK;
+    return TB_PHYS_OK;
 }
 
 void tb_broad_phase_free(tb_broad_phase *bp)

@@ -6,6 +6,7 @@
  * the cape hangs from a line across the figure's shoulders (its top row
  * pinned). A grid size change rebuilds that piece at the same physical size,
  * so the look stays and only the resolution changes. */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,25 +29,6 @@ typedef struct tb_cloth_world_alloc {
     tb_cloth_state scratch;
 } tb_cloth_world_alloc;
 
-const char *tb_cloth_result_name(tb_cloth_result r)
-{
-    switch (r) {
-    case TB_CLOTH_OK: return "ok";
-    case TB_CLOTH_ERR_NULL: return "null pointer";
-    case TB_CLOTH_ERR_NOT_FINITE: return "not a finite number";
-    case TB_CLOTH_ERR_RANGE: return "out of range";
-    case TB_CLOTH_ERR_NO_MEMORY: return "out of memory";
-    case TB_CLOTH_ERR_UNKNOWN_GRAB: return "no grab for that client and pointer";
-    case TB_CLOTH_ERR_GRAB_EXISTS: return "that client and pointer already grab";
-    case TB_CLOTH_ERR_TOO_MANY_GRABS: return "too many grabs";
-    case TB_CLOTH_ERR_NOTHING_THERE: return "no free cloth point there";
-    case TB_CLOTH_ERR_NO_SUCH_PIECE: return "no such piece of cloth";
-    case TB_CLOTH_ERR_BUFFER_TOO_SMALL: return "buffer too small";
-    case TB_CLOTH_ERR_BAD_SAVE: return "bad save";
-    }
-    return "unknown error";
-}
-
 tb_cloth_def tb_cloth_def_default(void)
 {
     tb_cloth_def d;
@@ -67,16 +49,16 @@ static bool grid_ok(int w, int h)
     return w >= TB_CLOTH_GRID_MIN && w <= TB_CLOTH_GRID_MAX && h >= TB_CLOTH_GRID_MIN && h <= TB_CLOTH_GRID_MAX;
 }
 
-static tb_cloth_result check_def(const tb_cloth_def *d)
+static int check_def(const tb_cloth_def *d)
 {
-    if (!d) return TB_CLOTH_ERR_NULL;
-    if (!tb_finitef(d->wind_strength) || !tb_finitef(d->wind_direction)) return TB_CLOTH_ERR_NOT_FINITE;
-    if ((int)d->scene < 0 || (int)d->scene > TB_CLOTH_SCENE_FLAG_AND_CAPE) return TB_CLOTH_ERR_RANGE;
-    if (d->iterations < TB_CLOTH_ITERATIONS_MIN || d->iterations > TB_CLOTH_ITERATIONS_MAX) return TB_CLOTH_ERR_RANGE;
-    if (d->wind_strength < 0.0f || d->wind_strength > TB_CLOTH_WIND_MAX) return TB_CLOTH_ERR_RANGE;
-    if (fabsf(d->wind_direction) > 1000.0f) return TB_CLOTH_ERR_RANGE;
-    if (!grid_ok(d->flag_width, d->flag_height) || !grid_ok(d->cape_width, d->cape_height)) return TB_CLOTH_ERR_RANGE;
-    return TB_CLOTH_OK;
+    assert(d);
+    if (!tb_finitef(d->wind_strength) || !tb_finitef(d->wind_direction)) return TB_PHYS_ERR_INVALID;
+    if ((int)d->scene < 0 || (int)d->scene > TB_CLOTH_SCENE_FLAG_AND_CAPE) return TB_PHYS_ERR_RANGE;
+    if (d->iterations < TB_CLOTH_ITERATIONS_MIN || d->iterations > TB_CLOTH_ITERATIONS_MAX) return TB_PHYS_ERR_RANGE;
+    if (d->wind_strength < 0.0f || d->wind_strength > TB_CLOTH_WIND_MAX) return TB_PHYS_ERR_RANGE;
+    if (fabsf(d->wind_direction) > 1000.0f) return TB_PHYS_ERR_RANGE;
+    if (!grid_ok(d->flag_width, d->flag_height) || !grid_ok(d->cape_width, d->cape_height)) return TB_PHYS_ERR_RANGE;
+    return TB_PHYS_OK;
 }
 
 /* ---- derived data ------------------------------------------------------------- */
@@ -225,22 +207,22 @@ static void init_state(tb_cloth_world *world)
 
 /* ---- lifecycle ------------------------------------------------------------------ */
 
-tb_cloth_world *tb_cloth_world_create(const tb_cloth_def *def, tb_cloth_result *err)
+tb_cloth_world *tb_cloth_world_create(const tb_cloth_def *def, int *err)
 {
-    tb_cloth_result r = check_def(def);
-    if (r != TB_CLOTH_OK) {
+    int r = check_def(def);
+    if (r != TB_PHYS_OK) {
         if (err) *err = r;
         return NULL;
     }
     tb_cloth_world_alloc *mem = calloc(1, sizeof *mem);
     if (!mem) {
-        if (err) *err = TB_CLOTH_ERR_NO_MEMORY;
+        if (err) *err = TB_PHYS_ERR_NO_MEMORY;
         return NULL;
     }
     tb_cloth_world *world = &mem->world;
     world->def = *def;
     init_state(world);
-    if (err) *err = TB_CLOTH_OK;
+    if (err) *err = TB_PHYS_OK;
     return world;
 }
 
@@ -251,7 +233,7 @@ void tb_cloth_world_destroy(tb_cloth_world *world)
 
 void tb_cloth_world_reset(tb_cloth_world *world)
 {
-    if (!world) return;
+    assert(world);
     /* Keep the parameters as they are now. */
     world->def.iterations = world->state.iterations;
     world->def.walking = world->state.walking != 0;
@@ -260,44 +242,48 @@ void tb_cloth_world_reset(tb_cloth_world *world)
     init_state(world);
 }
 
-void tb_cloth_world_step(tb_cloth_world *world)
+int tb_cloth_world_step(tb_cloth_world *world, float dt)
 {
-    if (world) tb_cloth__solve_step(world);
+    assert(world);
+    if (dt != TB_CLOTH_DT) /* NaN too: the solver's constants are derived for this one step */
+        return isnan(dt) ? TB_PHYS_ERR_INVALID : TB_PHYS_ERR_RANGE;
+    tb_cloth__solve_step(world);
+    return TB_PHYS_OK;
 }
 
 /* ---- parameters ------------------------------------------------------------------ */
 
-tb_cloth_result tb_cloth_world_set_wind(tb_cloth_world *world, float strength, float direction)
+int tb_cloth_world_set_wind(tb_cloth_world *world, float strength, float direction)
 {
-    if (!world) return TB_CLOTH_ERR_NULL;
-    if (!tb_finitef(strength) || !tb_finitef(direction)) return TB_CLOTH_ERR_NOT_FINITE;
-    if (strength < 0.0f || strength > TB_CLOTH_WIND_MAX || fabsf(direction) > 1000.0f) return TB_CLOTH_ERR_RANGE;
+    assert(world);
+    if (!tb_finitef(strength) || !tb_finitef(direction)) return TB_PHYS_ERR_INVALID;
+    if (strength < 0.0f || strength > TB_CLOTH_WIND_MAX || fabsf(direction) > 1000.0f) return TB_PHYS_ERR_RANGE;
     world->state.wind_strength = strength;
     world->state.wind_direction = direction;
-    return TB_CLOTH_OK;
+    return TB_PHYS_OK;
 }
 
-tb_cloth_result tb_cloth_world_set_iterations(tb_cloth_world *world, int iterations)
+int tb_cloth_world_set_iterations(tb_cloth_world *world, int iterations)
 {
-    if (!world) return TB_CLOTH_ERR_NULL;
-    if (iterations < TB_CLOTH_ITERATIONS_MIN || iterations > TB_CLOTH_ITERATIONS_MAX) return TB_CLOTH_ERR_RANGE;
+    assert(world);
+    if (iterations < TB_CLOTH_ITERATIONS_MIN || iterations > TB_CLOTH_ITERATIONS_MAX) return TB_PHYS_ERR_RANGE;
     world->state.iterations = iterations;
-    return TB_CLOTH_OK;
+    return TB_PHYS_OK;
 }
 
-tb_cloth_result tb_cloth_world_set_walking(tb_cloth_world *world, bool walking)
+int tb_cloth_world_set_walking(tb_cloth_world *world, bool walking)
 {
-    if (!world) return TB_CLOTH_ERR_NULL;
+    assert(world);
     world->state.walking = walking ? 1 : 0;
-    return TB_CLOTH_OK;
+    return TB_PHYS_OK;
 }
 
-tb_cloth_result tb_cloth_world_set_grid(tb_cloth_world *world, tb_cloth_kind kind, int width, int height)
+int tb_cloth_world_set_grid(tb_cloth_world *world, tb_cloth_kind kind, int width, int height)
 {
-    if (!world) return TB_CLOTH_ERR_NULL;
-    if (!grid_ok(width, height)) return TB_CLOTH_ERR_RANGE;
+    assert(world);
+    if (!grid_ok(width, height)) return TB_PHYS_ERR_RANGE;
     int index = tb_cloth_world_find_piece(world, kind);
-    if (index < 0) return TB_CLOTH_ERR_NO_SUCH_PIECE;
+    if (index < 0) return TB_PHYS_ERR_NO_PIECE;
     tb_cloth_piece_state *ps = &world->state.pieces[index];
     if (kind == TB_CLOTH_KIND_FLAG) {
         world->def.flag_width = width;
@@ -314,32 +300,30 @@ tb_cloth_result tb_cloth_world_set_grid(tb_cloth_world *world, tb_cloth_kind kin
     tb_cloth__rebuild(world);
     place_piece(world, index);
     tb_cloth__rebuild(world);
-    return TB_CLOTH_OK;
+    return TB_PHYS_OK;
 }
 
 /* ---- inputs ------------------------------------------------------------------------ */
 
-static int find_grab(const tb_cloth_state *st, uint32_t client, uint32_t pointer)
+/* The slot a grab handle names, or -1 when it holds nothing. */
+static int find_grab(const tb_cloth_state *st, int grab)
 {
-    for (int g = 0; g < TB_CLOTH_MAX_GRABS; g++)
-        if (st->grabs[g].active && st->grabs[g].client == client && st->grabs[g].pointer == pointer) return g;
-    return -1;
+    return grab >= 0 && grab < TB_CLOTH_MAX_GRABS && st->grabs[grab].active ? grab : -1;
 }
 
 static bool vec_ok(tb_vec3 v) { return tb_v3_finite(v); }
 static bool vec_in_room(tb_vec3 v) { return fabsf(v.x) <= 1000.0f && fabsf(v.y) <= 1000.0f && fabsf(v.z) <= 1000.0f; }
 
-tb_cloth_result tb_cloth_world_grab_start(tb_cloth_world *world, uint32_t client, uint32_t pointer, tb_vec3 at)
+int tb_cloth_world_grab_start(tb_cloth_world *world, tb_vec3 at)
 {
-    if (!world) return TB_CLOTH_ERR_NULL;
-    if (!vec_ok(at)) return TB_CLOTH_ERR_NOT_FINITE;
-    if (!vec_in_room(at)) return TB_CLOTH_ERR_RANGE;
+    assert(world);
+    if (!vec_ok(at)) return TB_PHYS_ERR_INVALID;
+    if (!vec_in_room(at)) return TB_PHYS_ERR_RANGE;
     tb_cloth_state *st = &world->state;
-    if (find_grab(st, client, pointer) >= 0) return TB_CLOTH_ERR_GRAB_EXISTS;
     int slot = -1;
     for (int g = 0; g < TB_CLOTH_MAX_GRABS && slot < 0; g++)
         if (!st->grabs[g].active) slot = g;
-    if (slot < 0) return TB_CLOTH_ERR_TOO_MANY_GRABS;
+    if (slot < 0) return TB_PHYS_ERR_TOO_MANY_GRABS;
 
     /* Nearest free point (not pinned, not already held); ties go to the lower index. */
     int best_piece = -1, best_point = -1;
@@ -358,51 +342,49 @@ tb_cloth_result tb_cloth_world_grab_start(tb_cloth_world *world, uint32_t client
             }
         }
     }
-    if (best_piece < 0) return TB_CLOTH_ERR_NOTHING_THERE;
+    if (best_piece < 0) return TB_PHYS_ERR_NOTHING_THERE;
     tb_cloth_grab *gr = &st->grabs[slot];
     const float *q = &st->pieces[best_piece].pos[3 * best_point];
-    gr->client = client;
-    gr->pointer = pointer;
     gr->active = 1;
     gr->piece = best_piece;
     gr->point = best_point;
     gr->target = tb_v3(q[0], q[1], q[2]);
     world->pieces[best_piece].inv_mass[best_point] = 0.0f;
     tb_cloth__update_shares(&st->pieces[best_piece], &world->pieces[best_piece]);
-    return TB_CLOTH_OK;
+    return slot;
 }
 
-tb_cloth_result tb_cloth_world_grab_move(tb_cloth_world *world, uint32_t client, uint32_t pointer, tb_vec3 target)
+int tb_cloth_world_grab_move(tb_cloth_world *world, int grab, tb_vec3 target)
 {
-    if (!world) return TB_CLOTH_ERR_NULL;
-    if (!vec_ok(target)) return TB_CLOTH_ERR_NOT_FINITE;
-    if (!vec_in_room(target)) return TB_CLOTH_ERR_RANGE;
-    int g = find_grab(&world->state, client, pointer);
-    if (g < 0) return TB_CLOTH_ERR_UNKNOWN_GRAB;
+    assert(world);
+    if (!vec_ok(target)) return TB_PHYS_ERR_INVALID;
+    if (!vec_in_room(target)) return TB_PHYS_ERR_RANGE;
+    int g = find_grab(&world->state, grab);
+    if (g < 0) return TB_PHYS_ERR_UNKNOWN_GRAB;
     world->state.grabs[g].target = target;
-    return TB_CLOTH_OK;
+    return TB_PHYS_OK;
 }
 
-tb_cloth_result tb_cloth_world_grab_end(tb_cloth_world *world, uint32_t client, uint32_t pointer)
+int tb_cloth_world_grab_end(tb_cloth_world *world, int grab)
 {
-    if (!world) return TB_CLOTH_ERR_NULL;
+    assert(world);
     tb_cloth_state *st = &world->state;
-    int g = find_grab(st, client, pointer);
-    if (g < 0) return TB_CLOTH_ERR_UNKNOWN_GRAB;
+    int g = find_grab(st, grab);
+    if (g < 0) return TB_PHYS_ERR_UNKNOWN_GRAB;
     int piece = st->grabs[g].piece, point = st->grabs[g].point;
     memset(&st->grabs[g], 0, sizeof st->grabs[g]);
     tb_cloth_piece *p = &world->pieces[piece];
     p->inv_mass[point] = p->pinned[point] ? 0.0f : 1.0f;
     tb_cloth__update_shares(&st->pieces[piece], p);
-    return TB_CLOTH_OK;
+    return TB_PHYS_OK;
 }
 
-tb_cloth_result tb_cloth_world_poke(tb_cloth_world *world, tb_vec3 at, tb_vec3 velocity_change, float radius)
+int tb_cloth_world_poke(tb_cloth_world *world, tb_vec3 at, tb_vec3 velocity_change, float radius)
 {
-    if (!world) return TB_CLOTH_ERR_NULL;
-    if (!vec_ok(at) || !vec_ok(velocity_change) || !tb_finitef(radius)) return TB_CLOTH_ERR_NOT_FINITE;
+    assert(world);
+    if (!vec_ok(at) || !vec_ok(velocity_change) || !tb_finitef(radius)) return TB_PHYS_ERR_INVALID;
     if (!vec_in_room(at) || !(radius > 0.0f) || radius > 3.0f || tb_v3_len(velocity_change) > 20.0f)
-        return TB_CLOTH_ERR_RANGE;
+        return TB_PHYS_ERR_RANGE;
     tb_cloth_state *st = &world->state;
     for (int i = 0; i < st->piece_count; i++) {
         tb_cloth_piece_state *ps = &st->pieces[i];
@@ -419,25 +401,25 @@ tb_cloth_result tb_cloth_world_poke(tb_cloth_world *world, tb_vec3 at, tb_vec3 v
             o[2] -= velocity_change.z * s;
         }
     }
-    return TB_CLOTH_OK;
+    return TB_PHYS_OK;
 }
 
 /* ---- reading ---------------------------------------------------------------------------- */
 
-int tb_cloth_world_piece_count(const tb_cloth_world *world) { return world ? world->state.piece_count : 0; }
+int tb_cloth_world_piece_count(const tb_cloth_world *world) { assert(world); return world->state.piece_count; }
 
 int tb_cloth_world_find_piece(const tb_cloth_world *world, tb_cloth_kind kind)
 {
-    if (!world) return -1;
+    assert(world);
     for (int i = 0; i < world->state.piece_count; i++)
         if (world->state.pieces[i].kind == (int32_t)kind) return i;
     return -1;
 }
 
-tb_cloth_result tb_cloth_world_get_cloth(const tb_cloth_world *world, int index, tb_cloth_view *out)
+int tb_cloth_world_get_cloth(const tb_cloth_world *world, int index, tb_cloth_view *out)
 {
-    if (!world || !out) return TB_CLOTH_ERR_NULL;
-    if (index < 0 || index >= world->state.piece_count) return TB_CLOTH_ERR_NO_SUCH_PIECE;
+    assert(world && out);
+    if (index < 0 || index >= world->state.piece_count) return TB_PHYS_ERR_NO_PIECE;
     const tb_cloth_piece_state *ps = &world->state.pieces[index];
     const tb_cloth_piece *p = &world->pieces[index];
     out->kind = (tb_cloth_kind)ps->kind;
@@ -452,11 +434,11 @@ tb_cloth_result tb_cloth_world_get_cloth(const tb_cloth_world *world, int index,
     out->pins = p->pins;
     out->anchors = p->anchors;
     out->constraint_count = p->constraint_count;
-    return TB_CLOTH_OK;
+    return TB_PHYS_OK;
 }
 
-int tb_cloth_world_capsule_count(const tb_cloth_world *world) { return world ? world->capsule_count : 0; }
-const tb_cloth_capsule *tb_cloth_world_capsules(const tb_cloth_world *world) { return world ? world->capsules : NULL; }
+int tb_cloth_world_capsule_count(const tb_cloth_world *world) { assert(world); return world->capsule_count; }
+const tb_cloth_capsule *tb_cloth_world_capsules(const tb_cloth_world *world) { assert(world); return world->capsules; }
 tb_vec3 tb_cloth_world_figure_forward(const tb_cloth_world *world) { return world->figure_forward; }
 tb_vec3 tb_cloth_world_figure_torso_centre(const tb_cloth_world *world) { return world->figure_torso_centre; }
 double tb_cloth_world_time(const tb_cloth_world *world) { return (double)world->state.step_count / 120.0; }
@@ -470,12 +452,12 @@ size_t tb_cloth_world_save_size(const tb_cloth_world *world)
     return tb_state_image_size(sizeof(tb_cloth_state));
 }
 
-tb_cloth_result tb_cloth_world_save(const tb_cloth_world *world, void *buffer, size_t capacity, size_t *written)
+int tb_cloth_world_save(const tb_cloth_world *world, void *buffer, size_t capacity, size_t *written)
 {
-    if (!world || !buffer) return TB_CLOTH_ERR_NULL;
+    assert(world && buffer);
     if (!tb_state_image_write(buffer, capacity, SAVE_MAGIC, SAVE_VERSION, &world->state, sizeof world->state, written))
-        return TB_CLOTH_ERR_BUFFER_TOO_SMALL;
-    return TB_CLOTH_OK;
+        return TB_PHYS_ERR_NO_SPACE;
+    return TB_PHYS_OK;
 }
 
 /* A save may come from disk: check every count, index and number before use. */
@@ -506,19 +488,18 @@ static bool state_valid(const tb_cloth_state *s)
         /* a pinned point cannot be held: cape pins are row 0, flag pins column 0 */
         if (ps->kind == TB_CLOTH_KIND_CAPE ? gr->point < ps->width : gr->point % ps->width == 0) return false;
         for (int h = 0; h < g; h++)
-            if (s->grabs[h].active && ((s->grabs[h].client == gr->client && s->grabs[h].pointer == gr->pointer) ||
-                                       (s->grabs[h].piece == gr->piece && s->grabs[h].point == gr->point)))
+            if (s->grabs[h].active && s->grabs[h].piece == gr->piece && s->grabs[h].point == gr->point)
                 return false;
     }
     return true;
 }
 
-tb_cloth_result tb_cloth_world_load(tb_cloth_world *world, const void *buffer, size_t size)
+int tb_cloth_world_load(tb_cloth_world *world, const void *buffer, size_t size)
 {
-    if (!world || !buffer) return TB_CLOTH_ERR_NULL;
+    assert(world && buffer);
     tb_cloth_state *scratch = &((tb_cloth_world_alloc *)world)->scratch;
     if (!tb_state_image_read(buffer, size, SAVE_MAGIC, SAVE_VERSION, scratch, sizeof *scratch) || !state_valid(scratch))
-        return TB_CLOTH_ERR_BAD_SAVE;
+        return TB_PHYS_ERR_FORMAT;
     world->state = *scratch;
     world->def.scene = (tb_cloth_scene)scratch->scene;
     for (int i = 0; i < scratch->piece_count; i++) {
@@ -532,7 +513,7 @@ tb_cloth_result tb_cloth_world_load(tb_cloth_world *world, const void *buffer, s
         }
     }
     tb_cloth__rebuild(world);
-    return TB_CLOTH_OK;
+    return TB_PHYS_OK;
 }
 
 uint64_t tb_cloth_world_hash(const tb_cloth_world *world)

@@ -4,7 +4,7 @@
  * a walking figure made of capsules) and steps them at the server's fixed
  * 1/120 s. Everything the world needs is allocated by tb_cloth_world_create();
  * stepping, inputs and parameter changes never allocate. Bad input is a
- * returned tb_cloth_result, never an assert; a rejected call changes nothing.
+ * returned int, never an assert; a rejected call changes nothing.
  *
  * Reading: tb_cloth_world_get_cloth() hands out views (positions as a flat
  * xyz float array, grid size, triangles, pins) that stay valid until the next
@@ -34,22 +34,7 @@
 #define TB_CLOTH_MAX_CAPSULES 8
 #define TB_CLOTH_GRAB_REACH 0.5f         /* a grab must start this close to a point, m */
 
-typedef enum tb_cloth_result {
-    TB_CLOTH_OK = 0,
-    TB_CLOTH_ERR_NULL = -1,          /* a required pointer was NULL */
-    TB_CLOTH_ERR_NOT_FINITE = -2,    /* a NaN or infinite number */
-    TB_CLOTH_ERR_RANGE = -3,         /* a number or enum outside its range */
-    TB_CLOTH_ERR_NO_MEMORY = -4,
-    TB_CLOTH_ERR_UNKNOWN_GRAB = -5,  /* move/end for a (client, pointer) that holds nothing */
-    TB_CLOTH_ERR_GRAB_EXISTS = -6,   /* start for a (client, pointer) that already holds a point */
-    TB_CLOTH_ERR_TOO_MANY_GRABS = -7,
-    TB_CLOTH_ERR_NOTHING_THERE = -8, /* no free point within TB_CLOTH_GRAB_REACH */
-    TB_CLOTH_ERR_NO_SUCH_PIECE = -9,
-    TB_CLOTH_ERR_BUFFER_TOO_SMALL = -10,
-    TB_CLOTH_ERR_BAD_SAVE = -11,     /* wrong magic, version, size or contents */
-} tb_cloth_result;
-
-const char *tb_cloth_result_name(tb_cloth_result r);
+#include "physics/result.h" /* every call that can fail: TB_PHYS_OK or a TB_PHYS_ERR_* */
 
 typedef enum tb_cloth_scene {
     TB_CLOTH_SCENE_FLAG = 0,          /* a flag on a pole */
@@ -106,32 +91,37 @@ typedef struct tb_cloth_view {
 typedef struct tb_cloth_world tb_cloth_world;
 
 /* Lifecycle. create returns NULL and sets *err (if err) on bad def or no memory. */
-tb_cloth_world *tb_cloth_world_create(const tb_cloth_def *def, tb_cloth_result *err);
+tb_cloth_world *tb_cloth_world_create(const tb_cloth_def *def, int *err);
 void tb_cloth_world_destroy(tb_cloth_world *world);
 /* Back to the scene's start with the same def-time parameters as now. */
 void tb_cloth_world_reset(tb_cloth_world *world);
 
-/* One fixed step of TB_CLOTH_DT. */
-void tb_cloth_world_step(tb_cloth_world *world);
+/* One step. The cloth runs at one fixed step, TB_CLOTH_DT (its stiffness and
+ * damping are tuned for it, see cloth_solver.c): dt must be exactly that, any
+ * other is TB_PHYS_ERR_RANGE (NaN: TB_PHYS_ERR_INVALID) and nothing moves. */
+int tb_cloth_world_step(tb_cloth_world *world, float dt);
 
 /* Parameters. */
-tb_cloth_result tb_cloth_world_set_wind(tb_cloth_world *world, float strength, float direction);
-tb_cloth_result tb_cloth_world_set_iterations(tb_cloth_world *world, int iterations);
-tb_cloth_result tb_cloth_world_set_walking(tb_cloth_world *world, bool walking);
+int tb_cloth_world_set_wind(tb_cloth_world *world, float strength, float direction);
+int tb_cloth_world_set_iterations(tb_cloth_world *world, int iterations);
+int tb_cloth_world_set_walking(tb_cloth_world *world, bool walking);
 /* Rebuilds that piece at the same physical size (ends its grabs). */
-tb_cloth_result tb_cloth_world_set_grid(tb_cloth_world *world, tb_cloth_kind kind, int width, int height);
+int tb_cloth_world_set_grid(tb_cloth_world *world, tb_cloth_kind kind, int width, int height);
 
 /* Inputs. A grab holds the nearest free point to `at` (within TB_CLOTH_GRAB_REACH)
- * and drags it toward the target; a poke adds up to `velocity_change` (m/s,
- * fading linearly to 0 at `radius`) to every point within radius of `at`. */
-tb_cloth_result tb_cloth_world_grab_start(tb_cloth_world *world, uint32_t client, uint32_t pointer, tb_vec3 at);
-tb_cloth_result tb_cloth_world_grab_move(tb_cloth_world *world, uint32_t client, uint32_t pointer, tb_vec3 target);
-tb_cloth_result tb_cloth_world_grab_end(tb_cloth_world *world, uint32_t client, uint32_t pointer);
-tb_cloth_result tb_cloth_world_poke(tb_cloth_world *world, tb_vec3 at, tb_vec3 velocity_change, float radius);
+ * and drags it toward the target. grab_start returns the grab's handle (>= 0,
+ * opaque: it names the grab for move and end, and is free again after end)
+ * or an error; who holds which grab is the caller's business. A poke adds up
+ * to `velocity_change` (m/s, fading linearly to 0 at `radius`) to every point
+ * within radius of `at`. */
+int tb_cloth_world_grab_start(tb_cloth_world *world, tb_vec3 at);
+int tb_cloth_world_grab_move(tb_cloth_world *world, int grab, tb_vec3 target);
+int tb_cloth_world_grab_end(tb_cloth_world *world, int grab);
+int tb_cloth_world_poke(tb_cloth_world *world, tb_vec3 at, tb_vec3 velocity_change, float radius);
 
 /* Reading. */
 int tb_cloth_world_piece_count(const tb_cloth_world *world);
-tb_cloth_result tb_cloth_world_get_cloth(const tb_cloth_world *world, int index, tb_cloth_view *out);
+int tb_cloth_world_get_cloth(const tb_cloth_world *world, int index, tb_cloth_view *out);
 /* Index of the piece of that kind, or -1. */
 int tb_cloth_world_find_piece(const tb_cloth_world *world, tb_cloth_kind kind);
 int tb_cloth_world_capsule_count(const tb_cloth_world *world);
@@ -146,8 +136,8 @@ int tb_cloth_world_iterations(const tb_cloth_world *world);
  * with any def (its state is replaced). Stepping the saved and the loaded
  * world gives bit-identical results. */
 size_t tb_cloth_world_save_size(const tb_cloth_world *world);
-tb_cloth_result tb_cloth_world_save(const tb_cloth_world *world, void *buffer, size_t capacity, size_t *written);
-tb_cloth_result tb_cloth_world_load(tb_cloth_world *world, const void *buffer, size_t size);
+int tb_cloth_world_save(const tb_cloth_world *world, void *buffer, size_t capacity, size_t *written);
+int tb_cloth_world_load(tb_cloth_world *world, const void *buffer, size_t size);
 /* FNV-1a over the saved state: equal hashes, equal worlds. */
 uint64_t tb_cloth_world_hash(const tb_cloth_world *world);
 

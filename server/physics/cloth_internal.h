@@ -25,7 +25,7 @@ typedef struct tb_cloth_piece_state {
 } tb_cloth_piece_state;
 
 typedef struct tb_cloth_grab {
-    uint32_t client, pointer;
+    uint32_t unused[2]; /* 0 in a new grab; keeps the save's layout (held its owner before grabs were handles) */
     int32_t active;
     int32_t piece, point;
     tb_vec3 target;

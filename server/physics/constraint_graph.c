@@ -36,9 +36,9 @@ int tb_constraint_graph_init(tb_constraint_graph *g, int body_capacity, int cont
     g->last_count = -1;
     if (!g->body_colors || !g->color_of || !g->order || !g->slot || !g->overflow || !g->groups || !g->last_bodies) {
         tb_constraint_graph_free(g);
-        return TB_RIGID_ERR_NO_MEMORY;
+        return TB_PHYS_ERR_NO_MEMORY;
     }
-    return TB_RIGID_OK;
+    return TB_PHYS_OK;
 }
 
 void tb_constraint_graph_free(tb_constraint_graph *g)

@@ -62,9 +62,9 @@ int tb_rigid_world_ray_cast(const tb_rigid_world *w, tb_vec3 origin, tb_vec3 dir
 {
     assert(w);
     if (!hit || !tb_v3_finite(origin) || !tb_v3_finite(dir) || !(max_distance >= 0.0f) || isnan(max_distance))
-        return TB_RIGID_ERR_INVALID;
+        return TB_PHYS_ERR_INVALID;
     float len = tb_v3_len(dir);
-    if (!(len > 1e-12f)) return TB_RIGID_ERR_INVALID;
+    if (!(len > 1e-12f)) return TB_PHYS_ERR_INVALID;
     tb_vec3 d = tb_v3_scale(dir, 1.0f / len);
     float best = max_distance;
     int found = 0;

@@ -15,7 +15,7 @@
  *
  * Errors: functions that can be given bad user input (NaN, out-of-range
  * parameters, an unknown id, a too-small buffer) return a negative
- * TB_RIGID_ERR_* code and change nothing. Passing a NULL world is a
+ * TB_PHYS_ERR_* code (physics/result.h) and change nothing. Passing a NULL world is a
  * programmer error (assert).
  *
  * Units: metres, kilograms, seconds; y is up. Quaternions are (x, y, z, w).
@@ -46,19 +46,7 @@
 
 /* ---- errors ------------------------------------------------------------------ */
 
-enum {
-    TB_RIGID_OK = 0,
-    TB_RIGID_ERR_INVALID = -1,   /* NaN/Inf or otherwise malformed value */
-    TB_RIGID_ERR_RANGE = -2,     /* a parameter outside its documented range */
-    TB_RIGID_ERR_NO_BODY = -3,   /* id out of range or not a live body */
-    TB_RIGID_ERR_FULL = -4,      /* body capacity or plane capacity reached */
-    TB_RIGID_ERR_NO_SPACE = -5,  /* output buffer too small */
-    TB_RIGID_ERR_FORMAT = -6,    /* saved state is not ours, truncated or corrupt */
-    TB_RIGID_ERR_NO_MEMORY = -7, /* allocation failed (creation and load only) */
-};
-
-/* A short English name for an error code ("unknown body", ...). */
-const char *tb_rigid_strerror(int err);
+#include "physics/result.h" /* TB_PHYS_OK, TB_PHYS_ERR_*, tb_phys_strerror */
 
 /* ---- parameter ranges (the room's sliders) ------------------------------------ */
 
@@ -71,6 +59,9 @@ const char *tb_rigid_strerror(int err);
 #define TB_RIGID_DT_MAX 0.05f         /* step() accepts 0 < dt <= 0.05 */
 #define TB_RIGID_MAX_SPEED 500.0f     /* m/s: velocities given or produced by an impulse */
 #define TB_RIGID_MAX_SPIN 1000.0f     /* rad/s, likewise (the step clamps to 60 anyway) */
+#define TB_RIGID_MAX_GRABS 16         /* simultaneous grabs per world */
+#define TB_RIGID_GRAB_GAIN 10.0f      /* 1/s: a grab's velocity per metre of error */
+#define TB_RIGID_GRAB_MAX_SPEED 15.0f /* m/s */
 
 /* ---- value types -------------------------------------------------------------- */
 
@@ -167,7 +158,7 @@ int tb_rigid_world_add_plane(tb_rigid_world *world, tb_vec3 normal, float offset
 /* Advances the world by dt (0 < dt <= TB_RIGID_DT_MAX; the room uses 1/120). */
 int tb_rigid_world_step(tb_rigid_world *world, float dt);
 
-/* Parameters. Out of range or NaN -> TB_RIGID_ERR_RANGE and nothing changes.
+/* Parameters. Out of range or NaN -> TB_PHYS_ERR_RANGE and nothing changes.
  * Changing restitution or friction wakes every body (the seed's slider rule). */
 int tb_rigid_world_set_restitution(tb_rigid_world *world, float restitution);
 int tb_rigid_world_set_friction(tb_rigid_world *world, float friction);
@@ -252,6 +243,23 @@ size_t tb_rigid_world_save_size(const tb_rigid_world *world);
 int tb_rigid_world_save(const tb_rigid_world *world, void *buf, size_t cap, size_t *written);
 /* A new world from an image (NULL and *err set on failure; err may be NULL). */
 tb_rigid_world *tb_rigid_world_load(const void *buf, size_t len, int *err);
+
+/* ---- grabs ------------------------------------------------------------------------------
+ * A grab holds a body at a point fixed in the body and drives that point
+ * toward a target. At the start of every step, before anything else, each
+ * grabbed body gets the linear velocity TB_RIGID_GRAB_GAIN * (target - point)
+ * (at most TB_RIGID_GRAB_MAX_SPEED) and keeps 0.9 of its angular velocity: a
+ * velocity servo, which needs no mass and cannot explode. Grabs are applied
+ * in the order they started (an ended grab's place is taken by the last).
+ * grab_start returns the grab's handle (>= 0, opaque: it names the grab for
+ * move and end, and is free again after end) or an error; who holds which
+ * grab is the caller's business. Removing the body, clear and restore_bodies
+ * end its grabs; grabs are not part of a save. */
+int tb_rigid_world_grab_start(tb_rigid_world *world, int body, tb_vec3 at);
+int tb_rigid_world_grab_move(tb_rigid_world *world, int grab, tb_vec3 target);
+int tb_rigid_world_grab_end(tb_rigid_world *world, int grab);
+/* The body a grab holds, or TB_PHYS_ERR_UNKNOWN_GRAB. */
+int tb_rigid_world_grab_body(const tb_rigid_world *world, int grab);
 
 /* The def that creates a world like this one: capacities, gravity and the
  * current restitution, friction and iterations. */

@@ -234,6 +234,12 @@ typedef struct tb_broad_phase {
 
 /* ---- the world --------------------------------------------------------------------- */
 
+typedef struct tb_rigid_grab {
+    int32_t active, body;
+    tb_vec3 local;  /* held point in body space */
+    tb_vec3 target; /* where it is driven, world */
+} tb_rigid_grab;
+
 struct tb_rigid_world {
     /* parameters */
     tb_vec3 gravity;
@@ -280,7 +286,17 @@ struct tb_rigid_world {
     tb_cache_entry *cache_next;
     uint8_t *cache_used;
     tb_constraint_graph graph;
+
+    /* grabs (rigid_grab.c): slots named by handle, applied in grab_order */
+    tb_rigid_grab grabs[TB_RIGID_MAX_GRABS];
+    int grab_order[TB_RIGID_MAX_GRABS];
+    int grab_count;
 };
+
+/* rigid_grab.c: the servo at the start of a step; grabs of a removed body end */
+void tb_rigid__apply_grabs(tb_rigid_world *w);
+void tb_rigid__drop_grabs_of_body(tb_rigid_world *w, int body);
+void tb_rigid__drop_all_grabs(tb_rigid_world *w);
 
 /* body.c */
 void tb_body_compute_frame(const tb_body *body, tb_body_frame *frame, float dt, float margin);

@@ -43,7 +43,7 @@ int tb_rigid_world_save(const tb_rigid_world *w, void *buf, size_t cap, size_t *
     assert(w);
     size_t need = tb_rigid_world_save_size(w);
     if (written) *written = 0;
-    if (!buf || cap < need) return TB_RIGID_ERR_NO_SPACE;
+    if (!buf || cap < need) return TB_PHYS_ERR_NO_SPACE;
     save_header h;
     memset(&h, 0, sizeof h);
     h.magic = SAVE_MAGIC;
@@ -78,7 +78,7 @@ int tb_rigid_world_save(const tb_rigid_world *w, void *buf, size_t cap, size_t *
     out += sizeof(tb_body) * (size_t)w->capacity;
     memcpy(out, w->cache, sizeof(tb_cache_entry) * (size_t)w->cache_count);
     if (written) *written = need;
-    return TB_RIGID_OK;
+    return TB_PHYS_OK;
 }
 
 static bool within(tb_vec3 v, float limit)
@@ -120,10 +120,10 @@ static int check_slots(const unsigned char *in, int n, int *alive, int *end)
     for (int i = 0; i < n; i++) {
         tb_body b;
         memcpy(&b, in + sizeof b * (size_t)i, sizeof b);
-        if (!body_ok(&b)) return TB_RIGID_ERR_FORMAT;
+        if (!body_ok(&b)) return TB_PHYS_ERR_FORMAT;
         if (b.alive) { ++*alive; *end = i + 1; }
     }
-    return TB_RIGID_OK;
+    return TB_PHYS_OK;
 }
 
 static int check_cache(const unsigned char *in, int n)
@@ -132,24 +132,24 @@ static int check_cache(const unsigned char *in, int n)
     for (int i = 0; i < n; i++) {
         tb_cache_entry e;
         memcpy(&e, in + sizeof e * (size_t)i, sizeof e);
-        if (i > 0 && prev > e.key) return TB_RIGID_ERR_FORMAT;
-        if (!(fabsf(e.jn) <= 1e6f) || !within(e.local_b, 1e3f) || !within(e.friction, 1e6f)) return TB_RIGID_ERR_FORMAT;
+        if (i > 0 && prev > e.key) return TB_PHYS_ERR_FORMAT;
+        if (!(fabsf(e.jn) <= 1e6f) || !within(e.local_b, 1e3f) || !within(e.friction, 1e6f)) return TB_PHYS_ERR_FORMAT;
         prev = e.key;
     }
-    return TB_RIGID_OK;
+    return TB_PHYS_OK;
 }
 
 static int validate(const save_header *h, const tb_body *bodies, const tb_cache_entry *cache)
 {
     int alive, end;
-    if (check_slots((const unsigned char *)bodies, h->capacity, &alive, &end) != TB_RIGID_OK) return TB_RIGID_ERR_FORMAT;
-    if (alive != h->body_count || end != h->body_end) return TB_RIGID_ERR_FORMAT;
+    if (check_slots((const unsigned char *)bodies, h->capacity, &alive, &end) != TB_PHYS_OK) return TB_PHYS_ERR_FORMAT;
+    if (alive != h->body_count || end != h->body_end) return TB_PHYS_ERR_FORMAT;
     /* the free list visits exactly the dead slots, once each */
     int n = 0;
     for (int i = h->free_head; i != -1; i = bodies[i].next_free) {
-        if (i < 0 || i >= h->capacity || bodies[i].alive || ++n > h->capacity - alive) return TB_RIGID_ERR_FORMAT;
+        if (i < 0 || i >= h->capacity || bodies[i].alive || ++n > h->capacity - alive) return TB_PHYS_ERR_FORMAT;
     }
-    if (n != h->capacity - alive) return TB_RIGID_ERR_FORMAT;
+    if (n != h->capacity - alive) return TB_PHYS_ERR_FORMAT;
     return check_cache((const unsigned char *)cache, h->cache_count);
 }
 
@@ -157,7 +157,7 @@ tb_rigid_world *tb_rigid_world_load(const void *buf, size_t len, int *err)
 {
     int dummy;
     if (!err) err = &dummy;
-    *err = TB_RIGID_ERR_FORMAT;
+    *err = TB_PHYS_ERR_FORMAT;
     save_header h;
     if (!buf || len < sizeof h) return NULL;
     memcpy(&h, buf, sizeof h);
@@ -191,11 +191,11 @@ tb_rigid_world *tb_rigid_world_load(const void *buf, size_t len, int *err)
     def.friction = h.friction;
     def.iterations = h.iterations;
     tb_rigid_world *w = tb_rigid_world_create(&def);
-    if (!w) { *err = TB_RIGID_ERR_NO_MEMORY; return NULL; }
+    if (!w) { *err = TB_PHYS_ERR_NO_MEMORY; return NULL; }
     memcpy(w->bodies, in, sizeof(tb_body) * (size_t)h.capacity);
     memcpy(w->cache, in + sizeof(tb_body) * (size_t)h.capacity, sizeof(tb_cache_entry) * (size_t)h.cache_count);
     int v = validate(&h, w->bodies, w->cache);
-    if (v != TB_RIGID_OK) {
+    if (v != TB_PHYS_OK) {
         tb_rigid_world_destroy(w);
         *err = v;
         return NULL;
@@ -211,7 +211,7 @@ tb_rigid_world *tb_rigid_world_load(const void *buf, size_t len, int *err)
     }
     w->time = h.time;
     w->steps = h.steps;
-    *err = TB_RIGID_OK;
+    *err = TB_PHYS_OK;
     return w;
 }
 
@@ -248,7 +248,7 @@ int tb_rigid_world_save_bodies(const tb_rigid_world *w, void *buf, size_t cap, s
     assert(w);
     size_t need = tb_rigid_world_bodies_size(w);
     if (written) *written = 0;
-    if (!buf || cap < need) return TB_RIGID_ERR_NO_SPACE;
+    if (!buf || cap < need) return TB_PHYS_ERR_NO_SPACE;
     bodies_header h = {BODIES_MAGIC, BODIES_VERSION, sizeof(tb_body), sizeof(tb_cache_entry), w->body_end, w->cache_count};
     unsigned char *out = buf;
     memcpy(out, &h, sizeof h);
@@ -257,28 +257,29 @@ int tb_rigid_world_save_bodies(const tb_rigid_world *w, void *buf, size_t cap, s
     out += sizeof(tb_body) * (size_t)w->body_end;
     memcpy(out, w->cache, sizeof(tb_cache_entry) * (size_t)w->cache_count);
     if (written) *written = need;
-    return TB_RIGID_OK;
+    return TB_PHYS_OK;
 }
 
 int tb_rigid_world_restore_bodies(tb_rigid_world *w, const void *buf, size_t len)
 {
     assert(w);
     bodies_header h;
-    if (!buf || len < sizeof h) return TB_RIGID_ERR_FORMAT;
+    if (!buf || len < sizeof h) return TB_PHYS_ERR_FORMAT;
     memcpy(&h, buf, sizeof h);
     if (h.magic != BODIES_MAGIC || h.version != BODIES_VERSION || h.body_size != sizeof(tb_body) ||
         h.cache_size != sizeof(tb_cache_entry) || h.slots < 0 || h.slots > TB_RIGID_MAX_BODIES || h.cache_count < 0 ||
         h.cache_count > 64 * TB_RIGID_MAX_BODIES)
-        return TB_RIGID_ERR_FORMAT;
+        return TB_PHYS_ERR_FORMAT;
     size_t body_bytes = sizeof(tb_body) * (size_t)h.slots;
-    if (len != sizeof h + body_bytes + sizeof(tb_cache_entry) * (size_t)h.cache_count) return TB_RIGID_ERR_FORMAT;
-    if (h.slots > w->capacity || h.cache_count > w->contact_capacity) return TB_RIGID_ERR_RANGE;
+    if (len != sizeof h + body_bytes + sizeof(tb_cache_entry) * (size_t)h.cache_count) return TB_PHYS_ERR_FORMAT;
+    if (h.slots > w->capacity || h.cache_count > w->contact_capacity) return TB_PHYS_ERR_RANGE;
     const unsigned char *in = (const unsigned char *)buf + sizeof h;
     int alive, end;
-    if (check_slots(in, h.slots, &alive, &end) != TB_RIGID_OK || end != h.slots ||
-        check_cache(in + body_bytes, h.cache_count) != TB_RIGID_OK)
-        return TB_RIGID_ERR_FORMAT;
+    if (check_slots(in, h.slots, &alive, &end) != TB_PHYS_OK || end != h.slots ||
+        check_cache(in + body_bytes, h.cache_count) != TB_PHYS_OK)
+        return TB_PHYS_ERR_FORMAT;
 
+    tb_rigid__drop_all_grabs(w); /* the ids may name other bodies now */
     memset(w->bodies, 0, sizeof(tb_body) * (size_t)w->capacity);
     memcpy(w->bodies, in, body_bytes);
     w->free_head = -1;
@@ -296,5 +297,5 @@ int tb_rigid_world_restore_bodies(tb_rigid_world *w, const void *buf, size_t len
     w->contacts_dropped = 0;
     w->pair_count = 0;
     tb_constraint_graph_reset(&w->graph);
-    return TB_RIGID_OK;
+    return TB_PHYS_OK;
 }

@@ -5,14 +5,10 @@
  * between layers (so nothing starts overlapping and nothing is pushed apart
  * on the first step), and the heavy ball that knocks it down.
  *
- * The settled tower is the one piece of process-wide state in physics/ (an
- * exception to "no globals", asked for by issue #8's tower rooms): a small
- * memo of settle results, each a pure function of its key, written once and
- * then only read and copied, behind one mutex. A tower room rebuilt every
- * 5 s would otherwise spend 0.5 s of every cycle at the most expensive steps
- * re-deriving the same bits.
+ * The settled tower is computed here (a pure function of the world's def);
+ * remembering it between builds is the caller's business (sim/tower_memo.c
+ * keeps one memo per scheduler), so physics holds no state of its own.
  */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,7 +45,7 @@ int tb_rigid_scene_tray(tb_rigid_world *w)
     if ((r = tb_rigid_world_add_plane(w, tb_v3(-1, 0, 0), -TB_TRAY_HALF_X)) < 0) return r;
     if ((r = tb_rigid_world_add_plane(w, tb_v3(0, 0, 1), -TB_TRAY_HALF_Z)) < 0) return r;
     if ((r = tb_rigid_world_add_plane(w, tb_v3(0, 0, -1), -TB_TRAY_HALF_Z)) < 0) return r;
-    return TB_RIGID_OK;
+    return TB_PHYS_OK;
 }
 
 /* three.js Euler (order XYZ) to quaternion: q = qx * qy * qz. */
@@ -114,7 +110,7 @@ int tb_rigid_scene_dice(tb_rigid_world *w, tb_rigid_rng *rng, int dice_ids[TB_DI
         if (id < 0) return id;
         if (ball_ids) ball_ids[i] = id;
     }
-    return TB_RIGID_OK;
+    return TB_PHYS_OK;
 }
 
 int tb_rigid_scene_tower(tb_rigid_world *w, int plank_ids[TB_TOWER_PLANKS])
@@ -145,111 +141,48 @@ int tb_rigid_scene_tower(tb_rigid_world *w, int plank_ids[TB_TOWER_PLANKS])
             if (plank_ids) plank_ids[layer * 3 + k] = id;
         }
     }
-    return TB_RIGID_OK;
+    return TB_PHYS_OK;
 }
 
 /* ---- the settled tower -------------------------------------------------------------- */
 
-/* Everything the settle depends on, bit for bit (memset first: no padding
- * garbage in the memcmp). */
-typedef struct tower_key {
-    float gravity[3], restitution, friction;
-    int32_t iterations, capacity, contact_capacity, version;
-} tower_key;
-
-typedef struct tower_memo_entry {
-    tower_key key;
-    uint64_t last_use;   /* memo clock at the last lookup; 0 = empty slot */
-    unsigned char *image; /* body image of the settled tower; NULL = never settled */
-    size_t image_len;
-} tower_memo_entry;
-
-static pthread_mutex_t tower_memo_lock = PTHREAD_MUTEX_INITIALIZER;
-static tower_memo_entry tower_memo[TB_TOWER_MEMO_ENTRIES];
-static uint64_t tower_memo_clock;
-static tb_rigid_tower_memo_stats tower_memo_counts;
-
-static tower_key tower_key_of(const tb_rigid_world_def *def)
-{
-    tower_key k;
-    memset(&k, 0, sizeof k);
-    k.gravity[0] = def->gravity.x;
-    k.gravity[1] = def->gravity.y;
-    k.gravity[2] = def->gravity.z;
-    k.restitution = def->restitution;
-    k.friction = def->friction;
-    k.iterations = def->iterations;
-    k.capacity = def->body_capacity;
-    k.contact_capacity = def->contact_capacity;
-    k.version = TB_TOWER_SCENE_VERSION;
-    return k;
-}
-
-/* Lock held. */
-static tower_memo_entry *tower_memo_find(const tower_key *k)
-{
-    for (int i = 0; i < TB_TOWER_MEMO_ENTRIES; i++)
-        if (tower_memo[i].last_use && memcmp(&tower_memo[i].key, k, sizeof *k) == 0) {
-            tower_memo[i].last_use = ++tower_memo_clock;
-            return &tower_memo[i];
-        }
-    return NULL;
-}
-
-/* Lock held. Takes the image (may be NULL: never settles). */
-static tower_memo_entry *tower_memo_insert(const tower_key *k, unsigned char *image, size_t len)
-{
-    tower_memo_entry *e = &tower_memo[0];
-    for (int i = 1; i < TB_TOWER_MEMO_ENTRIES && e->last_use; i++)
-        if (tower_memo[i].last_use < e->last_use) e = &tower_memo[i];
-    free(e->image);
-    e->key = *k;
-    e->image = image;
-    e->image_len = len;
-    e->last_use = ++tower_memo_clock;
-    return e;
-}
-
-/* The tower built in a scratch world like `def` and stepped until every
- * plank sleeps: its body image (malloc'ed) in *image, or NULL when it does
- * not sleep within the bound. Returns an error only if the scene cannot be
- * built or memory is short. */
-static int tower_settle(const tb_rigid_world_def *def, unsigned char **image, size_t *len)
+int tb_rigid_scene_tower_settle(const tb_rigid_world_def *def, unsigned char **image, size_t *len)
 {
     *image = NULL;
     *len = 0;
     tb_rigid_world *w = tb_rigid_world_create(def);
-    if (!w) return TB_RIGID_ERR_NO_MEMORY;
+    if (!w) return TB_PHYS_ERR_NO_MEMORY;
     int rc = tb_rigid_scene_tower(w, NULL);
-    for (int s = 0; rc == TB_RIGID_OK && s < TB_TOWER_SETTLE_MAX_STEPS; s++) {
+    for (int s = 0; rc == TB_PHYS_OK && s < TB_TOWER_SETTLE_MAX_STEPS; s++) {
         rc = tb_rigid_world_step(w, 1.0f / 120.0f);
-        if (rc == TB_RIGID_OK && tb_rigid_world_awake_count(w) == 0) {
+        if (rc == TB_PHYS_OK && tb_rigid_world_awake_count(w) == 0) {
             size_t n = tb_rigid_world_bodies_size(w);
             *image = malloc(n);
-            if (!*image) rc = TB_RIGID_ERR_NO_MEMORY;
+            if (!*image) rc = TB_PHYS_ERR_NO_MEMORY;
             else rc = tb_rigid_world_save_bodies(w, *image, n, len);
             break;
         }
     }
     tb_rigid_world_destroy(w);
-    if (rc != TB_RIGID_OK) {
+    if (rc != TB_PHYS_OK) {
         free(*image);
         *image = NULL;
+        *len = 0;
     }
     return rc;
 }
 
-/* Lock held. The settled tower from e, or the plain build. */
-static int tower_from_entry(tb_rigid_world *w, const tower_memo_entry *e, int plank_ids[TB_TOWER_PLANKS])
+int tb_rigid_scene_tower_restore(tb_rigid_world *w, const unsigned char *image, size_t len,
+                                 int plank_ids[TB_TOWER_PLANKS])
 {
-    if (!e || !e->image) {
+    if (!image) {
         int rc = tb_rigid_scene_tower(w, plank_ids);
         return rc < 0 ? rc : 0;
     }
     tb_rigid_world_clear(w);
     int rc = tb_rigid_scene_tray(w);
     if (rc < 0) return rc;
-    rc = tb_rigid_world_restore_bodies(w, e->image, e->image_len);
+    rc = tb_rigid_world_restore_bodies(w, image, len);
     if (rc < 0) return rc;
     /* the scratch world built the planks into a cleared world: ids 0..23 */
     if (plank_ids)
@@ -261,58 +194,18 @@ int tb_rigid_scene_tower_settled(tb_rigid_world *w, int plank_ids[TB_TOWER_PLANK
 {
     tb_rigid_world_def def;
     tb_rigid_world_get_def(w, &def);
-    tower_key k = tower_key_of(&def);
-
-    pthread_mutex_lock(&tower_memo_lock);
-    const tower_memo_entry *e = tower_memo_find(&k);
-    if (e) {
-        tower_memo_counts.hits++;
-        int rc = tower_from_entry(w, e, plank_ids);
-        pthread_mutex_unlock(&tower_memo_lock);
-        return rc;
-    }
-    pthread_mutex_unlock(&tower_memo_lock);
-
     unsigned char *image;
     size_t len;
-    int rc = tower_settle(&def, &image, &len);
+    int rc = tb_rigid_scene_tower_settle(&def, &image, &len);
     if (rc < 0) {
         /* short of memory, or a world too small for the tower: the plain
-         * build, with its own error if it has one; nothing remembered */
+         * build, with its own error if it has one */
         rc = tb_rigid_scene_tower(w, plank_ids);
         return rc < 0 ? rc : 0;
     }
-
-    pthread_mutex_lock(&tower_memo_lock);
-    tower_memo_counts.settles++;
-    tower_memo_counts.unsettled += !image;
-    e = tower_memo_find(&k); /* another thread may have put it in meanwhile: same result */
-    if (e) free(image);
-    else e = tower_memo_insert(&k, image, len);
-    rc = tower_from_entry(w, e, plank_ids);
-    pthread_mutex_unlock(&tower_memo_lock);
+    rc = tb_rigid_scene_tower_restore(w, image, len, plank_ids);
+    free(image);
     return rc;
-}
-
-void tb_rigid_scene_tower_memo_stats(tb_rigid_tower_memo_stats *out)
-{
-    pthread_mutex_lock(&tower_memo_lock);
-    *out = tower_memo_counts;
-    out->entries = 0;
-    for (int i = 0; i < TB_TOWER_MEMO_ENTRIES; i++) out->entries += tower_memo[i].last_use != 0;
-    pthread_mutex_unlock(&tower_memo_lock);
-}
-
-void tb_rigid_scene_tower_memo_reset(void)
-{
-    pthread_mutex_lock(&tower_memo_lock);
-    for (int i = 0; i < TB_TOWER_MEMO_ENTRIES; i++) {
-        free(tower_memo[i].image);
-        memset(&tower_memo[i], 0, sizeof tower_memo[i]);
-    }
-    memset(&tower_memo_counts, 0, sizeof tower_memo_counts);
-    tower_memo_clock = 0;
-    pthread_mutex_unlock(&tower_memo_lock);
 }
 
 int tb_rigid_scene_tower_launch_ball(tb_rigid_world *w)
@@ -330,7 +223,7 @@ int tb_rigid_scene_tower_launch_ball(tb_rigid_world *w)
 
 int tb_rigid_scene_pile(tb_rigid_world *w, int n)
 {
-    if (n < 0 || n > tb_rigid_world_body_capacity(w)) return TB_RIGID_ERR_RANGE;
+    if (n < 0 || n > tb_rigid_world_body_capacity(w)) return TB_PHYS_ERR_RANGE;
     tb_rigid_world_clear(w);
     int r = tb_rigid_scene_tray(w);
     if (r < 0) return r;
@@ -344,7 +237,7 @@ int tb_rigid_scene_pile(tb_rigid_world *w, int n)
         int id = tb_rigid_world_add_body(w, &d);
         if (id < 0) return id;
     }
-    return TB_RIGID_OK;
+    return TB_PHYS_OK;
 }
 
 int tb_rigid_throw(tb_rigid_world *w, tb_rigid_throw_kind kind, tb_vec3 origin, tb_vec3 velocity,
@@ -360,7 +253,7 @@ int tb_rigid_throw(tb_rigid_world *w, tb_rigid_throw_kind kind, tb_vec3 origin, 
         d.density = 1.2f;
         d.look.kind = TB_LOOK_BALL;
     } else {
-        return TB_RIGID_ERR_INVALID;
+        return TB_PHYS_ERR_INVALID;
     }
     d.position = origin;
     d.linear_velocity = velocity;

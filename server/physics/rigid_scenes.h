@@ -37,7 +37,7 @@ uint64_t tb_rigid_rng_next(tb_rigid_rng *rng);
 /* uniform in [0, 1) with 24 random bits */
 float tb_rigid_rng_float(tb_rigid_rng *rng);
 
-/* Floor and four walls. Returns TB_RIGID_OK or an error. */
+/* Floor and four walls. Returns TB_PHYS_OK or an error. */
 int tb_rigid_scene_tray(tb_rigid_world *world);
 
 /* Three 0.5 m dice (density 1, ids 0..2, thrown from the left with random
@@ -51,34 +51,30 @@ int tb_rigid_scene_tower(tb_rigid_world *world, int plank_ids[TB_TOWER_PLANKS]);
 
 /* The tower as it is once it has settled: what tb_rigid_scene_tower followed
  * by 1/120 s steps until every plank sleeps gives (poses, zero velocities,
- * asleep, sleep timers and the warm-start cache of that last step), put into
- * the world at once; its parameters, planes, time and step count are not
- * touched otherwise. The settle is simulated once, in a scratch world with
- * the same def (tb_rigid_world_get_def), and memoised process-wide keyed by
- * that def and TB_TOWER_SCENE_VERSION: at most TB_TOWER_MEMO_ENTRIES
- * entries, the least recently used one evicted. Thread-safe: the settle runs
- * outside the memo's lock (two threads missing the same key both compute it,
- * with the same result), lookups and restores inside it. A settle that does
- * not end within TB_TOWER_SETTLE_MAX_STEPS gives the plain build, and its key
- * remembers that; one that cannot run (memory short, a world too small for
- * the tower) gives the plain build and its error, and is not remembered.
- * Returns 1 when the settled tower was put in, 0 for the plain build, or an
- * error; plank ids as tb_rigid_scene_tower. */
+ * asleep, sleep timers and the warm-start cache of that last step).
+ *
+ * settle: simulates that in a scratch world made from `def` and gives its
+ * body image (malloc'ed, the caller frees it) in *image, or NULL when the
+ * tower does not sleep within TB_TOWER_SETTLE_MAX_STEPS. Returns an error
+ * only when the scene cannot be built (a world too small) or memory is short.
+ * The result depends on nothing but `def` and TB_TOWER_SCENE_VERSION, so a
+ * caller may remember it keyed by them (sim/tower_memo.h does).
+ *
+ * restore: puts such an image into a world made from the same def at once
+ * (cleared, the tray, the planks); its parameters, time and step count are
+ * not touched otherwise. A NULL image gives the plain build. Returns 1 when
+ * the settled tower was put in, 0 for the plain build, or an error; plank
+ * ids as tb_rigid_scene_tower.
+ *
+ * settled: settle (with the world's own def, tb_rigid_world_get_def) then
+ * restore, remembering nothing; a settle that cannot run gives the plain
+ * build and its error. */
 #define TB_TOWER_SCENE_VERSION 1 /* bump when tb_rigid_scene_tower builds anything else */
-#define TB_TOWER_MEMO_ENTRIES 8
 #define TB_TOWER_SETTLE_MAX_STEPS 360 /* 3 s at 1/120 s */
+int tb_rigid_scene_tower_settle(const tb_rigid_world_def *def, unsigned char **image, size_t *len);
+int tb_rigid_scene_tower_restore(tb_rigid_world *world, const unsigned char *image, size_t len,
+                                 int plank_ids[TB_TOWER_PLANKS]);
 int tb_rigid_scene_tower_settled(tb_rigid_world *world, int plank_ids[TB_TOWER_PLANKS]);
-
-typedef struct tb_rigid_tower_memo_stats {
-    int entries;        /* keys held (<= TB_TOWER_MEMO_ENTRIES) */
-    uint64_t hits;      /* builds served from the memo */
-    uint64_t settles;   /* settles simulated */
-    uint64_t unsettled; /* of those, settles that did not sleep in time */
-} tb_rigid_tower_memo_stats;
-
-void tb_rigid_scene_tower_memo_stats(tb_rigid_tower_memo_stats *out);
-/* Forgets every entry and zeroes the counters (tests). */
-void tb_rigid_scene_tower_memo_reset(void);
 
 /* The knock-down input: adds the heavy ball (r = 0.38, density 7) at
  * (-3.3, 0.95, 0.1) moving (12, 1.6, 0). Returns its id or an error. */

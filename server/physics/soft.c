@@ -3,7 +3,8 @@
  * icosphere.c.
  *
  * Every input is checked in full before anything changes, so a rejected call
- * (NaN, out of range, unknown pointer) leaves the world bit-identical. */
+ * (NaN, out of range, unknown grab) leaves the world bit-identical. */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,26 +21,6 @@ _Static_assert(sizeof(tb_soft_state) == 72 + sizeof(float) * (3 * 3 * TB_SOFT_V 
                                             TB_SOFT_MAX_GRABS * sizeof(tb_soft_grab),
                "saved state has no padding, so its bytes (and hash) are fully defined");
 
-const char *tb_soft_result_name(tb_soft_result r)
-{
-    switch (r) {
-    case TB_SOFT_OK: return "ok";
-    case TB_SOFT_ERR_NULL: return "null pointer";
-    case TB_SOFT_ERR_NOT_FINITE: return "not a finite number";
-    case TB_SOFT_ERR_RANGE: return "out of range";
-    case TB_SOFT_ERR_NO_MEMORY: return "out of memory";
-    case TB_SOFT_ERR_UNKNOWN_GRAB: return "no grab for that client and pointer";
-    case TB_SOFT_ERR_GRAB_EXISTS: return "that client and pointer already grab";
-    case TB_SOFT_ERR_TOO_MANY_GRABS: return "too many grabs";
-    case TB_SOFT_ERR_NOTHING_THERE: return "not near the dough";
-    case TB_SOFT_ERR_BUSY: return "a press is under way";
-    case TB_SOFT_ERR_BUFFER_TOO_SMALL: return "buffer too small";
-    case TB_SOFT_ERR_BAD_SAVE: return "bad save";
-    case TB_SOFT_ERR_MESH: return "mesh construction failed";
-    }
-    return "unknown error";
-}
-
 tb_soft_def tb_soft_def_default(void)
 {
     tb_soft_def d;
@@ -50,13 +31,13 @@ tb_soft_def tb_soft_def_default(void)
     return d;
 }
 
-static tb_soft_result check_def(const tb_soft_def *d)
+static int check_def(const tb_soft_def *d)
 {
-    if (!d) return TB_SOFT_ERR_NULL;
-    if (!tb_finitef(d->stiffness)) return TB_SOFT_ERR_NOT_FINITE;
-    if (d->stiffness < 0.0f || d->stiffness > 1.0f) return TB_SOFT_ERR_RANGE;
-    if (d->substeps < 1 || d->substeps > TB_SOFT_SUBSTEPS_MAX) return TB_SOFT_ERR_RANGE;
-    return TB_SOFT_OK;
+    assert(d);
+    if (!tb_finitef(d->stiffness)) return TB_PHYS_ERR_INVALID;
+    if (d->stiffness < 0.0f || d->stiffness > 1.0f) return TB_PHYS_ERR_RANGE;
+    if (d->substeps < 1 || d->substeps > TB_SOFT_SUBSTEPS_MAX) return TB_PHYS_ERR_RANGE;
+    return TB_PHYS_OK;
 }
 
 static void init_state(tb_soft_world *world)
@@ -149,21 +130,21 @@ static int build_mesh(tb_soft_world *world)
     return 0;
 }
 
-tb_soft_world *tb_soft_world_create(const tb_soft_def *def, tb_soft_result *err)
+tb_soft_world *tb_soft_world_create(const tb_soft_def *def, int *err)
 {
-    tb_soft_result r = check_def(def);
-    if (r != TB_SOFT_OK) {
+    int r = check_def(def);
+    if (r != TB_PHYS_OK) {
         if (err) *err = r;
         return NULL;
     }
     tb_soft_world *world = calloc(1, sizeof *world);
     if (!world) {
-        if (err) *err = TB_SOFT_ERR_NO_MEMORY;
+        if (err) *err = TB_PHYS_ERR_NO_MEMORY;
         return NULL;
     }
     if (build_mesh(world) != 0) {
         free(world);
-        if (err) *err = TB_SOFT_ERR_MESH;
+        if (err) *err = TB_PHYS_ERR_INTERNAL;
         return NULL;
     }
     world->state.stiffness = def->stiffness;
@@ -171,7 +152,7 @@ tb_soft_world *tb_soft_world_create(const tb_soft_def *def, tb_soft_result *err)
     world->state.volume_on = def->volume_preservation ? 1 : 0;
     world->state.substeps = def->substeps;
     init_state(world);
-    if (err) *err = TB_SOFT_OK;
+    if (err) *err = TB_PHYS_OK;
     return world;
 }
 
@@ -182,43 +163,43 @@ void tb_soft_world_reset(tb_soft_world *world)
     if (world) init_state(world);
 }
 
-tb_soft_result tb_soft_world_step(tb_soft_world *world, float dt)
+int tb_soft_world_step(tb_soft_world *world, float dt)
 {
-    if (!world) return TB_SOFT_ERR_NULL;
-    if (!tb_finitef(dt)) return TB_SOFT_ERR_NOT_FINITE;
-    if (!(dt > 0.0f) || dt > TB_SOFT_DT_MAX) return TB_SOFT_ERR_RANGE;
+    assert(world);
+    if (!tb_finitef(dt)) return TB_PHYS_ERR_INVALID;
+    if (!(dt > 0.0f) || dt > TB_SOFT_DT_MAX) return TB_PHYS_ERR_RANGE;
     tb_soft__solve_step(world, dt);
-    return TB_SOFT_OK;
+    return TB_PHYS_OK;
 }
 
 /* ---- parameters ---------------------------------------------------------------- */
 
-tb_soft_result tb_soft_world_set_stiffness(tb_soft_world *world, float stiffness)
+int tb_soft_world_set_stiffness(tb_soft_world *world, float stiffness)
 {
-    if (!world) return TB_SOFT_ERR_NULL;
-    if (!tb_finitef(stiffness)) return TB_SOFT_ERR_NOT_FINITE;
-    if (stiffness < 0.0f || stiffness > 1.0f) return TB_SOFT_ERR_RANGE;
+    assert(world);
+    if (!tb_finitef(stiffness)) return TB_PHYS_ERR_INVALID;
+    if (stiffness < 0.0f || stiffness > 1.0f) return TB_PHYS_ERR_RANGE;
     world->state.stiffness = stiffness;
     tb_soft__wake(world);
-    return TB_SOFT_OK;
+    return TB_PHYS_OK;
 }
 
-tb_soft_result tb_soft_world_set_plasticity(tb_soft_world *world, bool on)
+int tb_soft_world_set_plasticity(tb_soft_world *world, bool on)
 {
-    if (!world) return TB_SOFT_ERR_NULL;
+    assert(world);
     world->state.plasticity = on ? 1 : 0;
     tb_soft__wake(world);
-    return TB_SOFT_OK;
+    return TB_PHYS_OK;
 }
 
-tb_soft_result tb_soft_world_set_volume_preservation(tb_soft_world *world, bool on)
+int tb_soft_world_set_volume_preservation(tb_soft_world *world, bool on)
 {
-    if (!world) return TB_SOFT_ERR_NULL;
+    assert(world);
     /* Turning it back on keeps the volume it has now, not an old one. */
     if (on && !world->state.volume_on) world->state.rest_volume = tb_soft__volume(world, world->state.pos);
     world->state.volume_on = on ? 1 : 0;
     tb_soft__wake(world);
-    return TB_SOFT_OK;
+    return TB_PHYS_OK;
 }
 
 /* ---- inputs ---------------------------------------------------------------------- */
@@ -226,11 +207,10 @@ tb_soft_result tb_soft_world_set_volume_preservation(tb_soft_world *world, bool 
 static bool vec_ok(tb_vec3 v) { return tb_v3_finite(v); }
 static bool vec_in_room(tb_vec3 v) { return fabsf(v.x) <= 1000.0f && fabsf(v.y) <= 1000.0f && fabsf(v.z) <= 1000.0f; }
 
-static int find_grab(const tb_soft_state *st, uint32_t client, uint32_t pointer)
+/* The slot a grab handle names, or -1 when it holds nothing. */
+static int find_grab(const tb_soft_state *st, int grab)
 {
-    for (int g = 0; g < TB_SOFT_MAX_GRABS; g++)
-        if (st->grabs[g].active && st->grabs[g].client == client && st->grabs[g].pointer == pointer) return g;
-    return -1;
+    return grab >= 0 && grab < TB_SOFT_MAX_GRABS && st->grabs[grab].active ? grab : -1;
 }
 
 static int nearest_vertex(const tb_soft_state *st, tb_vec3 at, float *dist2)
@@ -249,20 +229,19 @@ static int nearest_vertex(const tb_soft_state *st, tb_vec3 at, float *dist2)
     return best;
 }
 
-tb_soft_result tb_soft_world_grab_start(tb_soft_world *world, uint32_t client, uint32_t pointer, tb_vec3 at)
+int tb_soft_world_grab_start(tb_soft_world *world, tb_vec3 at)
 {
-    if (!world) return TB_SOFT_ERR_NULL;
-    if (!vec_ok(at)) return TB_SOFT_ERR_NOT_FINITE;
-    if (!vec_in_room(at)) return TB_SOFT_ERR_RANGE;
+    assert(world);
+    if (!vec_ok(at)) return TB_PHYS_ERR_INVALID;
+    if (!vec_in_room(at)) return TB_PHYS_ERR_RANGE;
     tb_soft_state *st = &world->state;
-    if (find_grab(st, client, pointer) >= 0) return TB_SOFT_ERR_GRAB_EXISTS;
     int slot = -1;
     for (int g = 0; g < TB_SOFT_MAX_GRABS && slot < 0; g++)
         if (!st->grabs[g].active) slot = g;
-    if (slot < 0) return TB_SOFT_ERR_TOO_MANY_GRABS;
+    if (slot < 0) return TB_PHYS_ERR_TOO_MANY_GRABS;
     float d2;
     nearest_vertex(st, at, &d2);
-    if (d2 > TB_SOFT_GRAB_REACH * TB_SOFT_GRAB_REACH) return TB_SOFT_ERR_NOTHING_THERE;
+    if (d2 > TB_SOFT_GRAB_REACH * TB_SOFT_GRAB_REACH) return TB_PHYS_ERR_NOTHING_THERE;
 
     /* The nearest vertices within the grab radius, nearest first (ties by
      * index, as vertices are visited in index order and inserted after equals). */
@@ -293,81 +272,79 @@ tb_soft_result tb_soft_world_grab_start(tb_soft_world *world, uint32_t client, u
         gr->offset[3 * m + 1] = st->pos[3 * i + 1] - at.y;
         gr->offset[3 * m + 2] = st->pos[3 * i + 2] - at.z;
     }
-    gr->client = client;
-    gr->pointer = pointer;
     gr->active = 1;
     gr->count = count;
     gr->target = at;
     st->grab_count++;
     tb_soft__wake(world);
-    return TB_SOFT_OK;
+    return slot;
 }
 
-tb_soft_result tb_soft_world_grab_move(tb_soft_world *world, uint32_t client, uint32_t pointer, tb_vec3 target)
+int tb_soft_world_grab_move(tb_soft_world *world, int grab, tb_vec3 target)
 {
-    if (!world) return TB_SOFT_ERR_NULL;
-    if (!vec_ok(target)) return TB_SOFT_ERR_NOT_FINITE;
-    if (!vec_in_room(target)) return TB_SOFT_ERR_RANGE;
-    int g = find_grab(&world->state, client, pointer);
-    if (g < 0) return TB_SOFT_ERR_UNKNOWN_GRAB;
+    assert(world);
+    if (!vec_ok(target)) return TB_PHYS_ERR_INVALID;
+    if (!vec_in_room(target)) return TB_PHYS_ERR_RANGE;
+    int g = find_grab(&world->state, grab);
+    if (g < 0) return TB_PHYS_ERR_UNKNOWN_GRAB;
     world->state.grabs[g].target = target;
     tb_soft__wake(world);
-    return TB_SOFT_OK;
+    return TB_PHYS_OK;
 }
 
-tb_soft_result tb_soft_world_grab_end(tb_soft_world *world, uint32_t client, uint32_t pointer)
+int tb_soft_world_grab_end(tb_soft_world *world, int grab)
 {
-    if (!world) return TB_SOFT_ERR_NULL;
+    assert(world);
     tb_soft_state *st = &world->state;
-    int g = find_grab(st, client, pointer);
-    if (g < 0) return TB_SOFT_ERR_UNKNOWN_GRAB;
+    int g = find_grab(st, grab);
+    if (g < 0) return TB_PHYS_ERR_UNKNOWN_GRAB;
     memset(&st->grabs[g], 0, sizeof st->grabs[g]);
     st->grab_count--;
     /* The last hand lets go: whatever is left of the stretch becomes the shape. */
     if (st->grab_count == 0 && st->plasticity) tb_soft__commit(world);
     tb_soft__wake(world);
-    return TB_SOFT_OK;
+    return TB_PHYS_OK;
 }
 
-tb_soft_result tb_soft_world_press(tb_soft_world *world, tb_vec3 at, float depth)
+int tb_soft_world_press(tb_soft_world *world, tb_vec3 at, float depth)
 {
-    if (!world) return TB_SOFT_ERR_NULL;
-    if (!vec_ok(at) || !tb_finitef(depth)) return TB_SOFT_ERR_NOT_FINITE;
-    if (!vec_in_room(at) || !(depth > 0.0f) || depth > TB_SOFT_PRESS_DEPTH_MAX) return TB_SOFT_ERR_RANGE;
+    assert(world);
+    if (!vec_ok(at) || !tb_finitef(depth)) return TB_PHYS_ERR_INVALID;
+    if (!vec_in_room(at) || !(depth > 0.0f) || depth > TB_SOFT_PRESS_DEPTH_MAX) return TB_PHYS_ERR_RANGE;
     tb_soft_state *st = &world->state;
-    if (st->press_active) return TB_SOFT_ERR_BUSY;
+    if (st->press_active) return TB_PHYS_ERR_BUSY;
     float d2;
     int v = nearest_vertex(st, at, &d2);
-    if (d2 > TB_SOFT_GRAB_REACH * TB_SOFT_GRAB_REACH) return TB_SOFT_ERR_NOTHING_THERE;
+    if (d2 > TB_SOFT_GRAB_REACH * TB_SOFT_GRAB_REACH) return TB_PHYS_ERR_NOTHING_THERE;
     tb_vec3 p = tb_v3(st->pos[3 * v], st->pos[3 * v + 1], st->pos[3 * v + 2]);
     tb_vec3 n = tb_v3_norm(p); /* the centre of mass is the origin */
-    if (tb_v3_len_sq(n) == 0.0f) return TB_SOFT_ERR_NOTHING_THERE;
+    if (tb_v3_len_sq(n) == 0.0f) return TB_PHYS_ERR_NOTHING_THERE;
     st->press_active = 1;
     st->press_time = 0.0f;
     st->press_depth = depth;
     st->press_point = p;
     st->press_normal = n;
     tb_soft__wake(world);
-    return TB_SOFT_OK;
+    return TB_PHYS_OK;
 }
 
 /* ---- reading ---------------------------------------------------------------------- */
 
-int tb_soft_world_vertex_count(const tb_soft_world *world) { return world ? TB_SOFT_V : 0; }
-const float *tb_soft_world_positions(const tb_soft_world *world) { return world ? world->state.pos : NULL; }
-int tb_soft_world_triangle_count(const tb_soft_world *world) { return world ? TB_SOFT_T : 0; }
-const uint16_t *tb_soft_world_triangles(const tb_soft_world *world) { return world ? world->triangles : NULL; }
-int tb_soft_world_edge_count(const tb_soft_world *world) { return world ? TB_SOFT_E : 0; }
-const uint16_t *tb_soft_world_edges(const tb_soft_world *world) { return world ? world->edges : NULL; }
-const float *tb_soft_world_rest_lengths(const tb_soft_world *world) { return world ? world->state.rest_len : NULL; }
-const float *tb_soft_world_original_rest_lengths(const tb_soft_world *world) { return world ? world->original_len : NULL; }
-const float *tb_soft_world_velocities(const tb_soft_world *world) { return world ? world->state.vel : NULL; }
+int tb_soft_world_vertex_count(const tb_soft_world *world) { assert(world); return TB_SOFT_V; }
+const float *tb_soft_world_positions(const tb_soft_world *world) { assert(world); return world->state.pos; }
+int tb_soft_world_triangle_count(const tb_soft_world *world) { assert(world); return TB_SOFT_T; }
+const uint16_t *tb_soft_world_triangles(const tb_soft_world *world) { assert(world); return world->triangles; }
+int tb_soft_world_edge_count(const tb_soft_world *world) { assert(world); return TB_SOFT_E; }
+const uint16_t *tb_soft_world_edges(const tb_soft_world *world) { assert(world); return world->edges; }
+const float *tb_soft_world_rest_lengths(const tb_soft_world *world) { assert(world); return world->state.rest_len; }
+const float *tb_soft_world_original_rest_lengths(const tb_soft_world *world) { assert(world); return world->original_len; }
+const float *tb_soft_world_velocities(const tb_soft_world *world) { assert(world); return world->state.vel; }
 float tb_soft_world_volume(const tb_soft_world *world) { return tb_soft__volume(world, world->state.pos); }
 float tb_soft_world_rest_volume(const tb_soft_world *world) { return world->state.rest_volume; }
-int tb_soft_world_grab_count(const tb_soft_world *world) { return world ? world->state.grab_count : 0; }
+int tb_soft_world_grab_count(const tb_soft_world *world) { assert(world); return world->state.grab_count; }
 bool tb_soft_world_pressing(const tb_soft_world *world) { return world && world->state.press_active; }
 bool tb_soft_world_asleep(const tb_soft_world *world) { return world && world->state.sleep_steps >= TB_SOFT_SLEEP_STEPS; }
-uint64_t tb_soft_world_idle_steps(const tb_soft_world *world) { return world ? world->idle_steps : 0; }
+uint64_t tb_soft_world_idle_steps(const tb_soft_world *world) { assert(world); return world->idle_steps; }
 
 /* ---- save / load ------------------------------------------------------------------- */
 
@@ -377,12 +354,12 @@ size_t tb_soft_world_save_size(const tb_soft_world *world)
     return tb_state_image_size(sizeof(tb_soft_state));
 }
 
-tb_soft_result tb_soft_world_save(const tb_soft_world *world, void *buffer, size_t capacity, size_t *written)
+int tb_soft_world_save(const tb_soft_world *world, void *buffer, size_t capacity, size_t *written)
 {
-    if (!world || !buffer) return TB_SOFT_ERR_NULL;
+    assert(world && buffer);
     if (!tb_state_image_write(buffer, capacity, SAVE_MAGIC, SAVE_VERSION, &world->state, sizeof world->state, written))
-        return TB_SOFT_ERR_BUFFER_TOO_SMALL;
-    return TB_SOFT_OK;
+        return TB_PHYS_ERR_NO_SPACE;
+    return TB_PHYS_OK;
 }
 
 /* A save may come from disk: check counts, indices and numbers before use. */
@@ -410,21 +387,19 @@ static bool state_valid(const tb_soft_state *s)
             return false;
         for (int m = 0; m < gr->count; m++)
             if (gr->vertex[m] >= TB_SOFT_V) return false;
-        for (int h = 0; h < g; h++)
-            if (s->grabs[h].active && s->grabs[h].client == gr->client && s->grabs[h].pointer == gr->pointer) return false;
         active++;
     }
     return active == s->grab_count;
 }
 
-tb_soft_result tb_soft_world_load(tb_soft_world *world, const void *buffer, size_t size)
+int tb_soft_world_load(tb_soft_world *world, const void *buffer, size_t size)
 {
-    if (!world || !buffer) return TB_SOFT_ERR_NULL;
+    assert(world && buffer);
     if (!tb_state_image_read(buffer, size, SAVE_MAGIC, SAVE_VERSION, &world->load_scratch, sizeof world->load_scratch) ||
         !state_valid(&world->load_scratch))
-        return TB_SOFT_ERR_BAD_SAVE;
+        return TB_PHYS_ERR_FORMAT;
     world->state = world->load_scratch;
-    return TB_SOFT_OK;
+    return TB_PHYS_OK;
 }
 
 uint64_t tb_soft_world_hash(const tb_soft_world *world)

@@ -1,14 +1,14 @@
 /* soft.h: the soft world — a ball of dough (XPBD-style position-based soft
  * body on a shared-vertex icosphere) that keeps the shape you give it.
  *
- * Pull it (grabs, several at once, each keyed by client and pointer) and it
+ * Pull it (grabs, several at once, each named by the handle grab_start gave) and it
  * stretches and stays stretched; press it and the dent stays; its volume is
  * kept, so pressing one side swells the rest. The server steps it with its
  * fixed dt; dt outside (0, TB_SOFT_DT_MAX] is rejected, and inside that range
  * it is clamped to [1/240, 1/30] before anything divides by it.
  *
  * Everything is allocated by tb_soft_world_create(); stepping and inputs never
- * allocate. Bad input is a returned tb_soft_result and changes nothing.
+ * allocate. Bad input is a returned int and changes nothing.
  * Design and constants: ../shared/seeds/xpbd-dough-softbody.ko.md. */
 #ifndef TB_SOFT_H
 #define TB_SOFT_H
@@ -31,23 +31,7 @@
 #define TB_SOFT_PRESS_DEPTH_MAX 0.6f
 #define TB_SOFT_SUBSTEPS_MAX 8
 
-typedef enum tb_soft_result {
-    TB_SOFT_OK = 0,
-    TB_SOFT_ERR_NULL = -1,
-    TB_SOFT_ERR_NOT_FINITE = -2,     /* a NaN or infinite number */
-    TB_SOFT_ERR_RANGE = -3,          /* a number outside its range (dt <= 0 or > TB_SOFT_DT_MAX, ...) */
-    TB_SOFT_ERR_NO_MEMORY = -4,
-    TB_SOFT_ERR_UNKNOWN_GRAB = -5,   /* move/end for a (client, pointer) that holds nothing */
-    TB_SOFT_ERR_GRAB_EXISTS = -6,    /* start for a (client, pointer) that already holds */
-    TB_SOFT_ERR_TOO_MANY_GRABS = -7,
-    TB_SOFT_ERR_NOTHING_THERE = -8,  /* the start point is not near the surface */
-    TB_SOFT_ERR_BUSY = -9,           /* a press is already under way */
-    TB_SOFT_ERR_BUFFER_TOO_SMALL = -10,
-    TB_SOFT_ERR_BAD_SAVE = -11,
-    TB_SOFT_ERR_MESH = -12,          /* the icosphere did not build (a bug) */
-} tb_soft_result;
-
-const char *tb_soft_result_name(tb_soft_result r);
+#include "physics/result.h" /* every call that can fail: TB_PHYS_OK or a TB_PHYS_ERR_* */
 
 typedef struct tb_soft_def {
     float stiffness;          /* edge stiffness 0..1 as the seed means it (per substep at 300 Hz); default 0.6 */
@@ -60,12 +44,12 @@ tb_soft_def tb_soft_def_default(void);
 
 typedef struct tb_soft_world tb_soft_world;
 
-tb_soft_world *tb_soft_world_create(const tb_soft_def *def, tb_soft_result *err);
+tb_soft_world *tb_soft_world_create(const tb_soft_def *def, int *err);
 void tb_soft_world_destroy(tb_soft_world *world);
 /* Back to the round ball at rest; ends every grab and press; keeps parameters. */
 void tb_soft_world_reset(tb_soft_world *world);
 
-tb_soft_result tb_soft_world_step(tb_soft_world *world, float dt);
+int tb_soft_world_step(tb_soft_world *world, float dt);
 
 /* Sleep: a dough with no grab and no press whose vertices all stay slower
  * than TB_SOFT_SLEEP_SPEED for TB_SOFT_SLEEP_STEPS steps in a row falls
@@ -78,22 +62,25 @@ bool tb_soft_world_asleep(const tb_soft_world *world);
 uint64_t tb_soft_world_idle_steps(const tb_soft_world *world); /* steps skipped asleep since create */
 
 /* Parameters. */
-tb_soft_result tb_soft_world_set_stiffness(tb_soft_world *world, float stiffness);
-tb_soft_result tb_soft_world_set_plasticity(tb_soft_world *world, bool on);
-tb_soft_result tb_soft_world_set_volume_preservation(tb_soft_world *world, bool on);
+int tb_soft_world_set_stiffness(tb_soft_world *world, float stiffness);
+int tb_soft_world_set_plasticity(tb_soft_world *world, bool on);
+int tb_soft_world_set_volume_preservation(tb_soft_world *world, bool on);
 
 /* Inputs. A grab takes the vertices within TB_SOFT_GRAB_RADIUS of `at` (a
  * point on or near the surface) and pulls them, keeping their offsets, toward
  * the target. When the last grab ends the shape is committed: rest lengths
  * and rest shape become the current ones and velocities zero (no snap-back). */
-tb_soft_result tb_soft_world_grab_start(tb_soft_world *world, uint32_t client, uint32_t pointer, tb_vec3 at);
-tb_soft_result tb_soft_world_grab_move(tb_soft_world *world, uint32_t client, uint32_t pointer, tb_vec3 target);
-tb_soft_result tb_soft_world_grab_end(tb_soft_world *world, uint32_t client, uint32_t pointer);
+/* grab_start returns the grab's handle (>= 0, opaque: it names the grab for
+ * move and end, and is free again after end) or an error; who holds which
+ * grab is the caller's business. */
+int tb_soft_world_grab_start(tb_soft_world *world, tb_vec3 at);
+int tb_soft_world_grab_move(tb_soft_world *world, int grab, tb_vec3 target);
+int tb_soft_world_grab_end(tb_soft_world *world, int grab);
 /* Press a dent `depth` deep (0..TB_SOFT_PRESS_DEPTH_MAX) at the surface point
  * nearest `at`; takes TB_SOFT_PRESS_TIME seconds, then commits. */
 #define TB_SOFT_PRESS_TIME 0.3f
 #define TB_SOFT_PRESS_RADIUS 0.45f
-tb_soft_result tb_soft_world_press(tb_soft_world *world, tb_vec3 at, float depth);
+int tb_soft_world_press(tb_soft_world *world, tb_vec3 at, float depth);
 
 /* Reading. */
 int tb_soft_world_vertex_count(const tb_soft_world *world);
@@ -112,8 +99,8 @@ bool tb_soft_world_pressing(const tb_soft_world *world);
 
 /* Save the whole state into a caller buffer; load into any soft world. */
 size_t tb_soft_world_save_size(const tb_soft_world *world);
-tb_soft_result tb_soft_world_save(const tb_soft_world *world, void *buffer, size_t capacity, size_t *written);
-tb_soft_result tb_soft_world_load(tb_soft_world *world, const void *buffer, size_t size);
+int tb_soft_world_save(const tb_soft_world *world, void *buffer, size_t capacity, size_t *written);
+int tb_soft_world_load(tb_soft_world *world, const void *buffer, size_t size);
 uint64_t tb_soft_world_hash(const tb_soft_world *world);
 
 #endif /* TB_SOFT_H */

@@ -17,7 +17,7 @@
 _Static_assert(TB_SOFT_V <= 65536, "vertex indices are uint16_t");
 
 typedef struct tb_soft_grab {
-    uint32_t client, pointer;
+    uint32_t unused[2];            /* 0 in a new grab; keeps the save's layout (held its owner before grabs were handles) */
     int32_t active;
     int32_t count;                 /* vertices pulled */
     tb_vec3 target;                /* where the start point should go (world) */

@@ -14,7 +14,7 @@ _Static_assert(TB_ERR__COUNT <= TB_REJECT_COUNT, "reject counters cover every pr
 
 const char *const tb_refuse_names[TB_REFUSE_COUNT] = {
     "per_address", "shutting_down", "max_rooms", "room_full", "bad_room_id",
-    "bad_scene", "origin", "slow_reader", "room_mismatch",
+    "bad_scene", "origin", "slow_reader", "room_mismatch", "flood", "subprotocol",
 };
 
 void tb_metrics_init(tb_metrics *m)
@@ -146,6 +146,9 @@ size_t tb_metrics_write(const tb_metrics *cm, char *buf, size_t cap)
                 LOAD(m->http_refused_paths_total));
     tb__counter(&o, "tumble_events_dropped_total", "Room events dropped because a queue was full.",
                 LOAD(m->events_dropped_total));
+    tb__counter(&o, "tumble_events_superseded_total",
+                "Unsent room events (parameter values, presence, scene, reset, dice) replaced by a newer one.",
+                LOAD(m->events_superseded_total));
     tb__counter(&o, "tumble_rooms_saved_total", "Rooms written to the state folder on shutdown.",
                 LOAD(m->rooms_saved_total));
     tb__counter(&o, "tumble_rooms_restored_total", "Rooms restored from the state folder at start.",

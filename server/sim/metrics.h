@@ -50,6 +50,8 @@ typedef enum tb_refuse_reason {
     TB_REFUSE_ORIGIN,
     TB_REFUSE_SLOW_READER,  /* disconnected: did not read for 10 s */
     TB_REFUSE_ROOM_MISMATCH, /* hello for another room than the /ws/<room> URL */
+    TB_REFUSE_FLOOD,        /* closed 1008: flooding, or too many refused messages */
+    TB_REFUSE_SUBPROTOCOL,  /* WebSocket upgrade without tumble.v1 (HTTP 400) */
     TB_REFUSE_COUNT
 } tb_refuse_reason;
 extern const char *const tb_refuse_names[TB_REFUSE_COUNT];
@@ -73,6 +75,7 @@ typedef struct tb_metrics {
     atomic_uint_fast64_t http_requests_total;
     atomic_uint_fast64_t http_refused_paths_total;
     atomic_uint_fast64_t events_dropped_total;
+    atomic_uint_fast64_t events_superseded_total; /* unsent room events replaced by a newer one */
     /* reliability (sim/persist.c, sim/record.c, the world check) */
     atomic_uint_fast64_t rooms_saved_total;
     atomic_uint_fast64_t rooms_restored_total;

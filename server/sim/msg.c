@@ -17,6 +17,8 @@ tb_msg *tb_msg_new(size_t len)
     msg->base_tick = 0;
     msg->fields = 0;
     msg->serial = 0;
+    msg->supersede = TB_SUPERSEDE_NONE;
+    msg->supersede_key = 0;
     return msg;
 }
 

@@ -27,8 +27,25 @@ typedef struct tb_msg {
     uint32_t base_tick;/* delta: the tick the client must hold */
     uint32_t fields;   /* envelope length the prefix needs */
     uint64_t serial;   /* inputs of the room applied up to this arrival number */
+    /* Room events whose newest copy is all a client needs (PROTOCOL.md §8,
+     * "What a client is sent"): a session keeps at most one unsent message
+     * per (supersede, supersede_key) and replaces it with the newer one.
+     * TB_SUPERSEDE_NONE: must arrive, in order, every one. */
+    int supersede;
+    uint32_t supersede_key; /* param: hash of its name; presence: the peer id */
     _Alignas(16) unsigned char storage[]; /* TB_MSG_HEADROOM + len bytes */
 } tb_msg;
+
+enum {
+    TB_SUPERSEDE_NONE = 0,
+    TB_SUPERSEDE_PARAM,       /* param_changed, per parameter name */
+    TB_SUPERSEDE_PEER_JOINED, /* peer_joined, per peer id */
+    TB_SUPERSEDE_PEER_LEFT,   /* peer_left, per peer id: cancels an unsent peer_joined of the same id */
+    TB_SUPERSEDE_SCENE,       /* scene (static description + keyframe) */
+    TB_SUPERSEDE_RESET,       /* reset / knock / rebuild / throw_dice announcements */
+    TB_SUPERSEDE_DICE,        /* dice results */
+    TB_SUPERSEDE_CONTACTS,    /* the contacts view of a tick */
+};
 
 /* A message of `len` bytes with one reference, or NULL. */
 tb_msg *tb_msg_new(size_t len);

@@ -88,7 +88,8 @@ int tb_persist_encode(const tb_room *room, unsigned char **buf, size_t *len)
     return 0;
 }
 
-int tb_persist_decode(const unsigned char *buf, size_t len, tb_room **out, char *why, size_t cap)
+int tb_persist_decode(const unsigned char *buf, size_t len, const tb_world_env *env, tb_room **out, char *why,
+                      size_t cap)
 {
     *out = NULL;
     tb__file_header h;
@@ -126,7 +127,8 @@ int tb_persist_decode(const unsigned char *buf, size_t len, tb_room **out, char 
         snprintf(why, cap, "world kind %s cannot be restored", room->ops->kind);
         return TB_EINVAL;
     }
-    rc = room->ops->load(room->scene, h.seed, buf + sizeof h, len - sizeof h, &room->world);
+    room->env = env;
+    rc = room->ops->load(room->scene, h.seed, env, buf + sizeof h, len - sizeof h, &room->world);
     if (rc < 0) {
         room->world = NULL;
         tb_room_unref(room);
@@ -175,6 +177,50 @@ int tb_persist_write_file(const char *dir, const char *name, const unsigned char
     return 0;
 }
 
+int tb_persist_check_dir(const char *dir, char *why, size_t cap)
+{
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {
+        snprintf(why, cap, "path too long");
+        return TB_EINVAL;
+    }
+    /* make the folder and its missing parents (mkdir -p) */
+    for (char *p = path + 1;; p++) {
+        bool end = *p == '\0';
+        if (*p == '/' || end) {
+            *p = '\0';
+            if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+                snprintf(why, cap, "cannot create %s: %s", path, strerror(errno));
+                return TB_EINVAL;
+            }
+            if (end)
+                break;
+            *p = '/';
+        }
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(why, cap, "not a folder");
+        return TB_EINVAL;
+    }
+    /* writable: a file can be made, synced and removed there (as a save will) */
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s/.probe-%ld.tmp", dir, (long)getpid());
+    int fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        snprintf(why, cap, "cannot write there: %s", strerror(errno));
+        return TB_EINVAL;
+    }
+    int bad = fsync(fd) != 0 ? errno : 0;
+    close(fd);
+    unlink(probe);
+    if (bad) {
+        snprintf(why, cap, "cannot sync there: %s", strerror(bad));
+        return TB_EINVAL;
+    }
+    return 0;
+}
+
 static bool tb__state_name(const char *name, char *id, size_t cap)
 {
     size_t n = strlen(name);
@@ -200,9 +246,13 @@ int tb_persist_save_all(tb_registry *reg, const char *dir, tb_persist_report_fn 
     int saved = 0;
     pthread_mutex_lock(&reg->lock);
     int count = reg->count;
+    /* every open room, saved or not: a room whose save failed keeps its
+     * previous file (it is not stale, only not updated) */
     char(*ids)[TB_ROOM_ID_MAX + 1] = calloc((size_t)(count ? count : 1), sizeof *ids);
     for (int i = 0; i < count; i++) {
         tb_room *room = reg->rooms[i];
+        if (ids)
+            snprintf(ids[i], sizeof ids[i], "%s", room->id);
         unsigned char *buf = NULL;
         size_t len = 0;
         char name[64];
@@ -216,8 +266,6 @@ int tb_persist_save_all(tb_registry *reg, const char *dir, tb_persist_report_fn 
                 report(name, tb_strerror(rc));
             continue;
         }
-        if (ids)
-            snprintf(ids[saved], sizeof ids[saved], "%s", room->id);
         saved++;
         TB_COUNT(reg->metrics, rooms_saved_total);
     }
@@ -229,7 +277,7 @@ int tb_persist_save_all(tb_registry *reg, const char *dir, tb_persist_report_fn 
         if (!tb__state_name(e->d_name, id, sizeof id))
             continue;
         bool live = false;
-        for (int i = 0; i < saved && !live; i++)
+        for (int i = 0; i < count && !live; i++)
             live = strcmp(ids[i], id) == 0;
         if (!live)
             unlinkat(dirfd(d), e->d_name, 0);
@@ -290,7 +338,7 @@ int tb_persist_restore(tb_registry *reg, const char *dir, tb_persist_report_fn r
         tb_room *room = NULL;
         int rc = tb__read_file(dirfd(d), e->d_name, &buf, &len, why, sizeof why);
         if (rc == 0)
-            rc = tb_persist_decode(buf, len, &room, why, sizeof why);
+            rc = tb_persist_decode(buf, len, reg->sched ? &reg->sched->env : NULL, &room, why, sizeof why);
         free(buf);
         if (rc == 0 && strcmp(room->id, id) != 0) {
             snprintf(why, sizeof why, "file name does not match room id %s", room->id);

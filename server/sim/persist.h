@@ -32,12 +32,20 @@ int tb_persist_encode(const tb_room *room, unsigned char **buf, size_t *len);
 /* A room (one reference, world built, tick set, not yet adopted) from a
  * file image. TB_EINVAL with a reason in why (cap bytes) when the image is
  * not a valid save. */
-int tb_persist_decode(const unsigned char *buf, size_t len, tb_room **out, char *why, size_t cap);
+int tb_persist_decode(const unsigned char *buf, size_t len, const tb_world_env *env, tb_room **out, char *why,
+                      size_t cap);
 
 /* Write buf to dir/name atomically (temp file, fsync, rename, fsync dir). */
 int tb_persist_write_file(const char *dir, const char *name, const unsigned char *buf, size_t len);
 
-/* Save every room of the registry; returns rooms saved or a TB_E* code. */
+/* At start: make dir (and missing parents) and check a file can be written
+ * and synced there, so an unusable --state-dir is found before the first
+ * save, not at it. TB_EINVAL with a reason in why. */
+int tb_persist_check_dir(const char *dir, char *why, size_t cap);
+
+/* Save every room of the registry; returns rooms saved or a TB_E* code.
+ * Files of rooms not open any more are removed; a room whose save failed
+ * keeps its previous file. */
 int tb_persist_save_all(tb_registry *reg, const char *dir, tb_persist_report_fn report);
 /* Restore every state file of dir into the registry; returns rooms restored.
  * Missing dir: 0. */

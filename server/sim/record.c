@@ -100,10 +100,18 @@ static int tb__replay_input(tb_room *room, const tb_input *in)
     case TB_INPUT_JOIN:
     case TB_INPUT_CONTACTS:
         return 0;
-    case TB_INPUT_PARAM:
-        return room->ops->param_set(room->world, in->name, in->value_d);
-    case TB_INPUT_SCENE:
-        return tb_room_swap_scene(room, in->name);
+    case TB_INPUT_PARAM: {
+        int rc = room->ops->param_set(room->world, in->name, in->value_d);
+        if (rc == TB_WORLD_STATIC_CHANGED)
+            room->tick++; /* a static change takes a tick of its own (sched.c tb__static_changed) */
+        return rc;
+    }
+    case TB_INPUT_SCENE: {
+        int rc = tb_room_swap_scene(room, in->name);
+        if (rc == 0)
+            room->tick++;
+        return rc;
+    }
     default: /* LEAVE, RESET and the world inputs */
         return room->ops->apply_input(room->world, in);
     }
@@ -115,9 +123,9 @@ static void tb__replay_step(tb_room *room)
     room->tick++;
     if (room->ops->check)
         room->ops->check(room->world);
-    if (room->ops->poll_dice) {
-        uint32_t faces[TB_PROTO_MAX_DICE];
-        room->ops->poll_dice(room->world, faces, TB_PROTO_MAX_DICE);
+    tb_world_event ev; /* told to nobody, but taken as the server does (a dice result is told once) */
+    for (int k = 0; room->ops->poll_event && k < TB_WORLD_EVENTS_PER_STEP &&
+                    room->ops->poll_event(room->world, &ev) > 0; k++) {
     }
 }
 
@@ -146,7 +154,7 @@ int tb_replay_file(const char *path, tb_replay_result *res)
     }
     tb_room *room = NULL;
     char why[160];
-    int rc = tb_persist_decode(img, len, &room, why, sizeof why);
+    int rc = tb_persist_decode(img, len, NULL, &room, why, sizeof why);
     free(img);
     if (rc < 0) {
         snprintf(res->error, sizeof res->error, "state image: %s", why);

@@ -152,7 +152,8 @@ int tb_registry_get_or_create(tb_registry *reg, const char *id, const char *scen
     rc = tb_room_new(id, scene_name, reg->next_seed++, keep, &room);
     if (rc < 0)
         goto done;
-    rc = room->ops->create(room->scene, room->seed, &room->world);
+    room->env = reg->sched ? &reg->sched->env : NULL;
+    rc = room->ops->create(room->scene, room->seed, room->env, &room->world);
     if (rc == 0)
         rc = tb__adopt(reg, room); /* the registry keeps tb_room_new's reference */
     if (rc < 0) {

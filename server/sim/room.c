@@ -92,7 +92,7 @@ int tb_room_swap_scene(tb_room *room, const char *scene_name)
     if (scene->ops != room->ops)
         return TB_ENOTSUP;
     void *world = NULL;
-    int rc = room->ops->create(scene->name, room->seed + room->tick, &world);
+    int rc = room->ops->create(scene->name, room->seed + room->tick, room->env, &world);
     if (rc < 0)
         return rc;
     room->ops->destroy(room->world);

@@ -58,6 +58,7 @@ typedef struct tb_room {
 
     /* worker thread */
     void *world;
+    const tb_world_env *env;   /* what the world shares (the scheduler's tower memo), or NULL */
     uint64_t tick;
     tb_pace pace;
     int snapshot_every;   /* steps per snapshot (120 / snapshot rate) */

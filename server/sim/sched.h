@@ -37,6 +37,7 @@
 #include "sim/msg.h"
 #include "sim/ring.h"
 #include "sim/room.h"
+#include "sim/tower_memo.h"
 
 #define TB_STEP_HZ 120
 #define TB_STEP_NS (1000000000LL / TB_STEP_HZ)
@@ -119,6 +120,9 @@ typedef struct tb_sched {
     char record_dir[1024];  /* --record: each room's input log goes here */
     void (*fault_cb)(const tb_room *room, int faults); /* a world check fixed something */
     void (*record_fail_cb)(const tb_room *room, const char *why);
+    /* shared by every room's world (tb_world_env): settled towers */
+    tb_tower_memo tower_memo;
+    tb_world_env env;
 } tb_sched;
 
 /* snapshot_rate_hz must divide 120. TB_EINVAL, TB_ENOMEM. */

@@ -47,6 +47,12 @@ int tb_wire_decode(const void *data, size_t len, tb_client_msg *out, tb_proto_er
     case TB_MSG_PING:
         out->kind = TB_CLIENT_PING;
         out->ping_time = m.u.ping.client_time;
+        out->link.has_ack_tick = m.u.ping.has_ack_tick;
+        out->link.ack_tick = m.u.ping.ack_tick;
+        out->link.has_rtt = m.u.ping.has_rtt;
+        out->link.rtt_ms = m.u.ping.rtt_ms;
+        out->link.has_recv_bytes = m.u.ping.has_recv_bytes;
+        out->link.recv_bytes = m.u.ping.recv_bytes;
         return TB_OK;
     case TB_MSG_RESYNC:
         out->kind = TB_CLIENT_RESYNC;
@@ -136,6 +142,33 @@ static tb_msg *tb__finish(msgpack_sbuffer *sb, int rc)
     return msg;
 }
 
+/* The message with its supersede class set (sim/msg.h), or NULL. */
+static tb_msg *tb__superseding(tb_msg *msg, int supersede, uint32_t key)
+{
+    if (msg) {
+        msg->supersede = supersede;
+        msg->supersede_key = key;
+    }
+    return msg;
+}
+
+/* FNV-1a: a parameter's name as a supersede key (at most 32 names a room). */
+static uint32_t tb__name_key(const char *name)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return h;
+}
+
+#define TB__ENCODE_AS(supersede, key, call)                                                                 \
+    do {                                                                                                     \
+        msgpack_sbuffer sb;                                                                                  \
+        msgpack_sbuffer_init(&sb);                                                                           \
+        int rc_ = (call);                                                                                    \
+        return tb__superseding(tb__finish(&sb, rc_), (supersede), (key));                                    \
+    } while (0)
+
 #define TB__ENCODE(call)                                                                                     \
     do {                                                                                                     \
         msgpack_sbuffer sb;                                                                                  \
@@ -181,6 +214,8 @@ tb_msg *tb_wire_welcome(tb_room *room, uint32_t client, const char *instance, in
     if (msg) {
         msg->type = type;
         msg->tick = key->tick;
+        if (type == TB_MSG_SCENE)
+            msg->supersede = TB_SUPERSEDE_SCENE;
     }
     return msg;
 }
@@ -214,23 +249,29 @@ tb_msg *tb_wire_pong(double client_time, double server_time)
 
 tb_msg *tb_wire_param_changed(const char *name, double value, uint32_t by, const char *by_name)
 {
-    TB__ENCODE(tb_proto_encode_param_changed(&sb, name, value, by, by_name));
+    TB__ENCODE_AS(TB_SUPERSEDE_PARAM, tb__name_key(name), tb_proto_encode_param_changed(&sb, name, value, by, by_name));
 }
 
 tb_msg *tb_wire_reset(const char *action, uint32_t by, const char *by_name)
 {
-    TB__ENCODE(tb_proto_encode_reset(&sb, action, by, by_name));
+    TB__ENCODE_AS(TB_SUPERSEDE_RESET, 0, tb_proto_encode_reset(&sb, action, by, by_name));
 }
 
-tb_msg *tb_wire_dice(uint32_t tick, const uint32_t *faces, uint32_t n) { TB__ENCODE(tb_proto_encode_dice(&sb, tick, faces, n)); }
+tb_msg *tb_wire_dice(uint32_t tick, const uint32_t *faces, uint32_t n)
+{
+    TB__ENCODE_AS(TB_SUPERSEDE_DICE, 0, tb_proto_encode_dice(&sb, tick, faces, n));
+}
 
-tb_msg *tb_wire_peer_joined(uint32_t id, const char *name) { TB__ENCODE(tb_proto_encode_peer_joined(&sb, id, name)); }
+tb_msg *tb_wire_peer_joined(uint32_t id, const char *name)
+{
+    TB__ENCODE_AS(TB_SUPERSEDE_PEER_JOINED, id, tb_proto_encode_peer_joined(&sb, id, name));
+}
 
-tb_msg *tb_wire_peer_left(uint32_t id) { TB__ENCODE(tb_proto_encode_peer_left(&sb, id)); }
+tb_msg *tb_wire_peer_left(uint32_t id) { TB__ENCODE_AS(TB_SUPERSEDE_PEER_LEFT, id, tb_proto_encode_peer_left(&sb, id)); }
 
 tb_msg *tb_wire_contacts(uint32_t tick, const tb_proto_contact *contacts, uint32_t n)
 {
-    TB__ENCODE(tb_proto_encode_contacts(&sb, tick, contacts, n));
+    TB__ENCODE_AS(TB_SUPERSEDE_CONTACTS, 0, tb_proto_encode_contacts(&sb, tick, contacts, n));
 }
 
 tb_msg *tb_wire_lobby(const tb_room_row *rows, int n)

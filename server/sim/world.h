@@ -29,10 +29,43 @@ typedef struct tb_world_info {
     int awake;  /* bodies not asleep (all points for cloth/soft) */
 } tb_world_info;
 
+/* Something a world tells everyone in the room after a step; the scheduler
+ * turns each kind into its message (sim/wire.h). */
+enum {
+    TB_WORLD_EVENT_DICE = 1, /* the thrown dice came to rest: values = their top faces */
+};
+#define TB_WORLD_EVENT_VALUES 8
+#define TB_WORLD_EVENTS_PER_STEP 4
+typedef struct tb_world_event {
+    int kind;       /* TB_WORLD_EVENT_* */
+    uint32_t count; /* values used (<= TB_WORLD_EVENT_VALUES) */
+    uint32_t values[TB_WORLD_EVENT_VALUES];
+} tb_world_event;
+
+/* Debug views a client can switch on for itself; the scheduler sends each
+ * viewer the overlay's items with every snapshot. */
+enum {
+    TB_WORLD_OVERLAY_CONTACTS = 1, /* contact points, normals and impulses of the last step */
+};
+typedef struct tb_world_overlay {
+    int kind;                         /* TB_WORLD_OVERLAY_* */
+    uint32_t count;
+    const tb_proto_contact *contacts; /* CONTACTS: count items in world memory, valid until the next call */
+} tb_world_overlay;
+
+/* What a world may share beyond itself, owned by the scheduler (sim/sched.h)
+ * and valid for the world's whole life: passed to create and load. NULL
+ * (tests, tools) shares nothing: a tower rebuild then settles anew, with the
+ * same bits. */
+struct tb_tower_memo;
+typedef struct tb_world_env {
+    struct tb_tower_memo *tower_memo; /* settled towers (sim/tower_memo.h) */
+} tb_world_env;
+
 typedef struct tb_world_ops {
     const char *kind;
     /* Build the scene; *world set on success. TB_EBADSCENE, TB_ENOMEM. */
-    int (*create)(const char *scene, uint64_t seed, void **world);
+    int (*create)(const char *scene, uint64_t seed, const tb_world_env *env, void **world);
     void (*destroy)(void *world);
     /* Every input except JOIN and PARAM (LEAVE too, so a leaving client's
      * grabs end). 0 or a TB_E* code the client is told (sim/error.h);
@@ -54,11 +87,14 @@ typedef struct tb_world_ops {
      * room must rebuild its encoder and send everyone a `scene`. */
     int (*param_set)(void *world, const char *name, double value);
     int (*param_get)(const void *world, const char *name, double *value);
-    /* Dice result once all dice have come to rest after a throw: returns the
-     * number of dice (faces filled) once per throw, else 0. May be NULL. */
-    int (*poll_dice)(void *world, uint32_t *faces, int cap);
-    /* Contacts of the last step for the debug view; NULL if the kind has none. */
-    int (*contacts)(const void *world, tb_proto_contact *out, int cap);
+    /* After a step: 1 with *out filled while the world has an event to tell
+     * (each is given once), else 0; the caller takes at most
+     * TB_WORLD_EVENTS_PER_STEP a step. May be NULL (no events). */
+    int (*poll_event)(void *world, tb_world_event *out);
+    /* Bit (1 << TB_WORLD_OVERLAY_x) for each overlay this kind can draw. */
+    unsigned overlays;
+    /* The overlay's items now (a kind in `overlays`). May be NULL when overlays is 0. */
+    void (*overlay)(void *world, int kind, tb_world_overlay *out);
 
     /* Persistence and replay (sim/persist.c, sim/record.c). save: the whole
      * state (physics image plus the adapter's own: scene, rng, projectiles,
@@ -70,7 +106,8 @@ typedef struct tb_world_ops {
      * went non-finite or left the room are reset or removed; returns how
      * many (0 normally). May be NULL. */
     int (*save)(const void *world, unsigned char **buf, size_t *len);
-    int (*load)(const char *scene, uint64_t seed, const unsigned char *buf, size_t len, void **world);
+    int (*load)(const char *scene, uint64_t seed, const tb_world_env *env, const unsigned char *buf, size_t len,
+                void **world);
     uint64_t (*hash)(const void *world);
     int (*check)(void *world);
 } tb_world_ops;
@@ -91,6 +128,10 @@ const tb_scene *tb_scene_find(const char *name);
 /* The table, terminated by a zeroed entry. */
 const tb_scene *tb_scene_table(void);
 
+/* Shared by the adapters: a physics error code (physics/result.h, from any
+ * kernel) as the TB_E* code the client is told. */
+int tb_world_error(int phys_err);
+
 /* Shared by the adapters: a parameter with its range, stored as a double. */
 typedef struct tb_world_param {
     const char *name;
@@ -99,25 +140,33 @@ typedef struct tb_world_param {
 
 /* Fills a tb_proto_param; value from the world. */
 void tb_world_param_describe(const tb_world_param *p, double value, tb_proto_param *out);
-/* TB_ERANGE unless finite and within [min, max]. */
+/* The shortest decimal that names value's float32 (0.2f -> 0.2): how a
+ * parameter value goes out on the wire. */
+double tb_world_param_decimal(double value);
+/* TB_ERANGE unless finite and, at float32 precision, within [min, max]. */
 int tb_world_param_check(const tb_world_param *p, double value);
 /* Index of the parameter called name in params[0..count), or -1. */
 int tb_world_param_find(const tb_world_param *params, int count, const char *name);
 
-/* Shared by the adapters (sim/world_common.c): the (client, pointer) pairs
- * holding a grab, so a leaving client's grabs can be ended. */
+/* Shared by the adapters (sim/world_common.c): the one map from who grabs
+ * (a client's pointer) to what the physics world gave for it (the grab's
+ * opaque handle). Physics knows handles only; clients exist only here. */
 #define TB_WORLD_MAX_GRABS 16
 typedef struct tb_world_grabs {
     uint32_t client[TB_WORLD_MAX_GRABS], pointer[TB_WORLD_MAX_GRABS];
+    int handle[TB_WORLD_MAX_GRABS];
     int count;
 } tb_world_grabs;
 
+/* The handle (client, pointer) holds; false when it holds none. */
+bool tb_world_grabs_find(const tb_world_grabs *g, uint32_t client, uint32_t pointer, int *handle);
 /* Remember a grab the physics world accepted (ignored when full). */
-void tb_world_grabs_add(tb_world_grabs *g, uint32_t client, uint32_t pointer);
-void tb_world_grabs_forget(tb_world_grabs *g, uint32_t client, uint32_t pointer);
-/* Removes one grab of client and gives its pointer; false when it holds none.
+void tb_world_grabs_add(tb_world_grabs *g, uint32_t client, uint32_t pointer, int handle);
+/* Forget (client, pointer)'s grab and give its handle; false when it holds none. */
+bool tb_world_grabs_forget(tb_world_grabs *g, uint32_t client, uint32_t pointer, int *handle);
+/* Removes one grab of client and gives its handle; false when it holds none.
  * A leave is `while (take) end that grab in the physics world`. */
-bool tb_world_grabs_take(tb_world_grabs *g, uint32_t client, uint32_t *pointer);
+bool tb_world_grabs_take(tb_world_grabs *g, uint32_t client, int *handle);
 /* Copies the pairs into a save header's arrays (room for g->count); returns the count. */
 int32_t tb_world_grabs_copy(const tb_world_grabs *g, uint32_t *client, uint32_t *pointer);
 

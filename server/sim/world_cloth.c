@@ -8,6 +8,7 @@
  * that body's local frame (PROTOCOL.md §6): (0, -h, 0) and (0, h, 0), h the
  * body's half height, so a client draws it from the body's pose alone.
  */
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +55,7 @@ static void tb__bounds(tb__cloth *c)
     c->bounds_max[1] = 5.0;
     for (int p = 0; p < tb_cloth_world_piece_count(c->world); p++) {
         tb_cloth_view v;
-        if (tb_cloth_world_get_cloth(c->world, p, &v) != TB_CLOTH_OK)
+        if (tb_cloth_world_get_cloth(c->world, p, &v) != TB_PHYS_OK)
             continue;
         for (int i = 0; i < v.point_count; i++)
             for (int a = 0; a < 3; a++) {
@@ -67,7 +68,7 @@ static void tb__bounds(tb__cloth *c)
         c->bounds_min[1] = -1.0;
 }
 
-static int cloth_create(const char *scene, uint64_t seed, void **out)
+static int cloth_create(const char *scene, uint64_t seed, const tb_world_env *env, void **out)
 {
     (void)seed; /* the cloth scenes have no randomness */
     tb_cloth_def def = tb_cloth_def_default();
@@ -103,34 +104,33 @@ static void cloth_destroy(void *world)
     free(c);
 }
 
-static int tb__err(tb_cloth_result r)
-{
-    switch (r) {
-    case TB_CLOTH_OK: return 0;
-    case TB_CLOTH_ERR_UNKNOWN_GRAB:
-    case TB_CLOTH_ERR_NOTHING_THERE: return TB_ENOBODY;
-    case TB_CLOTH_ERR_GRAB_EXISTS: return TB_EBUSY;
-    case TB_CLOTH_ERR_TOO_MANY_GRABS: return TB_ELIMIT;
-    case TB_CLOTH_ERR_NO_MEMORY: return TB_ENOMEM;
-    default: return TB_ERANGE;
-    }
-}
-
 static int cloth_apply_input(void *world, const tb_input *in)
 {
     tb__cloth *c = world;
     tb_vec3 p = tb_v3(in->pos[0], in->pos[1], in->pos[2]);
     switch (in->type) {
     case TB_INPUT_GRAB_START: {
-        tb_cloth_result r = tb_cloth_world_grab_start(c->world, in->client, in->pointer, p);
-        if (r == TB_CLOTH_OK)
-            tb_world_grabs_add(&c->grabs, in->client, in->pointer);
-        return tb__err(r);
+        int grab;
+        if (tb_world_grabs_find(&c->grabs, in->client, in->pointer, &grab))
+            return TB_EBUSY; /* that pointer already holds a point */
+        grab = tb_cloth_world_grab_start(c->world, p);
+        if (grab < 0)
+            return tb_world_error(grab);
+        tb_world_grabs_add(&c->grabs, in->client, in->pointer, grab);
+        return 0;
     }
-    case TB_INPUT_GRAB_MOVE: return tb__err(tb_cloth_world_grab_move(c->world, in->client, in->pointer, p));
-    case TB_INPUT_GRAB_END:
-        tb_world_grabs_forget(&c->grabs, in->client, in->pointer);
-        return tb__err(tb_cloth_world_grab_end(c->world, in->client, in->pointer));
+    case TB_INPUT_GRAB_MOVE: {
+        int grab;
+        if (!tb_world_grabs_find(&c->grabs, in->client, in->pointer, &grab))
+            return TB_ENOBODY;
+        return tb_world_error(tb_cloth_world_grab_move(c->world, grab, p));
+    }
+    case TB_INPUT_GRAB_END: {
+        int grab;
+        if (!tb_world_grabs_forget(&c->grabs, in->client, in->pointer, &grab))
+            return TB_ENOBODY;
+        return tb_world_error(tb_cloth_world_grab_end(c->world, grab));
+    }
     case TB_INPUT_POKE: {
         /* The poke's impulse is read as a velocity change (m/s) for the cloth
          * near the point, capped: cloth points have no meaningful mass. */
@@ -138,12 +138,12 @@ static int cloth_apply_input(void *world, const tb_input *in)
         float len = tb_v3_len(dv);
         if (len > 20.0f)
             dv = tb_v3_scale(dv, 20.0f / len);
-        return tb__err(tb_cloth_world_poke(c->world, p, dv, 0.4f));
+        return tb_world_error(tb_cloth_world_poke(c->world, p, dv, 0.4f));
     }
     case TB_INPUT_LEAVE: {
-        uint32_t pointer;
-        while (tb_world_grabs_take(&c->grabs, in->client, &pointer))
-            tb_cloth_world_grab_end(c->world, in->client, pointer);
+        int grab;
+        while (tb_world_grabs_take(&c->grabs, in->client, &grab))
+            tb_cloth_world_grab_end(c->world, grab);
         return 0;
     }
     case TB_INPUT_RESET:
@@ -161,21 +161,24 @@ static int cloth_apply_input(void *world, const tb_input *in)
 
 static void cloth_step(void *world, float dt)
 {
-    (void)dt; /* the cloth world steps its own fixed TB_CLOTH_DT, which is 1/120 */
-    tb_cloth_world_step(((tb__cloth *)world)->world);
+    int rc = tb_cloth_world_step(((tb__cloth *)world)->world, dt); /* the room's 1/120 s is TB_CLOTH_DT */
+    assert(rc == TB_PHYS_OK);
+    (void)rc;
 }
 
 static void cloth_info(const void *world, tb_world_info *out)
 {
     const tb__cloth *c = world;
-    int points = 0;
+    int points = 0, free_points = 0;
     for (int p = 0; p < tb_cloth_world_piece_count(c->world); p++) {
         tb_cloth_view v;
-        if (tb_cloth_world_get_cloth(c->world, p, &v) == TB_CLOTH_OK)
+        if (tb_cloth_world_get_cloth(c->world, p, &v) == TB_PHYS_OK) {
             points += v.point_count;
+            free_points += v.point_count - v.pin_count;
+        }
     }
     out->bodies = points;
-    out->awake = points;
+    out->awake = free_points; /* PROTOCOL.md §7.4: a cloth never sleeps; its pins are held */
 }
 
 /* The scene's default grid (tb_cloth_def_default), width x height. */
@@ -191,7 +194,7 @@ static void tb__default_grid(const tb__cloth *c, int *w, int *h)
 static int tb__grid(const tb__cloth *c)
 {
     tb_cloth_view v;
-    if (tb_cloth_world_get_cloth(c->world, 0, &v) != TB_CLOTH_OK)
+    if (tb_cloth_world_get_cloth(c->world, 0, &v) != TB_PHYS_OK)
         return 0;
     return v.width > v.height ? v.width : v.height;
 }
@@ -258,7 +261,7 @@ static void cloth_describe(const void *world, tb_proto_welcome *out)
     st->mesh_count = 0;
     for (int p = 0; p < pieces && p < TB_PROTO_MAX_MESHES; p++) {
         tb_cloth_view v;
-        if (tb_cloth_world_get_cloth(c->world, p, &v) != TB_CLOTH_OK)
+        if (tb_cloth_world_get_cloth(c->world, p, &v) != TB_PHYS_OK)
             continue;
         tb_proto_mesh *m = &st->meshes[st->mesh_count++];
         strcpy(m->kind, "cloth");
@@ -286,12 +289,12 @@ static void cloth_fill_snapshot(void *world, tb_snap_input *in)
     int points = 0;
     for (int p = 0, m = 0; p < tb_cloth_world_piece_count(c->world) && m < TB_PROTO_MAX_MESHES; p++) {
         tb_cloth_view v;
-        if (tb_cloth_world_get_cloth(c->world, p, &v) != TB_CLOTH_OK)
+        if (tb_cloth_world_get_cloth(c->world, p, &v) != TB_PHYS_OK)
             continue;
         in->verts[m++] = v.positions;
-        points += v.point_count;
+        points += v.point_count - v.pin_count;
     }
-    in->awake = (uint32_t)points;
+    in->awake = (uint32_t)points; /* the free vertices, as in cloth_info */
 }
 
 static uint32_t cloth_max_bodies(const void *world) { return TB_CLOTH_MAX_CAPSULES; }
@@ -306,20 +309,20 @@ static int cloth_param_set(void *world, const char *name, double value)
         return TB_EUNKNOWN;
     if (tb_world_param_check(&tb__params[i], value) < 0)
         return TB_ERANGE;
-    tb_cloth_result r = TB_CLOTH_OK;
+    int r = TB_PHYS_OK;
     switch (i) {
     case TB__WIND:
         r = tb_cloth_world_set_wind(c->world, (float)value, (float)c->wind_direction);
-        if (r == TB_CLOTH_OK) c->wind = value;
+        if (r == TB_PHYS_OK) c->wind = value;
         break;
     case TB__WIND_DIRECTION:
         r = tb_cloth_world_set_wind(c->world, (float)c->wind, (float)value);
-        if (r == TB_CLOTH_OK) c->wind_direction = value;
+        if (r == TB_PHYS_OK) c->wind_direction = value;
         break;
     case TB__ITERATIONS: r = tb_cloth_world_set_iterations(c->world, (int)lround(value)); break;
     case TB__WALKING:
         r = tb_cloth_world_set_walking(c->world, value >= 0.5);
-        if (r == TB_CLOTH_OK) c->walking = value >= 0.5;
+        if (r == TB_PHYS_OK) c->walking = value >= 0.5;
         break;
     default: { /* TB__GRID: the cloth is rebuilt flat at the new resolution */
         int n = (int)lround(value), w, h;
@@ -327,16 +330,16 @@ static int cloth_param_set(void *world, const char *name, double value)
             return 0;
         tb__grid_size(c, n, &w, &h);
         tb_cloth_view v;
-        if (tb_cloth_world_get_cloth(c->world, 0, &v) != TB_CLOTH_OK)
+        if (tb_cloth_world_get_cloth(c->world, 0, &v) != TB_PHYS_OK)
             return TB_EINVAL;
         r = tb_cloth_world_set_grid(c->world, v.kind, w, h);
-        if (r != TB_CLOTH_OK)
-            return tb__err(r);
+        if (r != TB_PHYS_OK)
+            return tb_world_error(r);
         c->grabs.count = 0; /* the rebuild ended every grab on it */
         return TB_WORLD_STATIC_CHANGED;
     }
     }
-    return tb__err(r);
+    return tb_world_error(r);
 }
 
 static int cloth_param_get(const void *world, const char *name, double *value)
@@ -389,11 +392,12 @@ static int cloth_save(const void *world, unsigned char **buf, size_t *len)
     unsigned char *out = tb_world_save_begin(&h, sizeof h, TB__SAVE_MAGIC, wlen);
     if (!out)
         return TB_ENOMEM;
-    bool ok = tb_cloth_world_save(c->world, out + sizeof h, wlen, &written) == TB_CLOTH_OK && written == wlen;
+    bool ok = tb_cloth_world_save(c->world, out + sizeof h, wlen, &written) == TB_PHYS_OK && written == wlen;
     return tb_world_save_end(out, ok, sizeof h + wlen, buf, len);
 }
 
-static int cloth_load(const char *scene, uint64_t seed, const unsigned char *buf, size_t len, void **out)
+static int cloth_load(const char *scene, uint64_t seed, const tb_world_env *env, const unsigned char *buf, size_t len,
+                      void **out)
 {
     tb__cloth_save h;
     const unsigned char *image = tb_world_load_begin(buf, len, TB__SAVE_MAGIC, &h, sizeof h);
@@ -404,17 +408,17 @@ static int cloth_load(const char *scene, uint64_t seed, const unsigned char *buf
         if (!(h.bounds_min[a] >= -1e4 && h.bounds_max[a] <= 1e4 && h.bounds_min[a] < h.bounds_max[a]))
             return TB_EINVAL;
     void *made = NULL;
-    int rc = cloth_create(scene, seed, &made);
+    int rc = cloth_create(scene, seed, env, &made);
     if (rc < 0)
         return rc;
     tb__cloth *c = made;
-    if ((int32_t)c->scene != h.scene || tb_cloth_world_load(c->world, image, h.world_len) != TB_CLOTH_OK) {
+    if ((int32_t)c->scene != h.scene || tb_cloth_world_load(c->world, image, h.world_len) != TB_PHYS_OK) {
         cloth_destroy(c);
         return TB_EINVAL;
     }
     /* the saved grabs' clients are gone after a restart: end their grabs */
-    for (int i = 0; i < h.grab_count; i++)
-        tb_cloth_world_grab_end(c->world, h.grab_client[i], h.grab_pointer[i]);
+    for (int grab = 0; grab < TB_CLOTH_MAX_GRABS; grab++)
+        tb_cloth_world_grab_end(c->world, grab); /* TB_PHYS_ERR_UNKNOWN_GRAB for a free handle: nothing to end */
     c->wind = h.wind;
     c->wind_direction = h.wind_direction;
     c->walking = h.walking != 0;
@@ -437,7 +441,7 @@ static int cloth_check(void *world)
     tb__cloth *c = world;
     for (int p = 0; p < tb_cloth_world_piece_count(c->world); p++) {
         tb_cloth_view v;
-        if (tb_cloth_world_get_cloth(c->world, p, &v) != TB_CLOTH_OK)
+        if (tb_cloth_world_get_cloth(c->world, p, &v) != TB_PHYS_OK)
             continue;
         for (int i = 0; i < 3 * v.point_count; i++) {
             float x = v.positions[i];

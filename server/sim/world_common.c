@@ -13,37 +13,52 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "physics/result.h"
 #include "sim/error.h"
 #include "sim/world.h"
 
-void tb_world_grabs_add(tb_world_grabs *g, uint32_t client, uint32_t pointer)
+bool tb_world_grabs_find(const tb_world_grabs *g, uint32_t client, uint32_t pointer, int *handle)
+{
+    for (int i = 0; i < g->count; i++)
+        if (g->client[i] == client && g->pointer[i] == pointer) {
+            *handle = g->handle[i];
+            return true;
+        }
+    return false;
+}
+
+void tb_world_grabs_add(tb_world_grabs *g, uint32_t client, uint32_t pointer, int handle)
 {
     if (g->count >= TB_WORLD_MAX_GRABS)
         return;
     g->client[g->count] = client;
-    g->pointer[g->count++] = pointer;
+    g->pointer[g->count] = pointer;
+    g->handle[g->count++] = handle;
 }
 
 static void tb__grabs_remove(tb_world_grabs *g, int i)
 {
     g->client[i] = g->client[--g->count];
     g->pointer[i] = g->pointer[g->count];
+    g->handle[i] = g->handle[g->count];
 }
 
-void tb_world_grabs_forget(tb_world_grabs *g, uint32_t client, uint32_t pointer)
+bool tb_world_grabs_forget(tb_world_grabs *g, uint32_t client, uint32_t pointer, int *handle)
 {
     for (int i = 0; i < g->count; i++)
         if (g->client[i] == client && g->pointer[i] == pointer) {
+            *handle = g->handle[i];
             tb__grabs_remove(g, i);
-            return;
+            return true;
         }
+    return false;
 }
 
-bool tb_world_grabs_take(tb_world_grabs *g, uint32_t client, uint32_t *pointer)
+bool tb_world_grabs_take(tb_world_grabs *g, uint32_t client, int *handle)
 {
     for (int i = 0; i < g->count; i++)
         if (g->client[i] == client) {
-            *pointer = g->pointer[i];
+            *handle = g->handle[i];
             tb__grabs_remove(g, i);
             return true;
         }
@@ -97,4 +112,19 @@ const unsigned char *tb_world_load_begin(const unsigned char *buf, size_t len, u
     if (got_magic != magic || got_size != header_size || world_len != len - header_size)
         return NULL;
     return buf + header_size;
+}
+
+int tb_world_error(int phys_err)
+{
+    switch (phys_err) {
+    case TB_PHYS_OK: return 0;
+    case TB_PHYS_ERR_NO_BODY:
+    case TB_PHYS_ERR_UNKNOWN_GRAB:
+    case TB_PHYS_ERR_NOTHING_THERE: return TB_ENOBODY;
+    case TB_PHYS_ERR_BUSY: return TB_EBUSY;
+    case TB_PHYS_ERR_TOO_MANY_GRABS: return TB_ELIMIT;
+    case TB_PHYS_ERR_FULL: return TB_ECAP;
+    case TB_PHYS_ERR_NO_MEMORY: return TB_ENOMEM;
+    default: return TB_ERANGE; /* invalid or out-of-range numbers, no such piece */
+    }
 }

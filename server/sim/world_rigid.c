@@ -2,10 +2,9 @@
  * dice and pile scenes, throws with a projectile cap, pokes, grabs, the dice
  * result, contacts for the debug view.
  *
- * Grabs: a (client, pointer) holds a body at a point fixed in the body; each
- * step, before the solver, that point is driven toward the pointer's target
- * by setting the body's velocity (a stiff critically-damped spring would
- * need the mass; a velocity servo is simpler and cannot explode).
+ * Grabs: physics holds a body at a point and drives it (tb_rigid_world_grab_*,
+ * a velocity servo); which client's pointer holds which grab handle is the
+ * shared map of sim (tb_world_grabs), as for cloth and soft.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -14,24 +13,17 @@
 #include "physics/rigid.h"
 #include "physics/rigid_scenes.h"
 #include "sim/error.h"
+#include "sim/tower_memo.h"
 #include "sim/world.h"
 
 enum { TB__TOWER, TB__DICE, TB__PILE };
 #define TB__PILE_BODIES 96
 #define TB__PROJECTILE_CAP 24
-#define TB__MAX_GRABS 16
-#define TB__GRAB_GAIN 10.0f     /* 1/s: velocity per metre of error */
-#define TB__GRAB_MAX_SPEED 15.0f
-
-typedef struct {
-    uint32_t client, pointer;
-    int body;
-    tb_vec3 local;  /* grabbed point in body space */
-    tb_vec3 target;
-} tb__grab;
+#define TB__POKE_MAX_DV 1.5f     /* m/s: the most a poke changes a body's speed */
 
 typedef struct {
     tb_rigid_world *world;
+    tb_tower_memo *tower_memo; /* the scheduler's, or NULL: settle at every build */
     int scene;
     uint64_t seed;
     tb_rigid_rng rng;
@@ -40,11 +32,11 @@ typedef struct {
     int projectiles[TB__PROJECTILE_CAP]; /* oldest first */
     int projectile_count;
     uint8_t next_color;
-    tb__grab grabs[TB__MAX_GRABS];
-    int grab_count;
+    tb_world_grabs grabs; /* (client, pointer) -> the physics world's grab handle */
     int capacity;
     tb_proto_body *bodies;        /* snapshot scratch, capacity */
-    tb_rigid_contact_info *contacts_scratch;
+    tb_rigid_contact_info *contacts_scratch;  /* TB_PROTO_MAX_CONTACTS: the physics' contacts */
+    tb_proto_contact *contacts;               /* TB_PROTO_MAX_CONTACTS: the contacts overlay */
     bool last_step_idle; /* the last step found every body asleep and moved nothing */
     bool checked;        /* rigid_check has looked at every body at least once */
 } tb__rigid;
@@ -71,7 +63,7 @@ static int tb__scene_id(const char *scene)
 static int tb__build(tb__rigid *r)
 {
     r->projectile_count = 0;
-    r->grab_count = 0;
+    r->grabs.count = 0; /* every scene clears the world, which ends its grabs */
     r->dice_pending = false;
     r->checked = false; /* new poses: the next fault check looks at every body even after an idle step */
     int rc; /* every scene clears the world and puts in the tray itself */
@@ -79,7 +71,8 @@ static int tb__build(tb__rigid *r)
     case TB__TOWER:
         /* the tower as it stands once settled (memoised per parameter set):
          * the rebuilt room starts asleep instead of stepping 0.5 s of settle */
-        rc = tb_rigid_scene_tower_settled(r->world, NULL);
+        rc = r->tower_memo ? tb_tower_memo_build(r->tower_memo, r->world, NULL)
+                           : tb_rigid_scene_tower_settled(r->world, NULL);
         break;
     case TB__DICE:
         rc = tb_rigid_scene_dice(r->world, &r->rng, r->dice, NULL);
@@ -98,10 +91,11 @@ static void rigid_destroy(void *world)
     tb_rigid_world_destroy(r->world);
     free(r->bodies);
     free(r->contacts_scratch);
+    free(r->contacts);
     free(r);
 }
 
-static int rigid_create(const char *scene, uint64_t seed, void **out)
+static int rigid_create(const char *scene, uint64_t seed, const tb_world_env *env, void **out)
 {
     int id = tb__scene_id(scene);
     if (id < 0)
@@ -109,6 +103,7 @@ static int rigid_create(const char *scene, uint64_t seed, void **out)
     tb__rigid *r = calloc(1, sizeof *r);
     if (!r)
         return TB_ENOMEM;
+    r->tower_memo = env ? env->tower_memo : NULL;
     r->scene = id;
     r->seed = seed;
     r->rng = tb_rigid_rng_seed(seed);
@@ -119,22 +114,13 @@ static int rigid_create(const char *scene, uint64_t seed, void **out)
     r->world = tb_rigid_world_create(&def);
     r->bodies = calloc((size_t)r->capacity, sizeof *r->bodies);
     r->contacts_scratch = calloc(TB_PROTO_MAX_CONTACTS, sizeof *r->contacts_scratch);
-    if (!r->world || !r->bodies || !r->contacts_scratch || tb__build(r) < 0) {
+    r->contacts = calloc(TB_PROTO_MAX_CONTACTS, sizeof *r->contacts);
+    if (!r->world || !r->bodies || !r->contacts_scratch || !r->contacts || tb__build(r) < 0) {
         rigid_destroy(r);
         return TB_ENOMEM;
     }
     *out = r;
     return 0;
-}
-
-static int tb__err(int rigid_err)
-{
-    switch (rigid_err) {
-    case TB_RIGID_ERR_NO_BODY: return TB_ENOBODY;
-    case TB_RIGID_ERR_FULL: return TB_ECAP;
-    case TB_RIGID_ERR_NO_MEMORY: return TB_ENOMEM;
-    default: return TB_ERANGE;
-    }
 }
 
 static tb_vec3 tb__v(const float f[3]) { return tb_v3(f[0], f[1], f[2]); }
@@ -149,13 +135,18 @@ static tb_vec3 tb__inside_tray(tb_vec3 p)
     return p;
 }
 
-static void tb__drop_grabs_of_body(tb__rigid *r, int body)
+/* After a body was removed (physics ended its grabs): forget the handles
+ * that hold nothing now, in the order physics dropped them. */
+static void tb__forget_ended_grabs(tb__rigid *r)
 {
-    for (int i = 0; i < r->grab_count;)
-        if (r->grabs[i].body == body)
-            r->grabs[i] = r->grabs[--r->grab_count];
+    tb_world_grabs *g = &r->grabs;
+    for (int i = 0; i < g->count;) {
+        int handle;
+        if (tb_rigid_world_grab_body(r->world, g->handle[i]) < 0)
+            tb_world_grabs_forget(g, g->client[i], g->pointer[i], &handle);
         else
             i++;
+    }
 }
 
 static int tb__throw(tb__rigid *r, const tb_input *in)
@@ -163,8 +154,8 @@ static int tb__throw(tb__rigid *r, const tb_input *in)
     int recycled = 0;
     if (r->projectile_count == TB__PROJECTILE_CAP) {
         int oldest = r->projectiles[0];
-        tb__drop_grabs_of_body(r, oldest);
         tb_rigid_world_remove_body(r->world, oldest);
+        tb__forget_ended_grabs(r);
         memmove(r->projectiles, r->projectiles + 1, (TB__PROJECTILE_CAP - 1) * sizeof r->projectiles[0]);
         r->projectile_count--;
         recycled = 1;
@@ -176,7 +167,7 @@ static int tb__throw(tb__rigid *r, const tb_input *in)
     int id = tb_rigid_throw(r->world, in->flags == TB_THROW_DIE ? TB_THROW_DIE : TB_THROW_BALL,
                             tb__inside_tray(tb__v(in->pos)), v, spin, r->next_color++ % 8);
     if (id < 0)
-        return tb__err(id);
+        return tb_world_error(id);
     r->projectiles[r->projectile_count++] = id;
     return recycled ? TB_ECAP : 0;
 }
@@ -198,14 +189,6 @@ static int tb__nearest_body(const tb__rigid *r, tb_vec3 p, float reach)
     return best;
 }
 
-static tb__grab *tb__find_grab(tb__rigid *r, uint32_t client, uint32_t pointer)
-{
-    for (int i = 0; i < r->grab_count; i++)
-        if (r->grabs[i].client == client && r->grabs[i].pointer == pointer)
-            return &r->grabs[i];
-    return NULL;
-}
-
 static int rigid_apply_input(void *world, const tb_input *in)
 {
     tb__rigid *r = world;
@@ -223,54 +206,55 @@ static int rigid_apply_input(void *world, const tb_input *in)
             body = hit.body;
             point = hit.point;
         }
+        /* A poke nudges: it changes the body's speed by at most TB__POKE_MAX_DV
+         * whatever its mass (a 3 N s tap sent a 0.4 kg plank from the top of
+         * the tower to 7.6 m); the impulse keeps its direction. */
+        tb_rigid_body_info info;
+        if (tb_rigid_body_get_info(r->world, body, &info) == 0 && info.mass > 0.0f) {
+            float dv = tb_v3_len(impulse) / info.mass;
+            if (dv > TB__POKE_MAX_DV)
+                impulse = tb_v3_scale(impulse, TB__POKE_MAX_DV / dv);
+        }
         int rc = tb_rigid_body_apply_impulse(r->world, body, impulse, point);
-        return rc < 0 ? tb__err(rc) : 0;
+        return rc < 0 ? tb_world_error(rc) : 0;
     }
     case TB_INPUT_GRAB_START: {
-        if (tb__find_grab(r, in->client, in->pointer))
+        int grab;
+        if (tb_world_grabs_find(&r->grabs, in->client, in->pointer, &grab))
             return TB_EBUSY;
-        if (r->grab_count == TB__MAX_GRABS)
-            return TB_ELIMIT;
         tb_vec3 at = tb__v(in->pos);
         int body = in->target >= 0 ? in->target : tb__nearest_body(r, at, 0.6f);
-        tb_vec3 pos;
-        tb_quat rot;
-        if (body < 0 || tb_rigid_body_get_pose(r->world, body, &pos, &rot) < 0)
+        if (body < 0)
             return TB_ENOBODY;
-        tb__grab *g = &r->grabs[r->grab_count++];
-        g->client = in->client;
-        g->pointer = in->pointer;
-        g->body = body;
-        g->local = tb_q_inv_rotate(rot, tb_v3_sub(at, pos));
-        g->target = at;
+        grab = tb_rigid_world_grab_start(r->world, body, at);
+        if (grab < 0)
+            return tb_world_error(grab);
+        tb_world_grabs_add(&r->grabs, in->client, in->pointer, grab);
         return 0;
     }
     case TB_INPUT_GRAB_MOVE: {
-        tb__grab *g = tb__find_grab(r, in->client, in->pointer);
-        if (!g)
+        int grab;
+        if (!tb_world_grabs_find(&r->grabs, in->client, in->pointer, &grab))
             return TB_ENOBODY;
-        g->target = tb__v(in->pos);
-        return 0;
+        return tb_world_error(tb_rigid_world_grab_move(r->world, grab, tb__v(in->pos)));
     }
     case TB_INPUT_GRAB_END: {
-        tb__grab *g = tb__find_grab(r, in->client, in->pointer);
-        if (!g)
+        int grab;
+        if (!tb_world_grabs_forget(&r->grabs, in->client, in->pointer, &grab))
             return TB_ENOBODY;
-        *g = r->grabs[--r->grab_count];
+        return tb_world_error(tb_rigid_world_grab_end(r->world, grab));
+    }
+    case TB_INPUT_LEAVE: {
+        int grab;
+        while (tb_world_grabs_take(&r->grabs, in->client, &grab))
+            tb_rigid_world_grab_end(r->world, grab);
         return 0;
     }
-    case TB_INPUT_LEAVE:
-        for (int i = 0; i < r->grab_count;)
-            if (r->grabs[i].client == in->client)
-                r->grabs[i] = r->grabs[--r->grab_count];
-            else
-                i++;
-        return 0;
     case TB_INPUT_RESET:
         /* tower: flags = knock launches the ball into the standing tower */
         if (in->flags && r->scene == TB__TOWER) {
             int id = tb_rigid_scene_tower_launch_ball(r->world);
-            return id < 0 ? tb__err(id) : 0;
+            return id < 0 ? tb_world_error(id) : 0;
         }
         if (in->flags && r->scene != TB__TOWER && r->scene != TB__DICE)
             return TB_ENOTSUP;
@@ -285,21 +269,6 @@ static int rigid_apply_input(void *world, const tb_input *in)
 static void rigid_step(void *world, float dt)
 {
     tb__rigid *r = world;
-    for (int i = 0; i < r->grab_count; i++) {
-        tb__grab *g = &r->grabs[i];
-        tb_vec3 pos;
-        tb_quat rot;
-        if (tb_rigid_body_get_pose(r->world, g->body, &pos, &rot) < 0)
-            continue;
-        tb_vec3 anchor = tb_v3_add(pos, tb_q_rotate(rot, g->local));
-        tb_vec3 v = tb_v3_scale(tb_v3_sub(g->target, anchor), TB__GRAB_GAIN);
-        float speed = tb_v3_len(v);
-        if (speed > TB__GRAB_MAX_SPEED)
-            v = tb_v3_scale(v, TB__GRAB_MAX_SPEED / speed);
-        tb_rigid_body_info info;
-        tb_rigid_body_get_info(r->world, g->body, &info);
-        tb_rigid_body_set_velocity(r->world, g->body, v, tb_v3_scale(info.angular_velocity, 0.9f));
-    }
     uint64_t idle = tb_rigid_world_idle_steps(r->world);
     tb_rigid_world_step(r->world, dt);
     r->last_step_idle = tb_rigid_world_idle_steps(r->world) != idle;
@@ -431,39 +400,48 @@ static int rigid_param_get(const void *world, const char *name, double *value)
     return 0;
 }
 
-static int rigid_poll_dice(void *world, uint32_t *faces, int cap)
+/* The dice result, once all dice have come to rest after a throw. */
+static int rigid_poll_event(void *world, tb_world_event *out)
 {
+    _Static_assert(TB_DICE_COUNT <= TB_WORLD_EVENT_VALUES, "dice fit an event");
     tb__rigid *r = world;
-    if (!r->dice_pending || r->scene != TB__DICE || cap < TB_DICE_COUNT)
+    if (!r->dice_pending || r->scene != TB__DICE)
         return 0;
     for (int i = 0; i < TB_DICE_COUNT; i++)
         if (!tb_rigid_world_body_valid(r->world, r->dice[i]) || tb_rigid_body_is_awake(r->world, r->dice[i]))
             return 0;
+    out->kind = TB_WORLD_EVENT_DICE;
+    out->count = TB_DICE_COUNT;
     for (int i = 0; i < TB_DICE_COUNT; i++) {
         int face = tb_rigid_body_die_top_face(r->world, r->dice[i], NULL);
-        faces[i] = face > 0 ? (uint32_t)face : 0;
+        out->values[i] = face > 0 ? (uint32_t)face : 0;
     }
     r->dice_pending = false;
-    return TB_DICE_COUNT;
+    return 1;
 }
 
-static int rigid_contacts(const void *world, tb_proto_contact *out, int cap)
+/* The contacts overlay: the last step's contacts, converted into r->contacts. */
+static void rigid_overlay(void *world, int kind, tb_world_overlay *out)
 {
-    const tb__rigid *r = world;
-    if (cap > TB_PROTO_MAX_CONTACTS)
-        cap = TB_PROTO_MAX_CONTACTS;
-    int n = tb_rigid_world_get_contacts(r->world, r->contacts_scratch, cap);
+    tb__rigid *r = world;
+    out->kind = kind;
+    out->count = 0;
+    out->contacts = r->contacts;
+    if (kind != TB_WORLD_OVERLAY_CONTACTS)
+        return;
+    int n = tb_rigid_world_get_contacts(r->world, r->contacts_scratch, TB_PROTO_MAX_CONTACTS);
     for (int i = 0; i < n; i++) {
         const tb_rigid_contact_info *c = &r->contacts_scratch[i];
-        out[i].point[0] = c->point.x;
-        out[i].point[1] = c->point.y;
-        out[i].point[2] = c->point.z;
-        out[i].normal[0] = c->normal.x;
-        out[i].normal[1] = c->normal.y;
-        out[i].normal[2] = c->normal.z;
-        out[i].impulse = c->normal_impulse;
+        tb_proto_contact *o = &r->contacts[i];
+        o->point[0] = c->point.x;
+        o->point[1] = c->point.y;
+        o->point[2] = c->point.z;
+        o->normal[0] = c->normal.x;
+        o->normal[1] = c->normal.y;
+        o->normal[2] = c->normal.z;
+        o->impulse = c->normal_impulse;
     }
-    return n;
+    out->count = n > 0 ? (uint32_t)n : 0;
 }
 
 /* ---- persistence, replay hash, fault check ---------------------------------
@@ -506,18 +484,19 @@ static int rigid_save(const void *world, unsigned char **buf, size_t *len)
     unsigned char *out = tb_world_save_begin(&h, sizeof h, TB__SAVE_MAGIC, wlen);
     if (!out)
         return TB_ENOMEM;
-    bool ok = tb_rigid_world_save(r->world, out + sizeof h, wlen, &written) == TB_RIGID_OK && written == wlen;
+    bool ok = tb_rigid_world_save(r->world, out + sizeof h, wlen, &written) == TB_PHYS_OK && written == wlen;
     return tb_world_save_end(out, ok, sizeof h + wlen, buf, len);
 }
 
-static int rigid_load(const char *scene, uint64_t seed, const unsigned char *buf, size_t len, void **out)
+static int rigid_load(const char *scene, uint64_t seed, const tb_world_env *env, const unsigned char *buf, size_t len,
+                      void **out)
 {
     tb__rigid_save h;
     const unsigned char *image = tb_world_load_begin(buf, len, TB__SAVE_MAGIC, &h, sizeof h);
     if (!image || h.scene != tb__scene_id(scene) || h.projectile_count < 0 || h.projectile_count > TB__PROJECTILE_CAP)
         return TB_EINVAL;
     void *made = NULL;
-    int rc = rigid_create(scene, h.seed, &made);
+    int rc = rigid_create(scene, h.seed, env, &made);
     if (rc < 0)
         return rc;
     tb__rigid *r = made;
@@ -526,7 +505,7 @@ static int rigid_load(const char *scene, uint64_t seed, const unsigned char *buf
     if (!loaded || tb_rigid_world_body_capacity(loaded) != r->capacity) {
         tb_rigid_world_destroy(loaded);
         rigid_destroy(r);
-        return err == TB_RIGID_ERR_NO_MEMORY ? TB_ENOMEM : TB_EINVAL;
+        return err == TB_PHYS_ERR_NO_MEMORY ? TB_ENOMEM : TB_EINVAL;
     }
     for (int i = 0; i < h.projectile_count; i++)
         if (!tb_rigid_world_body_valid(loaded, h.projectiles[i])) {
@@ -546,7 +525,7 @@ static int rigid_load(const char *scene, uint64_t seed, const unsigned char *buf
     for (int i = 0; i < h.projectile_count; i++)
         r->projectiles[i] = h.projectiles[i];
     r->next_color = (uint8_t)h.next_color;
-    r->grab_count = 0;
+    r->grabs.count = 0; /* the loaded physics world holds none */
     *out = r;
     return 0;
 }
@@ -586,7 +565,6 @@ static int rigid_check(void *world)
             bool inside = finite && fabsf(p.x) <= mx && fabsf(p.z) <= mz && p.y >= -2.0f && p.y <= 500.0f &&
                           tb_v3_len(v) <= 1000.0f;
             if (!inside) {
-                tb__drop_grabs_of_body(r, id);
                 for (int i = 0; i < r->projectile_count; i++)
                     if (r->projectiles[i] == id) {
                         memmove(r->projectiles + i, r->projectiles + i + 1,
@@ -595,6 +573,7 @@ static int rigid_check(void *world)
                         break;
                     }
                 tb_rigid_world_remove_body(r->world, id);
+                tb__forget_ended_grabs(r);
                 removed++;
             }
         }
@@ -615,8 +594,9 @@ const tb_world_ops tb_world_rigid_ops = {
     .max_bodies = rigid_max_bodies,
     .param_set = rigid_param_set,
     .param_get = rigid_param_get,
-    .poll_dice = rigid_poll_dice,
-    .contacts = rigid_contacts,
+    .poll_event = rigid_poll_event,
+    .overlays = 1u << TB_WORLD_OVERLAY_CONTACTS,
+    .overlay = rigid_overlay,
     .save = rigid_save,
     .load = rigid_load,
     .hash = rigid_hash,

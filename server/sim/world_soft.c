@@ -4,6 +4,7 @@
  * are per (client, pointer), several at once; a poke presses a dent whose
  * depth grows with the impulse.
  */
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,7 @@ static const tb_world_param tb__params[] = {
 #define TB__NPARAMS (int)(sizeof tb__params / sizeof tb__params[0])
 _Static_assert(TB_SOFT_MAX_GRABS <= TB_WORLD_MAX_GRABS, "the grab table holds every grab the world accepts");
 
-static int soft_create(const char *scene, uint64_t seed, void **out)
+static int soft_create(const char *scene, uint64_t seed, const tb_world_env *env, void **out)
 {
     (void)seed;
     if (strcmp(scene, "dough") != 0)
@@ -53,46 +54,36 @@ static void soft_destroy(void *world)
     free(s);
 }
 
-static int tb__err(tb_soft_result r)
-{
-    switch (r) {
-    case TB_SOFT_OK: return 0;
-    case TB_SOFT_ERR_UNKNOWN_GRAB:
-    case TB_SOFT_ERR_NOTHING_THERE: return TB_ENOBODY;
-    case TB_SOFT_ERR_GRAB_EXISTS:
-    case TB_SOFT_ERR_BUSY: return TB_EBUSY;
-    case TB_SOFT_ERR_TOO_MANY_GRABS: return TB_ELIMIT;
-    case TB_SOFT_ERR_NO_MEMORY: return TB_ENOMEM;
-    default: return TB_ERANGE;
-    }
-}
-
 static int soft_apply_input(void *world, const tb_input *in)
 {
     tb__soft *s = world;
     tb_vec3 p = tb_v3(in->pos[0], in->pos[1], in->pos[2]);
-    tb_soft_result r;
+    int r;
     switch (in->type) {
     case TB_INPUT_GRAB_START:
-        r = tb_soft_world_grab_start(s->world, in->client, in->pointer, p);
-        if (r == TB_SOFT_OK)
-            tb_world_grabs_add(&s->grabs, in->client, in->pointer);
-        return tb__err(r);
-    case TB_INPUT_GRAB_MOVE:
-        return tb__err(tb_soft_world_grab_move(s->world, in->client, in->pointer, p));
-    case TB_INPUT_GRAB_END:
-        tb_world_grabs_forget(&s->grabs, in->client, in->pointer);
-        return tb__err(tb_soft_world_grab_end(s->world, in->client, in->pointer));
-    case TB_INPUT_LEAVE: {
-        uint32_t pointer;
-        while (tb_world_grabs_take(&s->grabs, in->client, &pointer))
-            tb_soft_world_grab_end(s->world, in->client, pointer);
+        if (tb_world_grabs_find(&s->grabs, in->client, in->pointer, &r))
+            return TB_EBUSY; /* that pointer already holds */
+        r = tb_soft_world_grab_start(s->world, p);
+        if (r < 0)
+            return tb_world_error(r);
+        tb_world_grabs_add(&s->grabs, in->client, in->pointer, r);
         return 0;
-    }
+    case TB_INPUT_GRAB_MOVE:
+        if (!tb_world_grabs_find(&s->grabs, in->client, in->pointer, &r))
+            return TB_ENOBODY;
+        return tb_world_error(tb_soft_world_grab_move(s->world, r, p));
+    case TB_INPUT_GRAB_END:
+        if (!tb_world_grabs_forget(&s->grabs, in->client, in->pointer, &r))
+            return TB_ENOBODY;
+        return tb_world_error(tb_soft_world_grab_end(s->world, r));
+    case TB_INPUT_LEAVE:
+        while (tb_world_grabs_take(&s->grabs, in->client, &r))
+            tb_soft_world_grab_end(s->world, r);
+        return 0;
     case TB_INPUT_POKE: {
         float strength = sqrtf(in->vec[0] * in->vec[0] + in->vec[1] * in->vec[1] + in->vec[2] * in->vec[2]);
         float depth = tb_clampf(0.05f * strength, 0.05f, TB_SOFT_PRESS_DEPTH_MAX);
-        return tb__err(tb_soft_world_press(s->world, p, depth));
+        return tb_world_error(tb_soft_world_press(s->world, p, depth));
     }
     case TB_INPUT_RESET:
         if (in->flags)
@@ -109,14 +100,16 @@ static int soft_apply_input(void *world, const tb_input *in)
 
 static void soft_step(void *world, float dt)
 {
-    tb_soft_world_step(((tb__soft *)world)->world, dt);
+    int rc = tb_soft_world_step(((tb__soft *)world)->world, dt); /* the room's 1/120 s is in range */
+    assert(rc == TB_PHYS_OK);
+    (void)rc;
 }
 
 static void soft_info(const void *world, tb_world_info *out)
 {
     const tb__soft *s = world;
     out->bodies = tb_soft_world_vertex_count(s->world);
-    out->awake = out->bodies;
+    out->awake = tb_soft_world_asleep(s->world) ? 0 : out->bodies; /* PROTOCOL.md §7.4: vertices still moving */
 }
 
 static void soft_describe(const void *world, tb_proto_welcome *out)
@@ -146,7 +139,7 @@ static void soft_fill_snapshot(void *world, tb_snap_input *in)
     tb__soft *s = world;
     memset(in, 0, sizeof *in);
     in->verts[0] = tb_soft_world_positions(s->world);
-    in->awake = (uint32_t)tb_soft_world_vertex_count(s->world);
+    in->awake = tb_soft_world_asleep(s->world) ? 0 : (uint32_t)tb_soft_world_vertex_count(s->world);
 }
 
 static uint32_t soft_max_bodies(const void *world) { return 0; }
@@ -161,18 +154,18 @@ static int soft_param_set(void *world, const char *name, double value)
         return TB_EUNKNOWN;
     if (tb_world_param_check(&tb__params[i], value) < 0)
         return TB_ERANGE;
-    tb_soft_result r;
+    int r;
     if (i == 0) {
         r = tb_soft_world_set_stiffness(s->world, (float)value);
-        if (r == TB_SOFT_OK) s->def.stiffness = (float)value;
+        if (r == TB_PHYS_OK) s->def.stiffness = (float)value;
     } else if (i == 1) {
         r = tb_soft_world_set_plasticity(s->world, value >= 0.5);
-        if (r == TB_SOFT_OK) s->def.plasticity = value >= 0.5;
+        if (r == TB_PHYS_OK) s->def.plasticity = value >= 0.5;
     } else {
         r = tb_soft_world_set_volume_preservation(s->world, value >= 0.5);
-        if (r == TB_SOFT_OK) s->def.volume_preservation = value >= 0.5;
+        if (r == TB_PHYS_OK) s->def.volume_preservation = value >= 0.5;
     }
-    return tb__err(r);
+    return tb_world_error(r);
 }
 
 static int soft_param_get(const void *world, const char *name, double *value)
@@ -214,11 +207,12 @@ static int soft_save(const void *world, unsigned char **buf, size_t *len)
     unsigned char *out = tb_world_save_begin(&h, sizeof h, TB__SAVE_MAGIC, wlen);
     if (!out)
         return TB_ENOMEM;
-    bool ok = tb_soft_world_save(s->world, out + sizeof h, wlen, &written) == TB_SOFT_OK && written == wlen;
+    bool ok = tb_soft_world_save(s->world, out + sizeof h, wlen, &written) == TB_PHYS_OK && written == wlen;
     return tb_world_save_end(out, ok, sizeof h + wlen, buf, len);
 }
 
-static int soft_load(const char *scene, uint64_t seed, const unsigned char *buf, size_t len, void **out)
+static int soft_load(const char *scene, uint64_t seed, const tb_world_env *env, const unsigned char *buf, size_t len,
+                     void **out)
 {
     tb__soft_save h;
     const unsigned char *image = tb_world_load_begin(buf, len, TB__SAVE_MAGIC, &h, sizeof h);
@@ -226,17 +220,17 @@ static int soft_load(const char *scene, uint64_t seed, const unsigned char *buf,
         !(h.stiffness >= 0.0f && h.stiffness <= 1.0f) || h.substeps < 1 || h.substeps > TB_SOFT_SUBSTEPS_MAX)
         return TB_EINVAL;
     void *made = NULL;
-    int rc = soft_create(scene, seed, &made);
+    int rc = soft_create(scene, seed, env, &made);
     if (rc < 0)
         return rc;
     tb__soft *s = made;
-    if (tb_soft_world_load(s->world, image, h.world_len) != TB_SOFT_OK) {
+    if (tb_soft_world_load(s->world, image, h.world_len) != TB_PHYS_OK) {
         soft_destroy(s);
         return TB_EINVAL;
     }
     /* the saved grabs' clients are gone: ending them commits what they pulled */
-    for (int i = 0; i < h.grab_count; i++)
-        tb_soft_world_grab_end(s->world, h.grab_client[i], h.grab_pointer[i]);
+    for (int grab = 0; grab < TB_SOFT_MAX_GRABS; grab++)
+        tb_soft_world_grab_end(s->world, grab); /* TB_PHYS_ERR_UNKNOWN_GRAB for a free handle: nothing to end */
     s->def.stiffness = h.stiffness;
     s->def.plasticity = h.plasticity != 0;
     s->def.volume_preservation = h.volume != 0;

@@ -35,10 +35,10 @@ static void time_cloth_scene(const char *name, tb_cloth_scene scene, const tb_be
         def.scene = scene;
         tb_cloth_world *w = tb_cloth_world_create(&def, NULL);
         if (!w) { fprintf(stderr, "tumble-bench: cloth world create failed\n"); free(step_us); return; }
-        for (int s = 0; s < 120; s++) tb_cloth_world_step(w);
+        for (int s = 0; s < 120; s++) tb_cloth_world_step(w, TB_CLOTH_DT);
         for (int s = 0; s < steps; s++) {
             double t0 = tb_bench_now_us();
-            tb_cloth_world_step(w);
+            tb_cloth_world_step(w, TB_CLOTH_DT);
             step_us[s] = tb_bench_now_us() - t0;
         }
         rt.mean[r] = tb_bench_mean(step_us, (size_t)steps);
@@ -81,8 +81,8 @@ static void time_dough(const char *name, int grabs, const tb_bench_opts *opts)
         const float *p = tb_soft_world_positions(w);
         for (int g = 0; g < grabs; g++) {
             int v = g == 0 ? 0 : 3; /* two corners of the icosahedron, far apart */
-            tb_soft_world_grab_start(w, 1, (uint32_t)g, tb_v3(p[3 * v], p[3 * v + 1], p[3 * v + 2]));
-            tb_soft_world_grab_move(w, 1, (uint32_t)g, tb_v3(p[3 * v] * 1.8f, p[3 * v + 1] * 1.8f, p[3 * v + 2] * 1.8f));
+            int held = tb_soft_world_grab_start(w, tb_v3(p[3 * v], p[3 * v + 1], p[3 * v + 2]));
+            tb_soft_world_grab_move(w, held, tb_v3(p[3 * v] * 1.8f, p[3 * v + 1] * 1.8f, p[3 * v + 2] * 1.8f));
         }
         for (int s = 0; s < 120; s++) tb_soft_world_step(w, 1.0f / 120.0f);
         for (int s = 0; s < steps; s++) {

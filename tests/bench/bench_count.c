@@ -73,7 +73,7 @@ static tb_rigid_world *tray(int capacity)
     tb_rigid_world_def def = tb_rigid_world_def_default();
     def.body_capacity = capacity;
     tb_rigid_world *w = tb_rigid_world_create(&def);
-    if (!w || tb_rigid_scene_tray(w) != TB_RIGID_OK) { fprintf(stderr, "bench count: rigid world\n"); exit(1); }
+    if (!w || tb_rigid_scene_tray(w) != TB_PHYS_OK) { fprintf(stderr, "bench count: rigid world\n"); exit(1); }
     return w;
 }
 
@@ -254,9 +254,9 @@ static void cloth_case(void)
     tb_cloth_world *w = tb_cloth_world_create(&def, NULL);
     if (!w) { fprintf(stderr, "bench count: cloth world\n"); exit(1); }
     for (int s = 0; s < 360; s++) {
-        if (s < 120) { tb_cloth_world_step(w); continue; }
+        if (s < 120) { tb_cloth_world_step(w, TB_CLOTH_DT); continue; }
         begin(&c);
-        tb_cloth_world_step(w);
+        tb_cloth_world_step(w, TB_CLOTH_DT);
         end(&c);
     }
     report(&c, NULL);
@@ -276,8 +276,8 @@ static void dough_grab_case(void)
     const float *p = tb_soft_world_positions(w);
     for (int g = 0; g < 2; g++) {
         int v = g == 0 ? 0 : 3;
-        tb_soft_world_grab_start(w, 1, (uint32_t)g, tb_v3(p[3 * v], p[3 * v + 1], p[3 * v + 2]));
-        tb_soft_world_grab_move(w, 1, (uint32_t)g, tb_v3(p[3 * v] * 1.8f, p[3 * v + 1] * 1.8f, p[3 * v + 2] * 1.8f));
+        int held = tb_soft_world_grab_start(w, tb_v3(p[3 * v], p[3 * v + 1], p[3 * v + 2]));
+        tb_soft_world_grab_move(w, held, tb_v3(p[3 * v] * 1.8f, p[3 * v + 1] * 1.8f, p[3 * v + 2] * 1.8f));
     }
     for (int s = 0; s < 240; s++) {
         if (s < 120) { tb_soft_world_step(w, DT); continue; }

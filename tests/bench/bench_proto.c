@@ -292,7 +292,7 @@ static tb_rigid_world *rigid_world(int capacity)
     tb_rigid_world_def def = tb_rigid_world_def_default();
     def.body_capacity = capacity;
     tb_rigid_world *w = tb_rigid_world_create(&def);
-    if (!w || tb_rigid_scene_tray(w) != TB_RIGID_OK) { fprintf(stderr, "bench proto: rigid world\n"); exit(1); }
+    if (!w || tb_rigid_scene_tray(w) != TB_PHYS_OK) { fprintf(stderr, "bench proto: rigid world\n"); exit(1); }
     return w;
 }
 
@@ -378,10 +378,10 @@ static void cloth_scene(const tb_bench_opts *opts, tb_cloth_scene scene, const c
     tb_cloth_def def = tb_cloth_def_default();
     def.scene = scene;
     def.walking = scene == TB_CLOTH_SCENE_CAPE;
-    tb_cloth_result err;
+    int err;
     tb_cloth_world *w = tb_cloth_world_create(&def, &err);
-    if (!w) { fprintf(stderr, "bench proto: cloth world: %s\n", tb_cloth_result_name(err)); exit(1); }
-    for (int s = 0; s < 120; s++) tb_cloth_world_step(w);    /* 1 s of wind before measuring */
+    if (!w) { fprintf(stderr, "bench proto: cloth world: %s\n", tb_phys_strerror(err)); exit(1); }
+    for (int s = 0; s < 120; s++) tb_cloth_world_step(w, TB_CLOTH_DT);    /* 1 s of wind before measuring */
     tb_cloth_view view;
     tb_cloth_world_get_cloth(w, 0, &view);
     tb_proto_frame f = cloth_bounds;
@@ -392,7 +392,7 @@ static void cloth_scene(const tb_bench_opts *opts, tb_cloth_scene scene, const c
     tb_proto_body bodies[16];
     int steps = opts->quick ? 240 : 120 * 5;
     for (int s = 0; s < steps; s++) {
-        tb_cloth_world_step(w);
+        tb_cloth_world_step(w, TB_CLOTH_DT);
         if (s % 2 == 0) continue;
         tb_cloth_world_get_cloth(w, 0, &view);
         /* figure parts move: they stream as capsule bodies; the pole is static (welcome) */
@@ -415,9 +415,9 @@ static void cloth_scene(const tb_bench_opts *opts, tb_cloth_scene scene, const c
 static void dough_scene(const tb_bench_opts *opts)
 {
     tb_soft_def def = tb_soft_def_default();
-    tb_soft_result err;
+    int err;
     tb_soft_world *w = tb_soft_world_create(&def, &err);
-    if (!w) { fprintf(stderr, "bench proto: soft world: %s\n", tb_soft_result_name(err)); exit(1); }
+    if (!w) { fprintf(stderr, "bench proto: soft world: %s\n", tb_phys_strerror(err)); exit(1); }
     for (int s = 0; s < 60; s++) tb_soft_world_step(w, DT);
     int nv = tb_soft_world_vertex_count(w);
     const float *p = tb_soft_world_positions(w);
@@ -428,7 +428,8 @@ static void dough_scene(const tb_bench_opts *opts)
         if (p[3 * v] < p[3 * left]) left = v;
     }
     tb_vec3 ra = tb_v3(p[3 * right], p[3 * right + 1], p[3 * right + 2]), la = tb_v3(p[3 * left], p[3 * left + 1], p[3 * left + 2]);
-    if (tb_soft_world_grab_start(w, 1, 0, ra) != TB_SOFT_OK || tb_soft_world_grab_start(w, 2, 0, la) != TB_SOFT_OK)
+    int right_hand = tb_soft_world_grab_start(w, ra), left_hand = tb_soft_world_grab_start(w, la);
+    if (right_hand < 0 || left_hand < 0)
         fprintf(stderr, "bench proto: dough grab refused\n");
     tb_proto_frame f = {{-4.0, -2.0, -4.0}, {4.0, 4.0, 4.0}, 1, {(uint32_t)nv}};
     capture c;
@@ -437,11 +438,11 @@ static void dough_scene(const tb_bench_opts *opts)
     for (int s = 0; s < steps; s++) {
         if (s < pull) {
             float d = 0.006f * (float)(s + 1);    /* 0.72 m/s outward for 1.5 s */
-            tb_soft_world_grab_move(w, 1, 0, tb_v3(ra.x + d, ra.y + 0.3f * d, ra.z));
-            tb_soft_world_grab_move(w, 2, 0, tb_v3(la.x - d, la.y + 0.3f * d, la.z));
+            tb_soft_world_grab_move(w, right_hand, tb_v3(ra.x + d, ra.y + 0.3f * d, ra.z));
+            tb_soft_world_grab_move(w, left_hand, tb_v3(la.x - d, la.y + 0.3f * d, la.z));
         } else if (s == pull) {
-            tb_soft_world_grab_end(w, 1, 0);
-            tb_soft_world_grab_end(w, 2, 0);
+            tb_soft_world_grab_end(w, right_hand);
+            tb_soft_world_grab_end(w, left_hand);
         }
         tb_soft_world_step(w, DT);
         if (s % 2 == 0) continue;

@@ -59,7 +59,7 @@ static tb_rigid_world *tray(int capacity)
     tb_rigid_world_def def = tb_rigid_world_def_default();
     def.body_capacity = capacity;
     tb_rigid_world *w = tb_rigid_world_create(&def);
-    if (!w || tb_rigid_scene_tray(w) != TB_RIGID_OK) { fprintf(stderr, "tumble-bench: rigid world\n"); exit(1); }
+    if (!w || tb_rigid_scene_tray(w) != TB_PHYS_OK) { fprintf(stderr, "tumble-bench: rigid world\n"); exit(1); }
     return w;
 }
 
@@ -67,7 +67,7 @@ static uint64_t rigid_hash(const tb_rigid_world *w)
 {
     size_t size = tb_rigid_world_save_size(w);
     unsigned char *buf = malloc(size);
-    if (!buf || tb_rigid_world_save(w, buf, size, NULL) != TB_RIGID_OK) { fprintf(stderr, "tumble-bench: save\n"); exit(1); }
+    if (!buf || tb_rigid_world_save(w, buf, size, NULL) != TB_PHYS_OK) { fprintf(stderr, "tumble-bench: save\n"); exit(1); }
     uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < size; i++) h = (h ^ buf[i]) * 1099511628211ull;
     free(buf);
@@ -182,31 +182,33 @@ static void cloth_scene(const char *name, tb_cloth_scene scene, uint64_t seed)
     if (!w) { fprintf(stderr, "tumble-bench: cloth world\n"); exit(1); }
     tb_rigid_rng rng = tb_rigid_rng_seed(seed);
     tb_vec3 grab = tb_v3(0, 0, 0), dir = tb_v3(0, 0, 0);
+    int held = -1; /* the grab's handle */
     for (int s = 0; s < steps; s++) {
         int phase = s % 480; /* a 4 s cycle: wind at 0, a drag from 1 s to 2 s */
         if (phase == 0) {
             float strength = 2.0f + 10.0f * tb_rigid_rng_float(&rng);
             float direction = (tb_rigid_rng_float(&rng) - 0.5f) * 6.2831853f;
-            check(tb_cloth_world_set_wind(w, strength, direction) == TB_CLOTH_OK, name, "set_wind", s);
+            check(tb_cloth_world_set_wind(w, strength, direction) == TB_PHYS_OK, name, "set_wind", s);
         }
         if (phase == 120) {
             grab = cloth_point(w, &rng);
             float dx = tb_rigid_rng_float(&rng) - 0.5f; /* in its own statement: argument order is unspecified */
             float dz = tb_rigid_rng_float(&rng) - 0.5f;
             dir = tb_v3(dx, 0.5f, dz);
-            check(tb_cloth_world_grab_start(w, 1, 0, grab) == TB_CLOTH_OK, name, "grab_start", s);
+            held = tb_cloth_world_grab_start(w, grab);
+            check(held >= 0, name, "grab_start", s);
         }
         if (phase > 120 && phase <= 240 && phase % 6 == 0) { /* 20 moves, 2 cm each along dir */
             grab = tb_v3(grab.x + 0.02f * dir.x, grab.y + 0.02f * dir.y, grab.z + 0.02f * dir.z);
-            check(tb_cloth_world_grab_move(w, 1, 0, grab) == TB_CLOTH_OK, name, "grab_move", s);
+            check(tb_cloth_world_grab_move(w, held, grab) == TB_PHYS_OK, name, "grab_move", s);
         }
-        if (phase == 250) check(tb_cloth_world_grab_end(w, 1, 0) == TB_CLOTH_OK, name, "grab_end", s);
+        if (phase == 250) check(tb_cloth_world_grab_end(w, held) == TB_PHYS_OK, name, "grab_end", s);
         if (s % 360 == 300) {
             tb_vec3 at = cloth_point(w, &rng);
             tb_vec3 dv = tb_v3(0.0f, 0.0f, 0.4f + tb_rigid_rng_float(&rng));
-            check(tb_cloth_world_poke(w, at, dv, 0.4f) == TB_CLOTH_OK, name, "poke", s);
+            check(tb_cloth_world_poke(w, at, dv, 0.4f) == TB_PHYS_OK, name, "poke", s);
         }
-        tb_cloth_world_step(w);
+        tb_cloth_world_step(w, TB_CLOTH_DT);
     }
     line(name, steps, tb_cloth_world_hash(w));
     tb_cloth_world_destroy(w);
@@ -222,6 +224,7 @@ static void dough_scene(void)
     if (!w) { fprintf(stderr, "tumble-bench: soft world\n"); exit(1); }
     tb_rigid_rng rng = tb_rigid_rng_seed(3);
     tb_vec3 grab = tb_v3(0, 0, 0), dir = tb_v3(0, 0, 0);
+    int held = -1; /* the grab's handle */
     for (int s = 0; s < steps; s++) {
         int phase = s % 360;
         if (phase == 30 || phase == 210) {
@@ -236,18 +239,19 @@ static void dough_scene(void)
             if (phase == 30) {
                 grab = at;
                 dir = tb_v3(p[0] - cx, p[1] - cy, p[2] - cz);
-                check(tb_soft_world_grab_start(w, 1, 0, grab) == TB_SOFT_OK, "dough", "grab_start", s);
+                held = tb_soft_world_grab_start(w, grab);
+                check(held >= 0, "dough", "grab_start", s);
             } else {
                 float depth = 0.1f + 0.2f * tb_rigid_rng_float(&rng);
-                check(tb_soft_world_press(w, at, depth) == TB_SOFT_OK, "dough", "press", s);
+                check(tb_soft_world_press(w, at, depth) == TB_PHYS_OK, "dough", "press", s);
             }
         }
         if (phase > 30 && phase <= 120 && phase % 6 == 0) { /* 15 moves over 0.75 s, 1.5 % of dir each */
             grab = tb_v3(grab.x + 0.015f * dir.x, grab.y + 0.015f * dir.y, grab.z + 0.015f * dir.z);
-            check(tb_soft_world_grab_move(w, 1, 0, grab) == TB_SOFT_OK, "dough", "grab_move", s);
+            check(tb_soft_world_grab_move(w, held, grab) == TB_PHYS_OK, "dough", "grab_move", s);
         }
-        if (phase == 126) check(tb_soft_world_grab_end(w, 1, 0) == TB_SOFT_OK, "dough", "grab_end", s);
-        check(tb_soft_world_step(w, DT) == TB_SOFT_OK, "dough", "step", s);
+        if (phase == 126) check(tb_soft_world_grab_end(w, held) == TB_PHYS_OK, "dough", "grab_end", s);
+        check(tb_soft_world_step(w, DT) == TB_PHYS_OK, "dough", "step", s);
     }
     line("dough", steps, tb_soft_world_hash(w));
     tb_soft_world_destroy(w);

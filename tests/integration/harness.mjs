@@ -17,6 +17,10 @@
 // of their own under build/test-cores/ so that a crash leaves a core file
 // (kept, and named in the report; the folder is removed when empty).
 //
+// startLink() puts build/tumble-netem (the link emulator, tests/netem/netem.c)
+// in front of a port: delay, jitter, a bandwidth cap and stalls per direction.
+// Links are stopped by stopAll() and by the exit handler like servers.
+//
 // connect() opens a `tumble.v1` WebSocket (package `ws`: Node 18 has no
 // global WebSocket) and buffers decoded msgpack messages so a test can wait
 // for the next message of a type.
@@ -31,6 +35,7 @@ import WebSocket from 'ws';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const ROOT = path.resolve(here, '../..');
+export const NETEM_BIN = process.env.TUMBLE_NETEM_BIN ? path.resolve(process.env.TUMBLE_NETEM_BIN) : path.join(ROOT, 'build/tumble-netem');
 export const SERVER_BIN = process.env.TUMBLE_SERVER_BIN ? path.resolve(process.env.TUMBLE_SERVER_BIN) : path.join(ROOT, 'build/tumble-server');
 
 const IS_ASAN = /asan/.test(SERVER_BIN);
@@ -44,7 +49,10 @@ const unexpected = []; // reports of servers that ended on their own
 const LOG_LEVEL = process.env.TUMBLE_TEST_LOG_LEVEL || 'warn';
 const CORE_ROOT = path.join(ROOT, 'build/test-cores');
 
+const links = new Set();
 function killAllNow() {
+  for (const link of links) { try { link.proc.kill('SIGKILL'); } catch { /* already gone */ } }
+  links.clear();
   for (const srv of running) {
     srv.stopping = true;
     try { srv.proc.kill('SIGKILL'); } catch { /* already gone */ }
@@ -168,6 +176,7 @@ export async function startServer({ args = [], env = {}, clientDir, index = true
 // printed a sanitizer report (run the suite against build/asan/tumble-server
 // with TUMBLE_SERVER_BIN to make that meaningful).
 export async function stopAll() {
+  await Promise.all([...links].map((l) => l.stop()));
   const all = [...running];
   await Promise.all(all.map(async (srv) => {
     srv.stopping = true;
@@ -182,6 +191,53 @@ export async function stopAll() {
   const gone = unexpected.splice(0);
   if (reports.length) throw new Error(`sanitizer report from tumble-server:\n${reports[0].stderr.slice(0, 4000)}`);
   if (gone.length) throw new Error(gone.map((u) => u.srv.report).join('\n'));
+}
+
+// Start the link emulator on an ephemeral loopback port in front of
+// 127.0.0.1:targetPort. Options (milliseconds, kbit/s), for both directions or
+// per direction with down (server -> client) / up (client -> server):
+//   { delay, jitter, kbps, down: {delay, jitter, kbps}, up: {...},
+//     stall: {ms, every, phase}, queueBytes, seed }
+// Resolves { port, proc, stop() } once it listens; stop() ends it (SIGTERM)
+// and is also called by stopAll() and, as SIGKILL, by the exit handler.
+export function netemArgs(opts = {}) {
+  const a = [];
+  const num = (flag, v) => { if (v != null) a.push(flag, String(v)); };
+  num('--delay', opts.delay); num('--jitter', opts.jitter); num('--kbps', opts.kbps);
+  for (const d of ['down', 'up']) {
+    const o = opts[d] || {};
+    num(`--${d}-delay`, o.delay); num(`--${d}-jitter`, o.jitter); num(`--${d}-kbps`, o.kbps);
+  }
+  if (opts.stall) a.push('--stall', `${opts.stall.ms}/${opts.stall.every}${opts.stall.phase != null ? `@${opts.stall.phase}` : ''}`);
+  num('--queue-bytes', opts.queueBytes); num('--seed', opts.seed);
+  return a;
+}
+
+export async function startLink(targetPort, opts = {}, { timeoutMs = 5000 } = {}) {
+  const args = ['--listen', '127.0.0.1:0', '--target', `127.0.0.1:${targetPort}`, ...netemArgs(opts)];
+  const proc = spawn(NETEM_BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '', err = '';
+  const exited = new Promise((r) => proc.on('exit', (code, sig) => r({ code, sig })));
+  const link = { proc, port: 0, args, stderr: () => err };
+  link.stop = async () => {
+    links.delete(link);
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
+    const t = setTimeout(() => proc.kill('SIGKILL'), 2000);
+    const r = await exited; clearTimeout(t); return r;
+  };
+  links.add(link);
+  proc.stderr.on('data', (d) => { err += d; });
+  link.port = await new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`tumble-netem did not listen within ${timeoutMs} ms: ${err}`)), timeoutMs);
+    proc.stdout.on('data', (d) => {
+      out += d;
+      const m = /listening on 127\.0\.0\.1:(\d+)/.exec(out);
+      if (m) { clearTimeout(t); resolve(Number(m[1])); }
+    });
+    proc.on('exit', (code) => { clearTimeout(t); reject(new Error(`tumble-netem exited (${code}): ${err}`)); });
+    proc.on('error', (e) => { clearTimeout(t); reject(e); });
+  });
+  return link;
 }
 
 // A raw HTTP/1.1 GET that sends the path byte for byte (fetch would

@@ -22,7 +22,9 @@ test('a room link /r/<id> serves the same page', async () => {
     assert.equal(res.status, 200, p);
     assert.match(await res.text(), /TUMBLE-INDEX/, p);
   }
-  assert.equal((await fetch(`${srv.url}/r/${'x'.repeat(33)}`)).status, 404);
+  // A bad name still gets the page, which says what is wrong with it; deeper paths do not.
+  for (const p of ['/r/bad%20name', `/r/${'x'.repeat(33)}`]) assert.match(await (await fetch(`${srv.url}${p}`)).text(), /TUMBLE-INDEX/, p);
+  assert.equal((await fetch(`${srv.url}/r/abc/def`)).status, 404);
 });
 
 test('client files are served with their content type', async () => {

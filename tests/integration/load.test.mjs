@@ -98,8 +98,19 @@ test('20 rooms x 3 clients of every kind hold the snapshot rate with no errors',
   }
   // inputs were applied: the knock-downs and throws were seen in the snapshots
   assert.ok(r.ack_latency_ms.count > 0, `inputs acknowledged through last_seq${why}`);
-  assert.ok(r.latency_ms.count > 0 || (!judgeRates && r.latency_ms.timeouts > 0),
-    `knock-downs/throws seen moving bodies${why}`);
+  // (a timeout is an input with no visible effect within 3 s: the failure, never the pass)
+  assert.ok(r.latency_ms.count > 0, `knock-downs/throws seen moving bodies${why}`);
+  // Inputs the world refused (unknown_body, not_allowed) are not errors, but they must
+  // stay the exception: tower and dice pokes name boxes that are never removed, the
+  // dough's presses come one at a time per room, the flag barely moves under a grab.
+  // The cape walks, so a grab aimed at where a vertex was in a late snapshot misses
+  // more often on a loaded machine (measured: 0 of 34 at load 2, 88 of 113 at load 15);
+  // some of its inputs must still land.
+  for (const [scene, b] of Object.entries(r.by_scene)) {
+    assert.ok(b.inputs_sent > 0 && b.pokes_sent > 0, `${scene} clients sent inputs and pokes${why}`);
+    if (scene === 'cape') assert.ok(b.inputs_refused < b.inputs_sent, `cape: ${b.inputs_refused} of ${b.inputs_sent} inputs refused${why}`);
+    else assert.ok(b.pokes_refused <= 0.1 * b.pokes_sent, `${scene}: ${b.pokes_refused} of ${b.pokes_sent} pokes (presses, flicks) refused by the world${why}`);
+  }
   // the server's own view (its /metrics) when it is reachable
   assert.notEqual(r.steps_per_room_per_s, null, `/metrics was read${why}`);
   if (judgeRates) {
@@ -107,4 +118,22 @@ test('20 rooms x 3 clients of every kind hold the snapshot rate with no errors',
     assert.ok(r.overruns <= maxOverrunShare * r.tick_rate * r.window_s * (r.server_rooms ?? rooms), `overruns ${r.overruns}${why}`);
   }
   assert.equal(code, 0, `exit status${why}`);
+});
+
+test('against a server with default limits, tumble-load says once which limit refused it and how to run', { timeout: 60_000 }, async () => {
+  const srv = await startServer({ args: ['--workers', '1'] });
+  const { stderr } = await runLoad([
+    '--url', `ws://127.0.0.1:${srv.port}`, '--rooms', '20', '--clients-per-room', '2',
+    '--duration', '1', '--warmup', '0.5', '--join-timeout', '3', '--server-pid', String(srv.proc.pid),
+  ], 45_000);
+  const lines = stderr.split('\n');
+  const once = (re) => lines.filter((l) => re.test(l)).length;
+  // 40 connections from one address: the per-address limit (32) answers HTTP 429
+  assert.equal(once(/HTTP 429: its connection limit per address \(--max-conns-per-address/), 1, stderr);
+  assert.equal(once(/--max-conns-per-address 40 or more, or .*--source-addrs 2/), 1, stderr);
+  // 20 new rooms from one address: the room-creation limit (10 a minute)
+  assert.equal(once(/room creations per address \(--room-create-rate/), 1, stderr);
+  assert.equal(once(/--room-create-rate 20 or more/), 1, stderr);
+  assert.equal(once(/connection failed/), 0, 'no per-client line for a refusal the server explained');
+  await srv.stop();
 });

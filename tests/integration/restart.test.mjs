@@ -76,7 +76,10 @@ test('SIGTERM mid-fall saves the rooms; a restarted server continues the fall fr
   assert.ok(later.length >= 10, `${later.length} snapshots after rejoin`);
   const end = later[later.length - 1];
   const moving = [...end.bodies.keys()].filter((id) => dist(end.bodies.get(id).pos, first.bodies.get(id).pos) > 0.002).length;
-  assert.ok(moving >= 3 || first.awake === 0, `${moving} bodies moved after the restart (awake ${first.awake})`);
+  // The stop came 0.7 s into a fall that lasts seconds: the restored bodies are
+  // still awake (sleep state is part of the saved image) and keep moving.
+  assert.ok(first.awake > 10, `${first.awake} bodies awake after the restart (${last.awake} before the stop)`);
+  assert.ok(moving >= 3, `${moving} bodies moved after the restart (awake ${first.awake})`);
   const m = await metrics(srv.url);
   assert.ok(m.tumble_rooms_restored_total >= 6, `restored ${m.tumble_rooms_restored_total}`);
   assert.equal(m.tumble_state_files_rejected_total, 0);

@@ -118,9 +118,26 @@ test('intents become protocol messages with increasing seq', () => {
   assert.equal(m4.pointer, 70000 & 0xffff);
   const m5 = decodeClient(a.encode({ type: 'press', point: [0, 1, 0], direction: [0, -1, 0] }));
   assert.deepEqual([m5.type, m5.body], ['poke', null]);
-  const m6 = decodeClient(a.encode({ type: 'scene', action: 'throw_dice' }));
+  // Another scene's action is not sent (it used to switch the room to dice); switching is 'select'.
+  assert.equal(a.encode({ type: 'scene', action: 'throw_dice' }), null);
+  const m6 = decodeClient(a.encode({ type: 'scene', action: 'select', scene: 'dice' }));
   assert.deepEqual([m6.action, m6.scene], ['select', 'dice']);
   assert.equal(a.encode({ type: 'param', name: 'friction', value: NaN }), null, 'a value the protocol refuses is not sent');
+});
+
+test('pings carry the link report: newest applied tick, RTT, bytes received', () => {
+  const a = createAdapter({ roomId: 'tower', kind: 'rigid', scene: 'tower', name: 'T' });
+  const before = decodeClient(a.encode({ type: 'ping', sent: 1.5, rtt: NaN }));
+  assert.deepEqual(before, { type: 'ping', client_time: 1500, ack_tick: null, rtt_ms: null, recv_bytes: 0 }, 'before the welcome');
+  let received = 0, tick = 0;
+  for (const name of seq('tower').slice(0, 4)) {
+    const b = bytes(name);
+    received += b.length;
+    for (const m of a.decode(b)) if (m.snapshot || m.snap) tick = (m.snapshot || m.snap).tick;
+  }
+  assert.ok(tick > 0);
+  const p = decodeClient(a.encode({ type: 'ping', sent: 2, rtt: 0.0845 }));
+  assert.deepEqual(p, { type: 'ping', client_time: 2000, ack_tick: tick, rtt_ms: 84.5, recv_bytes: received });
 });
 
 test('a delta that does not fit the baseline asks for a keyframe and waits for it', () => {

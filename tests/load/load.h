@@ -149,6 +149,7 @@ typedef struct tl_client {
     tb_snap_decoder *dec;
     bool awaiting_key;         /* after a bad snapshot: deltas are ignored until a key */
     uint32_t seq;
+    uint32_t poke_seq;         /* seq of the last poke (press, flick) sent */
     uint32_t client_id, snap_rate, tick_rate;
     int wind_param;            /* index in the welcome's params of a wind parameter, -1 if none */
     double wind_min, wind_max;
@@ -157,6 +158,7 @@ typedef struct tl_client {
     /* counters (whole run) */
     uint64_t snaps, bytes, msgs;
     double last_snap_at;
+    double last_rtt_ms;        /* from the last pong, for the link report; < 0 before one */
     /* counters at the start of the current window */
     uint64_t win_snaps, win_bytes;
     bool in_window;
@@ -195,6 +197,8 @@ typedef struct tl_window_stats {
     uint64_t latency_timeouts;
     uint64_t inputs_refused;   /* unknown_body / not_allowed: refused by the world, not errors */
     uint64_t reconnects;       /* a server went away (1001) and the client was welcomed again */
+    uint64_t inputs_sent_by_scene[TL_SCENE_COUNT], inputs_refused_by_scene[TL_SCENE_COUNT]; /* inputs, not pings */
+    uint64_t pokes_sent_by_scene[TL_SCENE_COUNT], pokes_refused_by_scene[TL_SCENE_COUNT];   /* of them, pokes */
     uint64_t errors[TL_ERR_COUNT];
     uint64_t server_errors_by_code[TB_ERR__COUNT + 1];
 } tl_window_stats;
@@ -241,6 +245,8 @@ typedef struct tl_report {
     /* from /proc */
     double server_cpu_cores, server_cpu_ms_per_room_s, server_rss_mb, server_rss_before_mb, server_kb_per_room, generator_cpu_cores;
     uint64_t inputs_refused, reconnects;
+    uint64_t inputs_sent_by_scene[TL_SCENE_COUNT], inputs_refused_by_scene[TL_SCENE_COUNT];
+    uint64_t pokes_sent_by_scene[TL_SCENE_COUNT], pokes_refused_by_scene[TL_SCENE_COUNT];
     uint64_t errors, errors_by[TL_ERR_COUNT], server_errors_by_code[TB_ERR__COUNT + 1];
     bool held;                 /* ramp: the step met every target */
     char why[160];             /* ramp: the first target missed */
@@ -287,7 +293,24 @@ struct tl_run {
      * to the alternative once and reports it (not as an error). */
     bool rebuild_as_reset, throw_dice_as_roll;
 
+    /* Server limits that refused this run's clients, each explained once
+     * (tl_note_limit): a bit per enum tl_limit. */
+    unsigned limits_told;
+
     int exit_code;
+};
+
+/* Server limits a load run can run into; tl_note_limit names the server flag
+ * and how to run (once per run, not per client). */
+enum tl_limit {
+    TL_LIMIT_CONNS_PER_ADDRESS,   /* HTTP 429 at the upgrade */
+    TL_LIMIT_ROOM_CREATE_RATE,    /* rate_limited on a hello that creates a room */
+    TL_LIMIT_MAX_ROOMS,           /* too_many_rooms */
+    TL_LIMIT_CLIENTS_PER_ROOM,    /* room_full */
+    TL_LIMIT_INPUT_RATE,          /* rate_limited on inputs */
+    TL_LIMIT_ORIGIN,              /* HTTP 403 */
+    TL_LIMIT_OTHER_HTTP,          /* any other refusal of the upgrade */
+    TL_LIMIT_COUNT
 };
 
 /* load_client.c */
@@ -300,6 +323,9 @@ void tl_client_close(tl_client *c);
 void tl_client_free(tl_client *c);
 double tl_now(void);
 void tl_count_error(tl_run *run, int err);
+/* Prints, the first time a run meets `limit`, which server limit refused it
+ * and how to run instead; true then, false when it was told already. */
+bool tl_note_limit(tl_run *run, enum tl_limit limit, int http_status);
 void tl_client_seed(uint32_t seed);
 
 #endif

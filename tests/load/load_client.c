@@ -19,7 +19,8 @@
  *           every 3 s                                           | every 3 s (one press at a time per
  *                                                               | room); 2+: a 0.5 s drag with its
  *                                                               | own pointer every 3 s
- * Every client pings every 5 s (round trip through the server's network thread).
+ * Every client pings every 5 s (round trip through the server's network thread),
+ * with a link report (PROTOCOL.md §13: newest applied tick, last RTT, bytes received).
  *
  * Measured here, while the run's window is open: snapshot inter-arrival jitter
  * (|gap - 1/snap_rate|), input-to-effect latency (tower: knock until a
@@ -52,6 +53,56 @@ double tl_now(void)
 
 static bool tl__measuring(const tl_run *run) { return run->window_start > 0 && run->window_end == 0; }
 
+bool tl_note_limit(tl_run *run, enum tl_limit limit, int http_status)
+{
+    if (run->limits_told & (1u << limit))
+        return false;
+    run->limits_told |= 1u << limit;
+    int clients = run->opt.rooms * run->opt.clients_per_room;
+    const char *why = "", *how = "";
+    char buf[160];
+    switch (limit) {
+    case TL_LIMIT_CONNS_PER_ADDRESS:
+        why = "HTTP 429: its connection limit per address (--max-conns-per-address, default 32)";
+        snprintf(buf, sizeof buf, "start it with --max-conns-per-address %d or more, or spread the clients over "
+                 "loopback addresses with --source-addrs %d", clients, clients / 32 + 1);
+        how = buf;
+        break;
+    case TL_LIMIT_ROOM_CREATE_RATE:
+        why = "rate_limited: its room creations per address (--room-create-rate, default 10 a minute)";
+        snprintf(buf, sizeof buf, "start it with --room-create-rate %d or more, or spread the clients with "
+                 "--source-addrs %d", run->opt.rooms, run->opt.rooms / 10 + 1);
+        how = buf;
+        break;
+    case TL_LIMIT_MAX_ROOMS:
+        why = "too_many_rooms: its room limit (--max-rooms, default 256)";
+        snprintf(buf, sizeof buf, "start it with --max-rooms %d or more (its default rooms count too)", run->opt.rooms + 8);
+        how = buf;
+        break;
+    case TL_LIMIT_CLIENTS_PER_ROOM:
+        why = "room_full: its clients per room (--max-clients-per-room, default 32)";
+        snprintf(buf, sizeof buf, "start it with --max-clients-per-room %d, or use fewer --clients per room",
+                 run->opt.clients_per_room);
+        how = buf;
+        break;
+    case TL_LIMIT_INPUT_RATE:
+        why = "rate_limited: its input rate per client (--input-rate, default 120 a second)";
+        how = "start it with a higher --input-rate";
+        break;
+    case TL_LIMIT_ORIGIN:
+        why = "HTTP 403: its origin allow-list (--allowed-origins)";
+        how = "add this tool's origin to --allowed-origins, or start it without the flag";
+        break;
+    default:
+        snprintf(buf, sizeof buf, "HTTP %d at the WebSocket upgrade", http_status);
+        why = buf;
+        how = "see the server's log";
+        break;
+    }
+    fprintf(stderr, "tumble-load: the server refused clients: %s.\ntumble-load:   to load it: %s.\n", why, how);
+    return true;
+}
+
 void tl_count_error(tl_run *run, int err)
 {
     if (err >= 0 && err < TL_ERR_COUNT)
@@ -77,8 +128,16 @@ static void tl__send(tl_client *c, tb_proto_client_msg *m)
     if (!c->wsi || c->closing)
         return;
     if (m->type != TB_MSG_HELLO && m->type != TB_MSG_PING && m->type != TB_MSG_RESYNC &&
-        m->type != TB_MSG_LOBBY_REQ)
+        m->type != TB_MSG_LOBBY_REQ) {
         m->seq = ++c->seq;
+        if (tl__measuring(c->run)) {
+            c->run->win.inputs_sent_by_scene[c->room->scene]++;
+            if (m->type == TB_MSG_POKE) {
+                c->poke_seq = m->seq;
+                c->run->win.pokes_sent_by_scene[c->room->scene]++;
+            }
+        }
+    }
     static msgpack_sbuffer sb;
     static bool sb_ready;
     if (!sb_ready) {
@@ -441,6 +500,13 @@ void tl_client_tick(tl_client *c, double now)
     if (now >= c->next_ping_at) {
         tb_proto_client_msg m = {.type = TB_MSG_PING};
         m.u.ping.client_time = floor(now * 1e6) / 1e3; /* ms with microsecond digits */
+        /* the link report (PROTOCOL.md §13): newest applied tick, RTT, bytes received */
+        m.u.ping.has_ack_tick = true;
+        m.u.ping.ack_tick = tb_snap_decoder_tick(c->dec);
+        m.u.ping.has_rtt = c->last_rtt_ms >= 0;
+        m.u.ping.rtt_ms = m.u.ping.has_rtt ? floor(c->last_rtt_ms * 10 + 0.5) / 10 : 0;
+        m.u.ping.has_recv_bytes = true;
+        m.u.ping.recv_bytes = (uint32_t)c->bytes;
         tl__send(c, &m);
         c->next_ping_at = now + 5.0;
     }
@@ -561,13 +627,15 @@ static void tl__message(tl_client *c, const uint8_t *buf, size_t len)
             tl__joined(c, &msg.u.welcome);
         }
         break;
-    case TB_MSG_PONG:
-        if (tl__measuring(run)) {
-            double rtt_ms = tl_now() * 1e3 - msg.u.pong.client_time;
-            if (rtt_ms >= 0 && rtt_ms < 60000)
+    case TB_MSG_PONG: {
+        double rtt_ms = tl_now() * 1e3 - msg.u.pong.client_time;
+        if (rtt_ms >= 0 && rtt_ms < 60000) {
+            c->last_rtt_ms = rtt_ms;
+            if (tl__measuring(run))
                 tl_hist_add(&run->win.rtt, rtt_ms * 1e3);
         }
         break;
+    }
     case TB_MSG_ERROR: {
         uint32_t code = msg.u.error.code;
         if (code == TB_ERR_BAD_VALUE && msg.u.error.has_seq && tl__action_fallback(c, msg.u.error.seq))
@@ -577,13 +645,25 @@ static void tl__message(tl_client *c, const uint8_t *buf, size_t len)
          * cloth vertex that has moved on since the snapshot the client saw) and
          * not_allowed (a press while one is under way) are the world saying no to a
          * well-formed input, as it would to a lagging player. They are counted apart. */
-        if (code == TB_ERR_UNKNOWN_BODY || code == TB_ERR_NOT_ALLOWED)
+        if (code == TB_ERR_UNKNOWN_BODY || code == TB_ERR_NOT_ALLOWED) {
             run->win.inputs_refused++;
-        else if (code == TB_ERR_SHUTTING_DOWN)
+            run->win.inputs_refused_by_scene[c->room->scene]++;
+            if (msg.u.error.has_seq && c->poke_seq && msg.u.error.seq == c->poke_seq)
+                run->win.pokes_refused_by_scene[c->room->scene]++;
+        } else if (code == TB_ERR_SHUTTING_DOWN)
             ; /* the server goes away: the close (1001) that follows makes the client reconnect */
         else if (code != TB_ERR_PROJECTILE_CAP)
             tl_count_error(run, TL_ERR_SERVER_ERROR);
-        if (!run->opt.quiet && run->win.server_errors_by_code[code <= TB_ERR__COUNT ? code : TB_ERR__COUNT] <= 3)
+        /* A server limit is explained once, with the flag to raise, not per client. */
+        int limit = code == TB_ERR_TOO_MANY_ROOMS ? TL_LIMIT_MAX_ROOMS
+                    : code == TB_ERR_ROOM_FULL    ? TL_LIMIT_CLIENTS_PER_ROOM
+                    : code != TB_ERR_RATE_LIMITED ? -1
+                    : strstr(msg.u.error.text, "room creation") ? TL_LIMIT_ROOM_CREATE_RATE
+                                                                 : TL_LIMIT_INPUT_RATE;
+        if (limit >= 0) {
+            if (!run->opt.quiet)
+                tl_note_limit(run, (enum tl_limit)limit, 0);
+        } else if (!run->opt.quiet && run->win.server_errors_by_code[code <= TB_ERR__COUNT ? code : TB_ERR__COUNT] <= 3)
             fprintf(stderr, "tumble-load: %s client %d: server error %s: %s\n", c->room->id, c->index,
                     msg.u.error.name, msg.u.error.text);
         if (c->probe_kind != TL_PROBE_NONE && msg.u.error.has_seq && msg.u.error.seq == c->probe_seq)
@@ -650,9 +730,20 @@ static int tl__callback(struct lws *wsi, enum lws_callback_reasons reason, void 
     case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
         if (!c)
             break;
-        if (!c->run->opt.quiet && c->run->win.errors[TL_ERR_CONNECT] < 3)
+        /* An upgrade the server answered in HTTP (a limit, PROTOCOL.md §1) is
+         * explained once; other failures are shown for the first few clients. */
+        int status = in && strstr((const char *)in, "not 101") ? (int)lws_http_client_http_response(wsi) : 0;
+        if (c->run->opt.quiet) {
+        } else if (status == 429) {
+            tl_note_limit(c->run, TL_LIMIT_CONNS_PER_ADDRESS, status);
+        } else if (status == 403) {
+            tl_note_limit(c->run, TL_LIMIT_ORIGIN, status);
+        } else if (status) {
+            tl_note_limit(c->run, TL_LIMIT_OTHER_HTTP, status);
+        } else if (c->run->win.errors[TL_ERR_CONNECT] < 3) {
             fprintf(stderr, "tumble-load: %s client %d: connection failed: %s\n", c->room->id, c->index,
                     in ? (const char *)in : "?");
+        }
         tl__closed(c, true);
         break;
     case LWS_CALLBACK_CLIENT_ESTABLISHED: {
@@ -759,6 +850,7 @@ int tl_client_connect(tl_client *c)
         c->dec = tb_snap_decoder_create(c->room->scene == TL_PILE ? TB_PROTO_MAX_BODIES : 256);
     if (!c->dec)
         return -1;
+    c->last_rtt_ms = -1;
     struct lws_client_connect_info info;
     memset(&info, 0, sizeof info);
     info.context = run->context;

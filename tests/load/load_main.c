@@ -353,6 +353,10 @@ static void tl__open_window(tl_run *run, double now)
     memset(&run->win.ack_latency, 0, sizeof run->win.ack_latency);
     memset(&run->win.rtt, 0, sizeof run->win.rtt);
     run->win.latency_timeouts = 0;
+    memset(run->win.inputs_sent_by_scene, 0, sizeof run->win.inputs_sent_by_scene);
+    memset(run->win.inputs_refused_by_scene, 0, sizeof run->win.inputs_refused_by_scene);
+    memset(run->win.pokes_sent_by_scene, 0, sizeof run->win.pokes_sent_by_scene);
+    memset(run->win.pokes_refused_by_scene, 0, sizeof run->win.pokes_refused_by_scene);
     run->window_start = now;
     run->window_end = 0;
     TL_FOR_CLIENTS(run, c) {
@@ -475,6 +479,10 @@ static void tl__fill_report(tl_run *run, tl_report *r, uint64_t errors_before)
     r->errors = tl__errors(run) - errors_before;
     r->inputs_refused = w->inputs_refused;
     r->reconnects = w->reconnects;
+    memcpy(r->inputs_sent_by_scene, w->inputs_sent_by_scene, sizeof r->inputs_sent_by_scene);
+    memcpy(r->inputs_refused_by_scene, w->inputs_refused_by_scene, sizeof r->inputs_refused_by_scene);
+    memcpy(r->pokes_sent_by_scene, w->pokes_sent_by_scene, sizeof r->pokes_sent_by_scene);
+    memcpy(r->pokes_refused_by_scene, w->pokes_refused_by_scene, sizeof r->pokes_refused_by_scene);
 
     /* the ramp's targets */
     double tick = r->tick_rate ? r->tick_rate : 120;
@@ -763,8 +771,10 @@ static void tl__json_report(const tl_report *r)
             continue;
         printf("%s\"%s\":{\"clients\":%d,", first ? "" : ",", tl_scene_names[s], r->clients_by_scene[s]);
         tl__jnum("kbit_per_s_per_client", r->kbit_by_scene[s], true);
-        tl__jnum("snapshot_rate_ratio", r->ratio_by_scene[s], false);
-        printf("}");
+        tl__jnum("snapshot_rate_ratio", r->ratio_by_scene[s], true);
+        printf("\"inputs_sent\":%llu,\"inputs_refused\":%llu,\"pokes_sent\":%llu,\"pokes_refused\":%llu}",
+               (unsigned long long)r->inputs_sent_by_scene[s], (unsigned long long)r->inputs_refused_by_scene[s],
+               (unsigned long long)r->pokes_sent_by_scene[s], (unsigned long long)r->pokes_refused_by_scene[s]);
         first = false;
     }
     printf("},\"tick_lateness_ms\":{");

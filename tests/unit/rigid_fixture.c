@@ -17,14 +17,14 @@ tb_rigid_world *tb_test_tray_world(int capacity)
     def.body_capacity = capacity;
     tb_rigid_world *w = tb_rigid_world_create(&def);
     assert_non_null(w);
-    assert_int_equal(tb_rigid_scene_tray(w), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_scene_tray(w), TB_PHYS_OK);
     return w;
 }
 
 void tb_test_step_for(tb_rigid_world *w, float seconds)
 {
     int n = (int)(seconds / TB_TEST_DT + 0.5f);
-    for (int i = 0; i < n; i++) assert_int_equal(tb_rigid_world_step(w, TB_TEST_DT), TB_RIGID_OK);
+    for (int i = 0; i < n; i++) assert_int_equal(tb_rigid_world_step(w, TB_TEST_DT), TB_PHYS_OK);
 }
 
 void tb_test_assert_same_saves(const tb_rigid_world *a, const tb_rigid_world *b)
@@ -34,8 +34,8 @@ void tb_test_assert_same_saves(const tb_rigid_world *a, const tb_rigid_world *b)
     unsigned char *sa = malloc(size), *sb = malloc(size);
     assert_non_null(sa);
     assert_non_null(sb);
-    assert_int_equal(tb_rigid_world_save(a, sa, size, NULL), TB_RIGID_OK);
-    assert_int_equal(tb_rigid_world_save(b, sb, size, NULL), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_world_save(a, sa, size, NULL), TB_PHYS_OK);
+    assert_int_equal(tb_rigid_world_save(b, sb, size, NULL), TB_PHYS_OK);
     assert_memory_equal(sa, sb, size);
     free(sa);
     free(sb);

@@ -13,6 +13,60 @@
 #include "physics/cloth.h"
 #include "physics/cloth_internal.h" /* save layout, for the damaged-save test */
 
+/* The tests name grabs by (client, pointer) as a room does; the kernel gives
+ * handles. This table maps one to the other, as sim's tb_world_grabs does. */
+typedef struct held_grab { const tb_cloth_world *world; uint32_t client, pointer; int handle; } held_grab;
+static held_grab held[64];
+static int held_count;
+
+static held_grab *held_find(const tb_cloth_world *w, uint32_t client, uint32_t pointer)
+{
+    for (int i = 0; i < held_count; i++)
+        if (held[i].world == w && held[i].client == client && held[i].pointer == pointer) return &held[i];
+    return NULL;
+}
+
+/* A world loaded from another's save holds its grabs under the same handles. */
+static void held_copy(const tb_cloth_world *from, const tb_cloth_world *to)
+{
+    for (int i = 0, n = held_count; i < n; i++)
+        if (held[i].world == from) {
+            held_grab *g = held_find(to, held[i].client, held[i].pointer);
+            if (!g) {
+                assert_true(held_count < 64);
+                g = &held[held_count++];
+            }
+            *g = (held_grab){to, held[i].client, held[i].pointer, held[i].handle};
+        }
+}
+
+static int grab_start(tb_cloth_world *w, uint32_t client, uint32_t pointer, tb_vec3 at)
+{
+    int handle = tb_cloth_world_grab_start(w, at);
+    if (handle < 0) return handle;
+    held_grab *g = held_find(w, client, pointer);
+    if (!g) {
+        assert_true(held_count < 64);
+        g = &held[held_count++];
+    }
+    *g = (held_grab){w, client, pointer, handle};
+    return TB_PHYS_OK;
+}
+
+static int grab_move(tb_cloth_world *w, uint32_t client, uint32_t pointer, tb_vec3 target)
+{
+    held_grab *g = held_find(w, client, pointer);
+    return tb_cloth_world_grab_move(w, g ? g->handle : -1, target);
+}
+
+static int grab_end(tb_cloth_world *w, uint32_t client, uint32_t pointer)
+{
+    held_grab *g = held_find(w, client, pointer);
+    int handle = g ? g->handle : -1;
+    if (g) *g = held[--held_count];
+    return tb_cloth_world_grab_end(w, handle);
+}
+
 #define STEPS_PER_SECOND 120
 
 static tb_cloth_world *make_world(tb_cloth_scene scene, float wind, bool walking)
@@ -21,16 +75,16 @@ static tb_cloth_world *make_world(tb_cloth_scene scene, float wind, bool walking
     def.scene = scene;
     def.wind_strength = wind;
     def.walking = walking;
-    tb_cloth_result r;
+    int r;
     tb_cloth_world *w = tb_cloth_world_create(&def, &r);
     assert_non_null(w);
-    assert_int_equal(r, TB_CLOTH_OK);
+    assert_int_equal(r, TB_PHYS_OK);
     return w;
 }
 
 static void run(tb_cloth_world *w, int steps)
 {
-    for (int s = 0; s < steps; s++) tb_cloth_world_step(w);
+    for (int s = 0; s < steps; s++) tb_cloth_world_step(w, TB_CLOTH_DT);
 }
 
 static tb_cloth_view view_of(const tb_cloth_world *w, tb_cloth_kind kind)
@@ -38,7 +92,7 @@ static tb_cloth_view view_of(const tb_cloth_world *w, tb_cloth_kind kind)
     int index = tb_cloth_world_find_piece(w, kind);
     assert_true(index >= 0);
     tb_cloth_view v;
-    assert_int_equal(tb_cloth_world_get_cloth(w, index, &v), TB_CLOTH_OK);
+    assert_int_equal(tb_cloth_world_get_cloth(w, index, &v), TB_PHYS_OK);
     return v;
 }
 
@@ -122,7 +176,7 @@ static void cape_trails_torso_while_walking(void **state)
     run(w, 2 * STEPS_PER_SECOND); /* up to speed */
     float least = INFINITY;
     for (int s = 0; s < 2 * STEPS_PER_SECOND; s++) {
-        tb_cloth_world_step(w);
+        tb_cloth_world_step(w, TB_CLOTH_DT);
         tb_cloth_view v = view_of(w, TB_CLOTH_KIND_CAPE);
         least = tb_minf(least, behind_torso(w, mean_point(&v)));
     }
@@ -136,13 +190,13 @@ static void cape_settles_behind_back_after_walking_stops(void **state)
     (void)state;
     tb_cloth_world *w = make_world(TB_CLOTH_SCENE_CAPE, 0.0f, true);
     run(w, 3 * STEPS_PER_SECOND);
-    assert_int_equal(tb_cloth_world_set_walking(w, false), TB_CLOTH_OK);
+    assert_int_equal(tb_cloth_world_set_walking(w, false), TB_PHYS_OK);
     run(w, 3 * STEPS_PER_SECOND - 1);
     tb_cloth_view v = view_of(w, TB_CLOTH_KIND_CAPE);
     float *before = malloc(sizeof(float) * 3 * (size_t)v.point_count);
     assert_non_null(before);
     memcpy(before, v.positions, sizeof(float) * 3 * (size_t)v.point_count);
-    tb_cloth_world_step(w);
+    tb_cloth_world_step(w, TB_CLOTH_DT);
     v = view_of(w, TB_CLOTH_KIND_CAPE);
     float fastest = max_speed(before, &v);
     float mean_behind = behind_torso(w, mean_point(&v));
@@ -167,7 +221,7 @@ static void cape_never_inside_body_by_more_than_a_millimetre(void **state)
     float worst = -1.0f;
     for (int s = 0; s < 5 * STEPS_PER_SECOND; s++) {
         if (s == 4 * STEPS_PER_SECOND) tb_cloth_world_set_walking(w, false);
-        tb_cloth_world_step(w);
+        tb_cloth_world_step(w, TB_CLOTH_DT);
         worst = tb_maxf(worst, deepest_in_body(w));
     }
     print_message("deepest cape point inside the body: %.5f m\n", worst);
@@ -180,10 +234,10 @@ static void pinned_points_equal_their_anchors_after_every_step(void **state)
     (void)state;
     tb_cloth_world *w = make_world(TB_CLOTH_SCENE_FLAG_AND_CAPE, 6.0f, true);
     for (int s = 0; s < 2 * STEPS_PER_SECOND; s++) {
-        tb_cloth_world_step(w);
+        tb_cloth_world_step(w, TB_CLOTH_DT);
         for (int i = 0; i < tb_cloth_world_piece_count(w); i++) {
             tb_cloth_view v;
-            assert_int_equal(tb_cloth_world_get_cloth(w, i, &v), TB_CLOTH_OK);
+            assert_int_equal(tb_cloth_world_get_cloth(w, i, &v), TB_PHYS_OK);
             assert_true(v.pin_count > 0);
             for (int q = 0; q < v.pin_count; q++)
                 assert_memory_equal(&v.positions[3 * v.pins[q]], &v.anchors[3 * q], 3 * sizeof(float));
@@ -203,11 +257,11 @@ static void pinned_points_equal_their_anchors_after_every_step(void **state)
 static double strain_with_iterations(int iterations)
 {
     tb_cloth_world *w = make_world(TB_CLOTH_SCENE_FLAG_AND_CAPE, 6.0f, true);
-    assert_int_equal(tb_cloth_world_set_iterations(w, iterations), TB_CLOTH_OK);
+    assert_int_equal(tb_cloth_world_set_iterations(w, iterations), TB_PHYS_OK);
     double sum = 0.0;
     int samples = 0;
     for (int s = 0; s < 3 * STEPS_PER_SECOND; s++) {
-        tb_cloth_world_step(w);
+        tb_cloth_world_step(w, TB_CLOTH_DT);
         if (s < STEPS_PER_SECOND || s % 4) continue;
         tb_cloth_view flag = view_of(w, TB_CLOTH_KIND_FLAG), cape = view_of(w, TB_CLOTH_KIND_CAPE);
         sum += mean_structural_strain(&flag, 1.5f, 0.9f) + mean_structural_strain(&cape, 0.44f, 0.85f);
@@ -245,14 +299,14 @@ static void flag_hangs_down_without_wind(void **state)
 static float flag_reach(float wind, float direction, tb_vec3 dir)
 {
     tb_cloth_world *w = make_world(TB_CLOTH_SCENE_FLAG, wind, false);
-    assert_int_equal(tb_cloth_world_set_wind(w, wind, direction), TB_CLOTH_OK);
+    assert_int_equal(tb_cloth_world_set_wind(w, wind, direction), TB_PHYS_OK);
     run(w, 2 * STEPS_PER_SECOND);
     double sum = 0.0;
     int count = 0;
     const tb_cloth_capsule *pole = tb_cloth_world_capsules(w);
     assert_int_equal(pole->part, TB_CLOTH_PART_POLE);
     for (int s = 0; s < 2 * STEPS_PER_SECOND; s++) {
-        tb_cloth_world_step(w);
+        tb_cloth_world_step(w, TB_CLOTH_DT);
         tb_cloth_view v = view_of(w, TB_CLOTH_KIND_FLAG);
         for (int j = 0; j < v.height; j++) {
             tb_vec3 q = tb_v3_sub(point(&v, j * v.width + v.width - 1), pole->a);
@@ -287,21 +341,21 @@ static void grabbed_point_follows_pointer_and_poke_pushes(void **state)
     tb_cloth_view v = view_of(w, TB_CLOTH_KIND_CAPE);
     int corner = v.point_count - 1;
     tb_vec3 start = point(&v, corner);
-    assert_int_equal(tb_cloth_world_grab_start(w, 7, 1, start), TB_CLOTH_OK);
+    assert_int_equal(grab_start(w, 7, 1, start), TB_PHYS_OK);
     tb_vec3 target = tb_v3_add(start, tb_v3_scale(tb_cloth_world_figure_forward(w), -0.4f));
-    assert_int_equal(tb_cloth_world_grab_move(w, 7, 1, target), TB_CLOTH_OK);
+    assert_int_equal(grab_move(w, 7, 1, target), TB_PHYS_OK);
     run(w, STEPS_PER_SECOND / 2);
     v = view_of(w, TB_CLOTH_KIND_CAPE);
     assert_true(tb_v3_dist(point(&v, corner), target) < 0.01f);
-    assert_int_equal(tb_cloth_world_grab_end(w, 7, 1), TB_CLOTH_OK);
-    assert_int_equal(tb_cloth_world_grab_end(w, 7, 1), TB_CLOTH_ERR_UNKNOWN_GRAB);
+    assert_int_equal(grab_end(w, 7, 1), TB_PHYS_OK);
+    assert_int_equal(grab_end(w, 7, 1), TB_PHYS_ERR_UNKNOWN_GRAB);
     run(w, 2 * STEPS_PER_SECOND);
 
     v = view_of(w, TB_CLOTH_KIND_CAPE);
     tb_vec3 middle = point(&v, (v.height / 2) * v.width + v.width / 2);
     tb_vec3 before = mean_point(&v);
     tb_vec3 back = tb_v3_scale(tb_cloth_world_figure_forward(w), -3.0f);
-    assert_int_equal(tb_cloth_world_poke(w, middle, back, 0.3f), TB_CLOTH_OK);
+    assert_int_equal(tb_cloth_world_poke(w, middle, back, 0.3f), TB_PHYS_OK);
     run(w, 10);
     v = view_of(w, TB_CLOTH_KIND_CAPE);
     float moved = tb_v3_dot(tb_v3_sub(mean_point(&v), before), tb_v3_norm(back));
@@ -316,16 +370,16 @@ static void cloth_stays_above_the_ground(void **state)
     tb_cloth_world *w = make_world(TB_CLOTH_SCENE_FLAG, 0.0f, false);
     tb_cloth_view v = view_of(w, TB_CLOTH_KIND_FLAG);
     tb_vec3 corner = point(&v, v.point_count - 1);
-    assert_int_equal(tb_cloth_world_grab_start(w, 1, 1, corner), TB_CLOTH_OK);
-    assert_int_equal(tb_cloth_world_grab_move(w, 1, 1, tb_v3(corner.x + 0.5f, -3.0f, corner.z)), TB_CLOTH_OK);
+    assert_int_equal(grab_start(w, 1, 1, corner), TB_PHYS_OK);
+    assert_int_equal(grab_move(w, 1, 1, tb_v3(corner.x + 0.5f, -3.0f, corner.z)), TB_PHYS_OK);
     float lowest = INFINITY;
     for (int s = 0; s < 3 * STEPS_PER_SECOND; s++) {
         if (s == 2 * STEPS_PER_SECOND) {
-            assert_int_equal(tb_cloth_world_grab_end(w, 1, 1), TB_CLOTH_OK);
+            assert_int_equal(grab_end(w, 1, 1), TB_PHYS_OK);
             /* and throw it down hard */
-            assert_int_equal(tb_cloth_world_poke(w, corner, tb_v3(0, -20.0f, 0), 3.0f), TB_CLOTH_OK);
+            assert_int_equal(tb_cloth_world_poke(w, corner, tb_v3(0, -20.0f, 0), 3.0f), TB_PHYS_OK);
         }
-        tb_cloth_world_step(w);
+        tb_cloth_world_step(w, TB_CLOTH_DT);
         v = view_of(w, TB_CLOTH_KIND_FLAG);
         for (int k = 0; k < v.point_count; k++) lowest = tb_minf(lowest, v.positions[3 * k + 1]);
     }
@@ -343,7 +397,7 @@ static void grid_size_change_rebuilds_the_piece(void **state)
     int sizes[][2] = {{24, 14}, {4, 4}, {48, 48}, {16, 10}};
     for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++) {
         int gw = sizes[t][0], gh = sizes[t][1];
-        assert_int_equal(tb_cloth_world_set_grid(w, TB_CLOTH_KIND_FLAG, gw, gh), TB_CLOTH_OK);
+        assert_int_equal(tb_cloth_world_set_grid(w, TB_CLOTH_KIND_FLAG, gw, gh), TB_PHYS_OK);
         tb_cloth_view v = view_of(w, TB_CLOTH_KIND_FLAG);
         assert_int_equal(v.width, gw);
         assert_int_equal(v.height, gh);
@@ -357,7 +411,7 @@ static void grid_size_change_rebuilds_the_piece(void **state)
         v = view_of(w, TB_CLOTH_KIND_FLAG);
         for (int k = 0; k < 3 * v.point_count; k++) assert_true(isfinite(v.positions[k]));
     }
-    assert_int_equal(tb_cloth_world_set_grid(w, TB_CLOTH_KIND_CAPE, 20, 30), TB_CLOTH_OK);
+    assert_int_equal(tb_cloth_world_set_grid(w, TB_CLOTH_KIND_CAPE, 20, 30), TB_PHYS_OK);
     assert_int_equal(view_of(w, TB_CLOTH_KIND_CAPE).pin_count, 20);
     tb_cloth_world_destroy(w);
 }
@@ -371,40 +425,64 @@ static void bad_cloth_inputs_are_rejected_and_change_nothing(void **state)
     tb_vec3 near_cape = point(&cape, cape.point_count - 1);
     uint64_t before = tb_cloth_world_hash(w);
     float nan = NAN;
-    assert_int_equal(tb_cloth_world_set_wind(w, nan, 0.0f), TB_CLOTH_ERR_NOT_FINITE);
-    assert_int_equal(tb_cloth_world_set_wind(w, 5.0f, INFINITY), TB_CLOTH_ERR_NOT_FINITE);
-    assert_int_equal(tb_cloth_world_set_wind(w, -1.0f, 0.0f), TB_CLOTH_ERR_RANGE);
-    assert_int_equal(tb_cloth_world_set_wind(w, 41.0f, 0.0f), TB_CLOTH_ERR_RANGE);
-    assert_int_equal(tb_cloth_world_set_iterations(w, 0), TB_CLOTH_ERR_RANGE);
-    assert_int_equal(tb_cloth_world_set_iterations(w, 21), TB_CLOTH_ERR_RANGE);
-    assert_int_equal(tb_cloth_world_set_grid(w, TB_CLOTH_KIND_FLAG, 3, 10), TB_CLOTH_ERR_RANGE);
-    assert_int_equal(tb_cloth_world_set_grid(w, TB_CLOTH_KIND_CAPE, 12, 49), TB_CLOTH_ERR_RANGE);
-    assert_int_equal(tb_cloth_world_grab_start(w, 1, 1, tb_v3(nan, 0, 0)), TB_CLOTH_ERR_NOT_FINITE);
-    assert_int_equal(tb_cloth_world_grab_start(w, 1, 1, tb_v3(50, 50, 50)), TB_CLOTH_ERR_NOTHING_THERE);
-    assert_int_equal(tb_cloth_world_grab_move(w, 1, 1, near_cape), TB_CLOTH_ERR_UNKNOWN_GRAB);
-    assert_int_equal(tb_cloth_world_grab_end(w, 1, 1), TB_CLOTH_ERR_UNKNOWN_GRAB);
-    assert_int_equal(tb_cloth_world_poke(w, near_cape, tb_v3(0, nan, 0), 0.3f), TB_CLOTH_ERR_NOT_FINITE);
-    assert_int_equal(tb_cloth_world_poke(w, near_cape, tb_v3(0, 1, 0), 0.0f), TB_CLOTH_ERR_RANGE);
-    assert_int_equal(tb_cloth_world_poke(w, near_cape, tb_v3(0, 100, 0), 0.3f), TB_CLOTH_ERR_RANGE);
+    assert_int_equal(tb_cloth_world_set_wind(w, nan, 0.0f), TB_PHYS_ERR_INVALID);
+    assert_int_equal(tb_cloth_world_set_wind(w, 5.0f, INFINITY), TB_PHYS_ERR_INVALID);
+    assert_int_equal(tb_cloth_world_set_wind(w, -1.0f, 0.0f), TB_PHYS_ERR_RANGE);
+    assert_int_equal(tb_cloth_world_set_wind(w, 41.0f, 0.0f), TB_PHYS_ERR_RANGE);
+    assert_int_equal(tb_cloth_world_set_iterations(w, 0), TB_PHYS_ERR_RANGE);
+    assert_int_equal(tb_cloth_world_set_iterations(w, 21), TB_PHYS_ERR_RANGE);
+    assert_int_equal(tb_cloth_world_set_grid(w, TB_CLOTH_KIND_FLAG, 3, 10), TB_PHYS_ERR_RANGE);
+    assert_int_equal(tb_cloth_world_set_grid(w, TB_CLOTH_KIND_CAPE, 12, 49), TB_PHYS_ERR_RANGE);
+    assert_int_equal(grab_start(w, 1, 1, tb_v3(nan, 0, 0)), TB_PHYS_ERR_INVALID);
+    assert_int_equal(grab_start(w, 1, 1, tb_v3(50, 50, 50)), TB_PHYS_ERR_NOTHING_THERE);
+    assert_int_equal(grab_move(w, 1, 1, near_cape), TB_PHYS_ERR_UNKNOWN_GRAB);
+    assert_int_equal(grab_end(w, 1, 1), TB_PHYS_ERR_UNKNOWN_GRAB);
+    assert_int_equal(tb_cloth_world_poke(w, near_cape, tb_v3(0, nan, 0), 0.3f), TB_PHYS_ERR_INVALID);
+    assert_int_equal(tb_cloth_world_poke(w, near_cape, tb_v3(0, 1, 0), 0.0f), TB_PHYS_ERR_RANGE);
+    assert_int_equal(tb_cloth_world_poke(w, near_cape, tb_v3(0, 100, 0), 0.3f), TB_PHYS_ERR_RANGE);
     unsigned char junk[64] = {0};
-    assert_int_equal(tb_cloth_world_load(w, junk, sizeof junk), TB_CLOTH_ERR_BAD_SAVE);
-    assert_int_equal(tb_cloth_world_save(w, junk, sizeof junk, NULL), TB_CLOTH_ERR_BUFFER_TOO_SMALL);
+    assert_int_equal(tb_cloth_world_load(w, junk, sizeof junk), TB_PHYS_ERR_FORMAT);
+    assert_int_equal(tb_cloth_world_save(w, junk, sizeof junk, NULL), TB_PHYS_ERR_NO_SPACE);
     assert_true(tb_cloth_world_hash(w) == before);
 
     /* Grabs: a second start on the same pointer, and more than the limit. */
-    assert_int_equal(tb_cloth_world_grab_start(w, 1, 1, near_cape), TB_CLOTH_OK);
-    assert_int_equal(tb_cloth_world_grab_move(w, 1, 1, tb_v3(0, nan, 0)), TB_CLOTH_ERR_NOT_FINITE);
-    assert_int_equal(tb_cloth_world_grab_start(w, 1, 1, near_cape), TB_CLOTH_ERR_GRAB_EXISTS);
+    assert_int_equal(grab_start(w, 1, 1, near_cape), TB_PHYS_OK);
+    assert_int_equal(grab_move(w, 1, 1, tb_v3(0, nan, 0)), TB_PHYS_ERR_INVALID);
     for (uint32_t p = 2; p <= TB_CLOTH_MAX_GRABS; p++)
-        assert_int_equal(tb_cloth_world_grab_start(w, 1, p, near_cape), TB_CLOTH_OK);
-    assert_int_equal(tb_cloth_world_grab_start(w, 2, 1, near_cape), TB_CLOTH_ERR_TOO_MANY_GRABS);
+        assert_int_equal(grab_start(w, 1, p, near_cape), TB_PHYS_OK);
+    assert_int_equal(grab_start(w, 2, 1, near_cape), TB_PHYS_ERR_TOO_MANY_GRABS);
     tb_cloth_def bad = tb_cloth_def_default();
     bad.iterations = 99;
-    tb_cloth_result r = TB_CLOTH_OK;
+    int r = TB_PHYS_OK;
     assert_null(tb_cloth_world_create(&bad, &r));
-    assert_int_equal(r, TB_CLOTH_ERR_RANGE);
-    assert_string_equal(tb_cloth_result_name(TB_CLOTH_ERR_RANGE), "out of range");
+    assert_int_equal(r, TB_PHYS_ERR_RANGE);
+    assert_string_equal(tb_phys_strerror(TB_PHYS_ERR_RANGE), "value out of range");
     tb_cloth_world_destroy(w);
+}
+
+/* step(world, dt) as every kernel has it; the cloth's one step is TB_CLOTH_DT
+ * and any other dt is refused without moving anything. */
+static void cloth_steps_only_its_fixed_dt(void **state)
+{
+    (void)state;
+    tb_cloth_def def = tb_cloth_def_default();
+    tb_cloth_world *w = tb_cloth_world_create(&def, NULL), *twin = tb_cloth_world_create(&def, NULL);
+    assert_non_null(w);
+    assert_non_null(twin);
+    uint64_t h0 = tb_cloth_world_hash(w);
+    assert_int_equal(tb_cloth_world_step(w, 1.0f / 60.0f), TB_PHYS_ERR_RANGE);
+    assert_int_equal(tb_cloth_world_step(w, 0.0f), TB_PHYS_ERR_RANGE);
+    assert_int_equal(tb_cloth_world_step(w, -TB_CLOTH_DT), TB_PHYS_ERR_RANGE);
+    assert_int_equal(tb_cloth_world_step(w, nanf("")), TB_PHYS_ERR_INVALID);
+    assert_true(tb_cloth_world_hash(w) == h0);
+    for (int s = 0; s < 30; s++) {
+        assert_int_equal(tb_cloth_world_step(w, TB_CLOTH_DT), TB_PHYS_OK);
+        assert_int_equal(tb_cloth_world_step(twin, 1.0f / 120.0f), TB_PHYS_OK);
+    }
+    assert_true(tb_cloth_world_hash(w) != h0);
+    assert_true(tb_cloth_world_hash(w) == tb_cloth_world_hash(twin));
+    tb_cloth_world_destroy(w);
+    tb_cloth_world_destroy(twin);
 }
 
 /* Random pokes and grabs with far targets on the largest grids: nothing
@@ -414,9 +492,9 @@ static void cloth_survives_wild_inputs(void **state)
 {
     (void)state;
     tb_cloth_world *w = make_world(TB_CLOTH_SCENE_FLAG_AND_CAPE, 40.0f, true);
-    assert_int_equal(tb_cloth_world_set_grid(w, TB_CLOTH_KIND_FLAG, 48, 48), TB_CLOTH_OK);
-    assert_int_equal(tb_cloth_world_set_grid(w, TB_CLOTH_KIND_CAPE, 47, 48), TB_CLOTH_OK);
-    assert_int_equal(tb_cloth_world_set_iterations(w, 20), TB_CLOTH_OK);
+    assert_int_equal(tb_cloth_world_set_grid(w, TB_CLOTH_KIND_FLAG, 48, 48), TB_PHYS_OK);
+    assert_int_equal(tb_cloth_world_set_grid(w, TB_CLOTH_KIND_CAPE, 47, 48), TB_PHYS_OK);
+    assert_int_equal(tb_cloth_world_set_iterations(w, 20), TB_PHYS_OK);
     uint32_t seed = 99;
     for (int s = 0; s < 2 * STEPS_PER_SECOND; s++) {
         seed = seed * 1664525u + 1013904223u;
@@ -425,10 +503,10 @@ static void cloth_survives_wild_inputs(void **state)
         tb_cloth_world_get_cloth(w, piece, &v);
         tb_vec3 q = point(&v, (int)((seed >> 8) % (uint32_t)v.point_count));
         if (s % 7 == 0) tb_cloth_world_poke(w, q, tb_v3(0.0f, 20.0f, 0.0f), 1.0f);
-        if (s % 30 == 0) tb_cloth_world_grab_start(w, 5, (uint32_t)(s / 30) % 4, q);
-        for (uint32_t g = 0; g < 4; g++) tb_cloth_world_grab_move(w, 5, g, tb_v3(900.0f, (float)s, -900.0f));
-        if (s % 30 == 29) tb_cloth_world_grab_end(w, 5, (uint32_t)(s / 30) % 4);
-        tb_cloth_world_step(w);
+        if (s % 30 == 0) grab_start(w, 5, (uint32_t)(s / 30) % 4, q);
+        for (uint32_t g = 0; g < 4; g++) grab_move(w, 5, g, tb_v3(900.0f, (float)s, -900.0f));
+        if (s % 30 == 29) grab_end(w, 5, (uint32_t)(s / 30) % 4);
+        tb_cloth_world_step(w, TB_CLOTH_DT);
     }
     for (int i = 0; i < tb_cloth_world_piece_count(w); i++) {
         tb_cloth_view v;
@@ -455,18 +533,18 @@ static void scripted(tb_cloth_world *w, int steps)
         if (t == 40) tb_cloth_world_set_wind(w, 9.0f, 0.7f);
         if (t == 60) {
             tb_cloth_view cape = view_of(w, TB_CLOTH_KIND_CAPE);
-            tb_cloth_world_grab_start(w, 3, 1, point(&cape, cape.point_count - 2));
+            grab_start(w, 3, 1, point(&cape, cape.point_count - 2));
         }
         if (t > 60 && t < 150) {
             tb_vec3 c = tb_cloth_world_figure_torso_centre(w);
-            tb_cloth_world_grab_move(w, 3, 1, tb_v3(c.x + 0.6f, 0.8f, c.z - 0.4f));
+            grab_move(w, 3, 1, tb_v3(c.x + 0.6f, 0.8f, c.z - 0.4f));
         }
-        if (t == 150) tb_cloth_world_grab_end(w, 3, 1);
+        if (t == 150) grab_end(w, 3, 1);
         if (t == 170) tb_cloth_world_poke(w, tb_v3(-2.7f, 2.6f, 0.0f), tb_v3(0, 0, 4.0f), 0.5f);
         if (t == 200) tb_cloth_world_set_iterations(w, 5);
         if (t == 230) tb_cloth_world_set_walking(w, false);
         if (t == 300) tb_cloth_world_set_walking(w, true);
-        tb_cloth_world_step(w);
+        tb_cloth_world_step(w, TB_CLOTH_DT);
     }
 }
 
@@ -496,12 +574,13 @@ static void saved_cloth_continues_identically(void **state)
     size_t size = tb_cloth_world_save_size(a), written = 0;
     void *buf = malloc(size);
     assert_non_null(buf);
-    assert_int_equal(tb_cloth_world_save(a, buf, size, &written), TB_CLOTH_OK);
+    assert_int_equal(tb_cloth_world_save(a, buf, size, &written), TB_PHYS_OK);
     assert_int_equal(written, size);
 
     /* Load into a world made from a different def: all of it is replaced. */
     tb_cloth_world *b = make_world(TB_CLOTH_SCENE_FLAG, 0.0f, false);
-    assert_int_equal(tb_cloth_world_load(b, buf, size), TB_CLOTH_OK);
+    assert_int_equal(tb_cloth_world_load(b, buf, size), TB_PHYS_OK);
+    held_copy(a, b);
     assert_true(tb_cloth_world_hash(a) == tb_cloth_world_hash(b));
     scripted(a, 200);
     scripted(b, 200);
@@ -511,13 +590,13 @@ static void saved_cloth_continues_identically(void **state)
     /* A damaged save is refused and the world keeps running as it was. */
     uint64_t kept = tb_cloth_world_hash(b);
     ((unsigned char *)buf)[0] ^= 0xff;
-    assert_int_equal(tb_cloth_world_load(b, buf, size), TB_CLOTH_ERR_BAD_SAVE);
+    assert_int_equal(tb_cloth_world_load(b, buf, size), TB_PHYS_ERR_FORMAT);
     ((unsigned char *)buf)[0] ^= 0xff;
     /* A NaN in a used position (the save layout is white-box here). */
     float nan = NAN;
     size_t at = 16 + offsetof(tb_cloth_state, pieces) + offsetof(tb_cloth_piece_state, pos);
     memcpy((char *)buf + at, &nan, sizeof nan);
-    assert_int_equal(tb_cloth_world_load(b, buf, size), TB_CLOTH_ERR_BAD_SAVE);
+    assert_int_equal(tb_cloth_world_load(b, buf, size), TB_PHYS_ERR_FORMAT);
     assert_true(tb_cloth_world_hash(b) == kept);
     free(buf);
     tb_cloth_world_destroy(a);
@@ -538,6 +617,7 @@ int main(void)
         cmocka_unit_test(cloth_stays_above_the_ground),
         cmocka_unit_test(grid_size_change_rebuilds_the_piece),
         cmocka_unit_test(bad_cloth_inputs_are_rejected_and_change_nothing),
+        cmocka_unit_test(cloth_steps_only_its_fixed_dt),
         cmocka_unit_test(cloth_survives_wild_inputs),
         cmocka_unit_test(same_cloth_inputs_give_identical_results),
         cmocka_unit_test(saved_cloth_continues_identically),

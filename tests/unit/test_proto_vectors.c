@@ -81,7 +81,14 @@ static void dump_client(js *j, const tb_proto_client_msg *m)
         js_key(j, "scene"); if (m->u.hello.has_scene) js_str(j, m->u.hello.scene); else js_null(j);
         KS("name", m->u.hello.name);
         break;
-    case TB_MSG_PING: KD("client_time", m->u.ping.client_time); break;
+    case TB_MSG_PING:
+        KD("client_time", m->u.ping.client_time);
+        if (m->u.ping.has_ack_tick || m->u.ping.has_rtt || m->u.ping.has_recv_bytes) {
+            js_key(j, "ack_tick"); if (m->u.ping.has_ack_tick) js_u(j, m->u.ping.ack_tick); else js_null(j);
+            js_key(j, "rtt_ms"); if (m->u.ping.has_rtt) js_d(j, m->u.ping.rtt_ms); else js_null(j);
+            js_key(j, "recv_bytes"); if (m->u.ping.has_recv_bytes) js_u(j, m->u.ping.recv_bytes); else js_null(j);
+        }
+        break;
     case TB_MSG_RESYNC: case TB_MSG_LOBBY_REQ: break;
     default:
         KU("seq", m->seq);
@@ -476,6 +483,14 @@ static void client_messages(void)
     client_vector("c_contacts_view", &m);
     memset(&m, 0, sizeof m); m.type = TB_MSG_PING; m.u.ping.client_time = 123456.75;
     client_vector("c_ping", &m);
+    /* a ping with its link report: newest applied tick, RTT, bytes received */
+    m.u.ping.has_ack_tick = true; m.u.ping.ack_tick = 72060;
+    m.u.ping.has_rtt = true; m.u.ping.rtt_ms = 84.5;
+    m.u.ping.has_recv_bytes = true; m.u.ping.recv_bytes = 3000000000u;
+    client_vector("c_ping_report", &m);
+    m.u.ping.has_rtt = false; m.u.ping.rtt_ms = 0; m.u.ping.has_recv_bytes = false; m.u.ping.recv_bytes = 0;
+    m.u.ping.client_time = 5000; m.u.ping.ack_tick = 120;
+    client_vector("c_ping_report_tick_only", &m);
     memset(&m, 0, sizeof m); m.type = TB_MSG_RESYNC;
     client_vector("c_resync", &m);
     memset(&m, 0, sizeof m); m.type = TB_MSG_LOBBY_REQ;
@@ -532,6 +547,15 @@ static void hostile_client(void)
     /* [10, -1.5]: a ping's client_time is 0 <= t <= 2^53-1 */
     static const uint8_t ping_negative[] = {0x92, 0x0a, 0xcb, 0xbf, 0xf8, 0, 0, 0, 0, 0, 0};
     raw_client_vector("x_ping_negative", ping_negative, sizeof ping_negative, TB_ERR_BAD_VALUE);
+    /* [10, 1, 5, -3, nil]: a link report's rtt_ms is 0..60000 */
+    static const uint8_t ping_rtt[] = {0x95, 0x0a, 0x01, 0x05, 0xfd, 0xc0};
+    raw_client_vector("x_ping_report_negative_rtt", ping_rtt, sizeof ping_rtt, TB_ERR_BAD_VALUE);
+    /* [10, 1, 2.5]: ack_tick must be an unsigned integer */
+    static const uint8_t ping_tick[] = {0x93, 0x0a, 0x01, 0xcb, 0x40, 0x04, 0, 0, 0, 0, 0, 0};
+    raw_client_vector("x_ping_report_float_tick", ping_tick, sizeof ping_tick, TB_ERR_BAD_MESSAGE);
+    /* [10, 1, 5, nil, "x"]: recv_bytes must be an unsigned integer */
+    static const uint8_t ping_bytes[] = {0x95, 0x0a, 0x01, 0x05, 0xc0, 0xa1, 'x'};
+    raw_client_vector("x_ping_report_str_bytes", ping_bytes, sizeof ping_bytes, TB_ERR_BAD_MESSAGE);
     /* [6, 1.0, 1]: grab_end whose seq is the float 1.0, not an integer */
     static const uint8_t float_seq[] = {0x93, 0x06, 0xcb, 0x3f, 0xf0, 0, 0, 0, 0, 0, 0, 0x01};
     raw_client_vector("x_float_for_uint", float_seq, sizeof float_seq, TB_ERR_BAD_MESSAGE);
@@ -541,6 +565,25 @@ static void hostile_client(void)
     /* extra trailing fields are ignored: [11, "later"] */
     static const uint8_t extra[] = {0x92, 0x0b, 0xa5, 'l', 'a', 't', 'e', 'r'};
     raw_client_vector("x_extra_fields_ignored", extra, sizeof extra, TB_OK);
+    /* [8, 3, "reset"]: an optional field at the end left out is nil (PROTOCOL.md §2) */
+    static const uint8_t action_short[] = {0x93, 0x08, 0x03, 0xa5, 'r', 'e', 's', 'e', 't'};
+    raw_client_vector("x_optional_left_out_action", action_short, sizeof action_short, TB_OK);
+    /* [4, 5, 1, [0, 0, 0]]: grab_start without its trailing body */
+    static const uint8_t grab_short[] = {0x94, 0x04, 0x05, 0x01, 0x93, 0x00, 0x00, 0x00};
+    raw_client_vector("x_optional_left_out_grab", grab_short, sizeof grab_short, TB_OK);
+    /* [1, 1, "tower", "rigid"]: hello's kind/scene are optional but not at the end: present (nil) */
+    static const uint8_t hello_short[] = {0x94, 0x01, 0x01, 0xa5, 't', 'o', 'w', 'e', 'r', 0xa5, 'r', 'i', 'g', 'i', 'd'};
+    raw_client_vector("x_optional_inner_left_out", hello_short, sizeof hello_short, TB_ERR_BAD_MESSAGE);
+    /* [6, -1, 1]: a negative integer where a uint goes is the wrong msgpack type */
+    static const uint8_t negative_seq[] = {0x93, 0x06, 0xff, 0x01};
+    raw_client_vector("x_negative_uint", negative_seq, sizeof negative_seq, TB_ERR_BAD_MESSAGE);
+    /* [6, 4294967296, 1]: a uint above its maximum (a seq of 2^32) is a bad value; the
+     * error cannot name that seq, so its seq is nil */
+    static const uint8_t big_uint[] = {0x93, 0x06, 0xcf, 0, 0, 0, 0x01, 0, 0, 0, 0, 0x01};
+    raw_client_vector("x_uint_over_max", big_uint, sizeof big_uint, TB_ERR_BAD_VALUE);
+    /* [5, 1, 0, [[[0]], 0, 0]]: client messages nest at most 3 containers */
+    static const uint8_t deep3[] = {0x94, 0x05, 0x01, 0x00, 0x93, 0x91, 0x91, 0x00, 0x00, 0x00};
+    raw_client_vector("x_deep_client", deep3, sizeof deep3, TB_ERR_MALFORMED);
 }
 
 static void server_messages(void)
@@ -575,6 +618,14 @@ static void server_messages(void)
 
 static void hostile_server(void)
 {
+    /* [43, 13, "rate_limited", "slow down"]: error's seq, optional at the end, left out */
+    static const uint8_t error_short[] = {0x94, 0x2b, 0x0d, 0xac, 'r', 'a', 't', 'e', '_', 'l', 'i', 'm', 'i', 't', 'e', 'd',
+                                          0xa9, 's', 'l', 'o', 'w', ' ', 'd', 'o', 'w', 'n'};
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_sbuffer_write(&sb, (const char *)error_short, sizeof error_short);
+    server_vector("y_optional_left_out_error", &sb, NULL);
+    msgpack_sbuffer_destroy(&sb);
     static const uint8_t unknown[] = {0x91, 0x3f};
     raw_server_vector("y_unknown_type", unknown, sizeof unknown, TB_ERR_UNKNOWN_TYPE);
     /* [35, 1, bin(28) with a NaN] */

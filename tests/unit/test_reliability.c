@@ -33,7 +33,7 @@ static tb_room *make_room(const char *id, const char *scene)
 {
     tb_room *room = NULL;
     assert_int_equal(tb_room_new(id, scene, 42, false, &room), 0);
-    assert_int_equal(room->ops->create(room->scene, room->seed, &room->world), 0);
+    assert_int_equal(room->ops->create(room->scene, room->seed, NULL, &room->world), 0);
     return room;
 }
 
@@ -90,7 +90,7 @@ static void every_scene_round_trips_and_continues_bit_identically(void **state)
         assert_int_equal(tb_persist_encode(a, &buf, &len), 0);
         tb_room *b = NULL;
         char why[160] = "";
-        int rc = tb_persist_decode(buf, len, &b, why, sizeof why);
+        int rc = tb_persist_decode(buf, len, NULL, &b, why, sizeof why);
         if (rc != 0)
             fail_msg("%s: %s", sc->name, why);
         assert_string_equal(b->id, "saved");
@@ -118,7 +118,7 @@ static void truncated_and_corrupt_images_are_refused(void **state)
     char why[160];
     tb_room *b = NULL;
     for (size_t n = 0; n < len; n += (n < 256 ? 1 : 97)) {
-        assert_int_equal(tb_persist_decode(buf, n, &b, why, sizeof why), TB_EINVAL);
+        assert_int_equal(tb_persist_decode(buf, n, NULL, &b, why, sizeof why), TB_EINVAL);
         assert_null(b);
         assert_true(why[0] != 0);
     }
@@ -126,7 +126,7 @@ static void truncated_and_corrupt_images_are_refused(void **state)
     for (size_t i = 0; i < len; i += 13) {
         memcpy(bad, buf, len);
         bad[i] ^= 0x5a;
-        assert_int_equal(tb_persist_decode(bad, len, &b, why, sizeof why), TB_EINVAL);
+        assert_int_equal(tb_persist_decode(bad, len, NULL, &b, why, sizeof why), TB_EINVAL);
         assert_null(b);
     }
     free(bad);

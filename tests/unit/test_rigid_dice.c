@@ -29,11 +29,11 @@ static void throw_dice(tb_rigid_world *w, uint64_t seed, throw_result *r)
 {
     tb_rigid_rng rng = tb_rigid_rng_seed(seed);
     int dice[TB_DICE_COUNT];
-    assert_int_equal(tb_rigid_scene_dice(w, &rng, dice, NULL), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_scene_dice(w, &rng, dice, NULL), TB_PHYS_OK);
     r->settle_time = -1.0f;
     int steps = (int)(SETTLE_LIMIT_S / DT + 0.5f);
     for (int s = 1; s <= steps; s++) {
-        assert_int_equal(tb_rigid_world_step(w, DT), TB_RIGID_OK);
+        assert_int_equal(tb_rigid_world_step(w, DT), TB_PHYS_OK);
         int asleep = 0;
         for (int i = 0; i < TB_DICE_COUNT; i++) asleep += !tb_rigid_body_is_awake(w, dice[i]);
         if (asleep == TB_DICE_COUNT) { r->settle_time = (float)s * DT; break; }
@@ -121,14 +121,14 @@ static void top_face_follows_standard_die_convention(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         assert_int_equal(tb_rigid_body_set_pose(w, id, tb_v3(0, 1, 0), tb_q_axis_angle(cases[i].axis, cases[i].angle)),
-                         TB_RIGID_OK);
+                         TB_PHYS_OK);
         float c;
         int face = tb_rigid_body_die_top_face(w, id, &c);
         assert_int_equal(face, cases[i].face);
         assert_true(c > 0.999f);
     }
     /* opposite faces sum to 7 */
-    assert_int_equal(tb_rigid_body_die_top_face(w, 12345, NULL), TB_RIGID_ERR_NO_BODY);
+    assert_int_equal(tb_rigid_body_die_top_face(w, 12345, NULL), TB_PHYS_ERR_NO_BODY);
     tb_rigid_world_destroy(w);
 }
 

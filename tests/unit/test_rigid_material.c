@@ -20,7 +20,7 @@ static tb_rigid_world *floor_world(void)
     def.body_capacity = 8;
     tb_rigid_world *w = tb_rigid_world_create(&def);
     assert_non_null(w);
-    assert_int_equal(tb_rigid_scene_tray(w), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_scene_tray(w), TB_PHYS_OK);
     return w;
 }
 
@@ -29,7 +29,7 @@ static tb_rigid_world *floor_world(void)
 static float rebound_height(float restitution)
 {
     tb_rigid_world *w = floor_world();
-    assert_int_equal(tb_rigid_world_set_restitution(w, restitution), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_world_set_restitution(w, restitution), TB_PHYS_OK);
     tb_rigid_body_def d = tb_rigid_body_def_default();
     d.shape = TB_RIGID_SPHERE;
     d.radius = BALL_RADIUS;
@@ -40,7 +40,7 @@ static float rebound_height(float restitution)
     int bounced = 0;
     float best = 0.0f;
     for (int s = 0; s < 4 * 120; s++) {
-        assert_int_equal(tb_rigid_world_step(w, DT), TB_RIGID_OK);
+        assert_int_equal(tb_rigid_world_step(w, DT), TB_PHYS_OK);
         tb_rigid_body_info info;
         tb_rigid_body_get_info(w, id, &info);
         if (!bounced && info.linear_velocity.y > 0.0f) bounced = 1;
@@ -74,14 +74,14 @@ static void ball_rebounds_above_1_2_m_at_restitution_0_9(void **state)
 static void slide(float friction, float seconds, float *distance, float *speed)
 {
     tb_rigid_world *w = floor_world();
-    assert_int_equal(tb_rigid_world_set_friction(w, friction), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_world_set_friction(w, friction), TB_PHYS_OK);
     tb_rigid_body_def d = tb_rigid_body_def_default();
     d.half_extents = tb_v3(0.3f, 0.1f, 0.3f);
     d.position = tb_v3(-3.0f, 0.1f, 0.0f);
     d.linear_velocity = tb_v3(3.0f, 0.0f, 0.0f);
     int id = tb_rigid_world_add_body(w, &d);
     assert_true(id >= 0);
-    for (int s = 0; s < (int)(seconds / DT + 0.5f); s++) assert_int_equal(tb_rigid_world_step(w, DT), TB_RIGID_OK);
+    for (int s = 0; s < (int)(seconds / DT + 0.5f); s++) assert_int_equal(tb_rigid_world_step(w, DT), TB_PHYS_OK);
     tb_rigid_body_info info;
     tb_rigid_body_get_info(w, id, &info);
     *distance = info.position.x + 3.0f;
@@ -118,11 +118,11 @@ static void changing_restitution_or_friction_wakes_the_world(void **state)
     int id = tb_rigid_world_add_body(w, &d);
     for (int s = 0; s < 120; s++) tb_rigid_world_step(w, DT);
     assert_false(tb_rigid_body_is_awake(w, id));
-    assert_int_equal(tb_rigid_world_set_restitution(w, 0.5f), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_world_set_restitution(w, 0.5f), TB_PHYS_OK);
     assert_true(tb_rigid_body_is_awake(w, id));
     for (int s = 0; s < 120; s++) tb_rigid_world_step(w, DT);
     assert_false(tb_rigid_body_is_awake(w, id));
-    assert_int_equal(tb_rigid_world_set_friction(w, 0.9f), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_world_set_friction(w, 0.9f), TB_PHYS_OK);
     assert_true(tb_rigid_body_is_awake(w, id));
     tb_rigid_world_destroy(w);
 }

@@ -53,7 +53,7 @@ static void fast_ball_does_not_tunnel_through_plank(void **state)
             assert_true(p >= 0 && b >= 0);
             float side0 = 0.0f;
             for (int s = 0; s < 60; s++) {
-                assert_int_equal(tb_rigid_world_step(w, DT), TB_RIGID_OK);
+                assert_int_equal(tb_rigid_world_step(w, DT), TB_PHYS_OK);
                 tb_vec3 pp, bp;
                 tb_quat pq;
                 tb_rigid_body_get_pose(w, p, &pp, &pq);
@@ -78,7 +78,7 @@ static void random_impulses_never_produce_nan(void **state)
     (void)state;
     tb_rigid_world *w = tb_test_tray_world(TB_SCENE_TOWER_BODIES + 8);
     int planks[TB_TOWER_PLANKS];
-    assert_int_equal(tb_rigid_scene_tower(w, planks), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_scene_tower(w, planks), TB_PHYS_OK);
     tb_rigid_scene_tower_launch_ball(w);
     tb_rigid_rng rng = tb_rigid_rng_seed(77);
     tb_rigid_throw(w, TB_THROW_DIE, tb_v3(0, 2, 0), tb_v3(1, 0, 0), tb_v3(0, 5, 0), 0);
@@ -96,10 +96,10 @@ static void random_impulses_never_produce_nan(void **state)
                                             tb_rigid_rng_float(&rng) - 0.5f));
             /* a body already flying fast may refuse more (over TB_RIGID_MAX_SPEED) */
             int rc = tb_rigid_body_apply_impulse(w, id, j, at);
-            assert_true(rc == TB_RIGID_OK || rc == TB_RIGID_ERR_RANGE);
-            refused += rc == TB_RIGID_ERR_RANGE;
+            assert_true(rc == TB_PHYS_OK || rc == TB_PHYS_ERR_RANGE);
+            refused += rc == TB_PHYS_ERR_RANGE;
         }
-        assert_int_equal(tb_rigid_world_step(w, DT), TB_RIGID_OK);
+        assert_int_equal(tb_rigid_world_step(w, DT), TB_PHYS_OK);
         for (int b = tb_rigid_world_next_body(w, -1); b >= 0; b = tb_rigid_world_next_body(w, b)) {
             tb_rigid_body_info info;
             tb_rigid_body_get_info(w, b, &info);

@@ -25,12 +25,12 @@ static void tower_planks_follow_the_seed_layout(void **state)
     (void)state;
     tb_rigid_world *w = world(TB_SCENE_TOWER_BODIES);
     int planks[TB_TOWER_PLANKS];
-    assert_int_equal(tb_rigid_scene_tower(w, planks), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_scene_tower(w, planks), TB_PHYS_OK);
     assert_int_equal(tb_rigid_world_body_count(w), 24);
     for (int layer = 0; layer < 8; layer++) {
         for (int k = 0; k < 3; k++) {
             tb_rigid_body_info info;
-            assert_int_equal(tb_rigid_body_get_info(w, planks[layer * 3 + k], &info), TB_RIGID_OK);
+            assert_int_equal(tb_rigid_body_get_info(w, planks[layer * 3 + k], &info), TB_PHYS_OK);
             float o = (float)(k - 1) * 0.5f, y = 0.15f + (float)layer * 0.3015f + 0.0015f;
             tb_vec3 expect = layer % 2 == 0 ? tb_v3(1.7f, y, o) : tb_v3(1.7f + o, y, 0.0f);
             assert_float_equal(info.position.x, expect.x, 1e-6f);
@@ -48,7 +48,7 @@ static void tower_planks_follow_the_seed_layout(void **state)
     }
     int ball = tb_rigid_scene_tower_launch_ball(w);
     tb_rigid_body_info info;
-    assert_int_equal(tb_rigid_body_get_info(w, ball, &info), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_body_get_info(w, ball, &info), TB_PHYS_OK);
     assert_int_equal(info.shape, TB_RIGID_SPHERE);
     assert_float_equal(info.radius, 0.38f, 0.0f);
     assert_float_equal(info.position.x, -3.3f, 0.0f);
@@ -57,7 +57,7 @@ static void tower_planks_follow_the_seed_layout(void **state)
     assert_float_equal(info.linear_velocity.y, 1.6f, 0.0f);
     assert_float_equal(info.mass, 4.0f / 3.0f * 3.14159265f * 0.38f * 0.38f * 0.38f * 7.0f, 1e-4f);
     /* the world is full: launching again is refused, not a crash */
-    assert_int_equal(tb_rigid_scene_tower_launch_ball(w), TB_RIGID_ERR_FULL);
+    assert_int_equal(tb_rigid_scene_tower_launch_ball(w), TB_PHYS_ERR_FULL);
     tb_rigid_world_destroy(w);
 }
 
@@ -65,7 +65,7 @@ static void pile_fills_a_13_by_8_grid_layer_by_layer(void **state)
 {
     (void)state;
     tb_rigid_world *w = world(1000);
-    assert_int_equal(tb_rigid_scene_pile(w, 1000), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_scene_pile(w, 1000), TB_PHYS_OK);
     assert_int_equal(tb_rigid_world_body_count(w), 1000);
     tb_vec3 p;
     tb_rigid_body_get_pose(w, 0, &p, NULL);
@@ -81,7 +81,7 @@ static void pile_fills_a_13_by_8_grid_layer_by_layer(void **state)
     assert_float_equal(p.x, -3.6f, 1e-6f);
     tb_rigid_body_get_pose(w, 999, &p, NULL);
     assert_float_equal(p.y, 0.5f + 0.6f * 9.0f, 1e-5f);
-    assert_int_equal(tb_rigid_scene_pile(w, 1001), TB_RIGID_ERR_RANGE);
+    assert_int_equal(tb_rigid_scene_pile(w, 1001), TB_PHYS_ERR_RANGE);
     tb_rigid_world_destroy(w);
 }
 
@@ -91,7 +91,7 @@ static void dice_scene_is_three_dice_and_two_balls_from_the_seed(void **state)
     tb_rigid_world *w = world(TB_SCENE_DICE_BODIES);
     tb_rigid_rng rng = tb_rigid_rng_seed(5);
     int dice[3], balls[2];
-    assert_int_equal(tb_rigid_scene_dice(w, &rng, dice, balls), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_scene_dice(w, &rng, dice, balls), TB_PHYS_OK);
     for (int i = 0; i < 3; i++) {
         tb_rigid_body_info info;
         tb_rigid_body_get_info(w, dice[i], &info);
@@ -127,7 +127,7 @@ static void throw_spawns_a_moving_ball_or_die(void **state)
 {
     (void)state;
     tb_rigid_world *w = world(4);
-    assert_int_equal(tb_rigid_scene_tray(w), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_scene_tray(w), TB_PHYS_OK);
     int ball = tb_rigid_throw(w, TB_THROW_BALL, tb_v3(0, 2, 0), tb_v3(3, 1, 0), tb_v3_zero(), 4);
     int die = tb_rigid_throw(w, TB_THROW_DIE, tb_v3(1, 2, 0), tb_v3(-3, 1, 0), tb_v3(0, 8, 0), 1);
     assert_true(ball >= 0 && die >= 0);
@@ -142,9 +142,9 @@ static void throw_spawns_a_moving_ball_or_die(void **state)
     assert_float_equal(info.angular_velocity.y, 8.0f, 0.0f);
     float nan = nanf("");
     assert_int_equal(tb_rigid_throw(w, TB_THROW_BALL, tb_v3(nan, 2, 0), tb_v3_zero(), tb_v3_zero(), 0),
-                     TB_RIGID_ERR_INVALID);
+                     TB_PHYS_ERR_INVALID);
     assert_int_equal(tb_rigid_throw(w, (tb_rigid_throw_kind)9, tb_v3(0, 2, 0), tb_v3_zero(), tb_v3_zero(), 0),
-                     TB_RIGID_ERR_INVALID);
+                     TB_PHYS_ERR_INVALID);
     assert_int_equal(tb_rigid_world_body_count(w), 2);
     tb_rigid_world_destroy(w);
 }

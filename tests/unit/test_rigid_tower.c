@@ -29,9 +29,9 @@ static void tower_init(tower *t)
     def.body_capacity = TB_SCENE_TOWER_BODIES;
     t->world = tb_rigid_world_create(&def);
     assert_non_null(t->world);
-    assert_int_equal(tb_rigid_scene_tower(t->world, t->planks), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_scene_tower(t->world, t->planks), TB_PHYS_OK);
     for (int i = 0; i < TB_TOWER_PLANKS; i++)
-        assert_int_equal(tb_rigid_body_get_pose(t->world, t->planks[i], &t->start[i], NULL), TB_RIGID_OK);
+        assert_int_equal(tb_rigid_body_get_pose(t->world, t->planks[i], &t->start[i], NULL), TB_PHYS_OK);
     t->steps = 0;
     t->ball = -1;
 }
@@ -43,7 +43,7 @@ static void tower_step(tower *t)
         t->ball = tb_rigid_scene_tower_launch_ball(t->world);
         assert_true(t->ball >= 0);
     }
-    assert_int_equal(tb_rigid_world_step(t->world, DT), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_world_step(t->world, DT), TB_PHYS_OK);
     t->steps++;
 }
 
@@ -106,14 +106,22 @@ static void ball_moves_at_least_12_planks_by_4_s(void **state)
 
 /* When the knocked-down planks stop is chaotic: a change in the last bit of
  * any step (the solver's order, a rounding) moves the time the last plank
- * falls asleep by seconds either way. Main's physics before the fill-first
- * colouring (constraint_graph.c), over 96 launches with the ball's
- * horizontal velocity scaled by 0.900, 0.904, ... 1.280: last plank asleep
- * 6.09 s on average, 4 of 96 at 10 s or later, the latest 13.61 s; with it:
- * 5.97 s, 1 of 96, 11.63 s. So the criterion is checked over 12 launches
- * (scaled by 1.00, 1.01, ... 1.11; main: 12 of 12 by 10 s, the latest 9.19 s):
- * every plank stays on the floor and in the tray and all are asleep by 20 s
- * in every launch, and by 10 s in at least 10 of the 12. */
+ * falls asleep by seconds either way, so the criterion is checked over 12
+ * launches (the ball's horizontal velocity scaled by 1.00, 1.01, ... 1.11).
+ *
+ * Why launches ran late: the heavy ball had no rolling resistance (only its
+ * 0.7/s angular damping), rolled on for up to 19 s, never slow enough to
+ * sleep, and woke every plank it touched (the wake rule) again and again.
+ * Over 96 launches scaled 0.900, 0.904, ... 1.280 the last plank slept at
+ * 6.46 s on average, 7 of 96 at 10 s or later, the latest 17.01 s (a plank
+ * leaning on the wall kept awake by the ball rolling against it); these 12:
+ * 11 of 12 by 10 s, the latest 12.48 s (x1.07). With rolling resistance
+ * (rigid_world.c, c_rr 0.02): 5.83 s on average, 0 of 96 late, the latest
+ * 9.80 s; these 12: all by 7.29 s. It is not a law of nature: over 200
+ * launches scaled 0.800 ... 1.397, 2 still end later (10.14 s: a plank
+ * sliding off the heap long after the ball slept; 12.52 s at x1.340: the
+ * ball still rolling on a plank at 12.1 s). So every one of these 12 must
+ * have every plank asleep by 10 s, all planks on the floor and in the tray. */
 #define LAUNCHES 12
 
 static void toppled_planks_are_all_asleep_by_10_s(void **state)
@@ -130,10 +138,10 @@ static void toppled_planks_are_all_asleep_by_10_s(void **state)
             if (launching && t.ball >= 0) {
                 /* the step above launched the ball; scale its horizontal speed */
                 tb_rigid_body_info info;
-                assert_int_equal(tb_rigid_body_get_info(t.world, t.ball, &info), TB_RIGID_OK);
+                assert_int_equal(tb_rigid_body_get_info(t.world, t.ball, &info), TB_PHYS_OK);
                 float k = 1.0f + 0.01f * (float)v;
                 tb_vec3 vel = tb_v3(info.linear_velocity.x * k, info.linear_velocity.y, info.linear_velocity.z * k);
-                assert_int_equal(tb_rigid_body_set_velocity(t.world, t.ball, vel, info.angular_velocity), TB_RIGID_OK);
+                assert_int_equal(tb_rigid_body_set_velocity(t.world, t.ball, vel, info.angular_velocity), TB_PHYS_OK);
             }
             int awake = 0;
             for (int i = 0; i < TB_TOWER_PLANKS; i++) {
@@ -146,12 +154,12 @@ static void toppled_planks_are_all_asleep_by_10_s(void **state)
             if (awake) last_awake = now(&t);
         }
         print_message("launch x%.2f: last plank asleep at %.2f s\n", 1.0 + 0.01 * v, last_awake);
-        if (last_awake >= 20.0f - 1e-4f) fail_msg("launch %d: a plank still awake at 20 s", v);
         asleep_by_10 += last_awake < 10.0f - 1e-4f;
         tb_rigid_world_destroy(t.world);
+        if (last_awake >= 10.0f - 1e-4f) fail_msg("launch %d (x%.2f): a plank awake until %.2f s", v, 1.0 + 0.01 * v, last_awake);
     }
     print_message("launches with every plank asleep by 10 s: %d of %d\n", asleep_by_10, LAUNCHES);
-    assert_true(asleep_by_10 >= LAUNCHES - 2);
+    assert_int_equal(asleep_by_10, LAUNCHES);
 }
 
 static void planks_never_sink_into_floor_or_leave_tray(void **state)

@@ -44,8 +44,8 @@ static void removed_id_is_reused_and_capacity_is_enforced(void **state)
     assert_int_equal(a, 0);
     assert_int_equal(b, 1);
     assert_int_equal(c, 2);
-    assert_int_equal(tb_rigid_world_add_body(w, &d), TB_RIGID_ERR_FULL);
-    assert_int_equal(tb_rigid_world_remove_body(w, b), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_world_add_body(w, &d), TB_PHYS_ERR_FULL);
+    assert_int_equal(tb_rigid_world_remove_body(w, b), TB_PHYS_OK);
     assert_false(tb_rigid_world_body_valid(w, b));
     assert_int_equal(tb_rigid_world_body_count(w), 2);
     assert_int_equal(tb_rigid_world_next_body(w, -1), 0);
@@ -54,7 +54,7 @@ static void removed_id_is_reused_and_capacity_is_enforced(void **state)
     d.shape = TB_RIGID_SPHERE;
     assert_int_equal(tb_rigid_world_add_body(w, &d), b);
     tb_rigid_body_info info;
-    assert_int_equal(tb_rigid_body_get_info(w, b, &info), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_body_get_info(w, b, &info), TB_PHYS_OK);
     assert_int_equal(info.shape, TB_RIGID_SPHERE);
     tb_rigid_world_destroy(w);
 }
@@ -89,52 +89,52 @@ static void bad_input_returns_errors_and_changes_nothing(void **state)
     tb_test_step_for(w, 0.1f);
     size_t size = tb_rigid_world_save_size(w);
     unsigned char *before = malloc(size), *after = malloc(size);
-    assert_int_equal(tb_rigid_world_save(w, before, size, NULL), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_world_save(w, before, size, NULL), TB_PHYS_OK);
 
     float nan = nanf("");
-    assert_int_equal(tb_rigid_body_apply_impulse(w, id, tb_v3(nan, 0, 0), tb_v3(0, 1, 0)), TB_RIGID_ERR_INVALID);
-    assert_int_equal(tb_rigid_body_apply_impulse(w, id, tb_v3(1, 0, 0), tb_v3(0, INFINITY, 0)), TB_RIGID_ERR_INVALID);
-    assert_int_equal(tb_rigid_body_apply_impulse(w, 99, tb_v3(1, 0, 0), tb_v3(0, 1, 0)), TB_RIGID_ERR_NO_BODY);
-    assert_int_equal(tb_rigid_body_apply_impulse(w, -1, tb_v3(1, 0, 0), tb_v3(0, 1, 0)), TB_RIGID_ERR_NO_BODY);
-    assert_int_equal(tb_rigid_body_apply_impulse(w, 3, tb_v3(1, 0, 0), tb_v3(0, 1, 0)), TB_RIGID_ERR_NO_BODY);
-    assert_int_equal(tb_rigid_body_set_velocity(w, id, tb_v3(0, 0, 0), tb_v3(nan, 0, 0)), TB_RIGID_ERR_INVALID);
-    assert_int_equal(tb_rigid_body_set_velocity(w, id, tb_v3(1e4f, 0, 0), tb_v3(0, 0, 0)), TB_RIGID_ERR_RANGE);
-    assert_int_equal(tb_rigid_body_apply_impulse(w, id, tb_v3(0, 1e9f, 0), tb_v3(0, 1, 0)), TB_RIGID_ERR_RANGE);
-    assert_int_equal(tb_rigid_body_set_pose(w, id, tb_v3(0, 1, 0), tb_q(0, 0, 0, 0)), TB_RIGID_ERR_INVALID);
-    assert_int_equal(tb_rigid_world_remove_body(w, 42), TB_RIGID_ERR_NO_BODY);
-    assert_int_equal(tb_rigid_world_set_restitution(w, 0.95f), TB_RIGID_ERR_RANGE);
-    assert_int_equal(tb_rigid_world_set_restitution(w, -0.1f), TB_RIGID_ERR_RANGE);
-    assert_int_equal(tb_rigid_world_set_restitution(w, nan), TB_RIGID_ERR_RANGE);
-    assert_int_equal(tb_rigid_world_set_friction(w, 1.3f), TB_RIGID_ERR_RANGE);
-    assert_int_equal(tb_rigid_world_set_friction(w, nan), TB_RIGID_ERR_RANGE);
-    assert_int_equal(tb_rigid_world_set_iterations(w, 0), TB_RIGID_ERR_RANGE);
-    assert_int_equal(tb_rigid_world_set_iterations(w, 51), TB_RIGID_ERR_RANGE);
-    assert_int_equal(tb_rigid_world_step(w, 0.0f), TB_RIGID_ERR_RANGE);
-    assert_int_equal(tb_rigid_world_step(w, nan), TB_RIGID_ERR_RANGE);
-    assert_int_equal(tb_rigid_world_step(w, 1.0f), TB_RIGID_ERR_RANGE);
+    assert_int_equal(tb_rigid_body_apply_impulse(w, id, tb_v3(nan, 0, 0), tb_v3(0, 1, 0)), TB_PHYS_ERR_INVALID);
+    assert_int_equal(tb_rigid_body_apply_impulse(w, id, tb_v3(1, 0, 0), tb_v3(0, INFINITY, 0)), TB_PHYS_ERR_INVALID);
+    assert_int_equal(tb_rigid_body_apply_impulse(w, 99, tb_v3(1, 0, 0), tb_v3(0, 1, 0)), TB_PHYS_ERR_NO_BODY);
+    assert_int_equal(tb_rigid_body_apply_impulse(w, -1, tb_v3(1, 0, 0), tb_v3(0, 1, 0)), TB_PHYS_ERR_NO_BODY);
+    assert_int_equal(tb_rigid_body_apply_impulse(w, 3, tb_v3(1, 0, 0), tb_v3(0, 1, 0)), TB_PHYS_ERR_NO_BODY);
+    assert_int_equal(tb_rigid_body_set_velocity(w, id, tb_v3(0, 0, 0), tb_v3(nan, 0, 0)), TB_PHYS_ERR_INVALID);
+    assert_int_equal(tb_rigid_body_set_velocity(w, id, tb_v3(1e4f, 0, 0), tb_v3(0, 0, 0)), TB_PHYS_ERR_RANGE);
+    assert_int_equal(tb_rigid_body_apply_impulse(w, id, tb_v3(0, 1e9f, 0), tb_v3(0, 1, 0)), TB_PHYS_ERR_RANGE);
+    assert_int_equal(tb_rigid_body_set_pose(w, id, tb_v3(0, 1, 0), tb_q(0, 0, 0, 0)), TB_PHYS_ERR_INVALID);
+    assert_int_equal(tb_rigid_world_remove_body(w, 42), TB_PHYS_ERR_NO_BODY);
+    assert_int_equal(tb_rigid_world_set_restitution(w, 0.95f), TB_PHYS_ERR_RANGE);
+    assert_int_equal(tb_rigid_world_set_restitution(w, -0.1f), TB_PHYS_ERR_RANGE);
+    assert_int_equal(tb_rigid_world_set_restitution(w, nan), TB_PHYS_ERR_RANGE);
+    assert_int_equal(tb_rigid_world_set_friction(w, 1.3f), TB_PHYS_ERR_RANGE);
+    assert_int_equal(tb_rigid_world_set_friction(w, nan), TB_PHYS_ERR_RANGE);
+    assert_int_equal(tb_rigid_world_set_iterations(w, 0), TB_PHYS_ERR_RANGE);
+    assert_int_equal(tb_rigid_world_set_iterations(w, 51), TB_PHYS_ERR_RANGE);
+    assert_int_equal(tb_rigid_world_step(w, 0.0f), TB_PHYS_ERR_RANGE);
+    assert_int_equal(tb_rigid_world_step(w, nan), TB_PHYS_ERR_RANGE);
+    assert_int_equal(tb_rigid_world_step(w, 1.0f), TB_PHYS_ERR_RANGE);
     tb_rigid_body_def bad = d;
     bad.radius = nan;
     bad.shape = TB_RIGID_SPHERE;
-    assert_int_equal(tb_rigid_world_add_body(w, &bad), TB_RIGID_ERR_RANGE);
+    assert_int_equal(tb_rigid_world_add_body(w, &bad), TB_PHYS_ERR_RANGE);
     bad = d;
     bad.density = -1.0f;
-    assert_int_equal(tb_rigid_world_add_body(w, &bad), TB_RIGID_ERR_RANGE);
+    assert_int_equal(tb_rigid_world_add_body(w, &bad), TB_PHYS_ERR_RANGE);
     bad = d;
     bad.position.x = nan;
-    assert_int_equal(tb_rigid_world_add_body(w, &bad), TB_RIGID_ERR_INVALID);
+    assert_int_equal(tb_rigid_world_add_body(w, &bad), TB_PHYS_ERR_INVALID);
     bad = d;
     bad.shape = (tb_rigid_shape)7;
-    assert_int_equal(tb_rigid_world_add_body(w, &bad), TB_RIGID_ERR_INVALID);
+    assert_int_equal(tb_rigid_world_add_body(w, &bad), TB_PHYS_ERR_INVALID);
     tb_rigid_ray_hit hit;
-    assert_int_equal(tb_rigid_world_ray_cast(w, tb_v3(0, 5, 0), tb_v3(0, 0, 0), 10.0f, &hit), TB_RIGID_ERR_INVALID);
-    assert_int_equal(tb_rigid_world_add_plane(w, tb_v3(0, 0, 0), 1.0f), TB_RIGID_ERR_INVALID);
+    assert_int_equal(tb_rigid_world_ray_cast(w, tb_v3(0, 5, 0), tb_v3(0, 0, 0), 10.0f, &hit), TB_PHYS_ERR_INVALID);
+    assert_int_equal(tb_rigid_world_add_plane(w, tb_v3(0, 0, 0), 1.0f), TB_PHYS_ERR_INVALID);
 
-    assert_int_equal(tb_rigid_world_save(w, after, size, NULL), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_world_save(w, after, size, NULL), TB_PHYS_OK);
     assert_memory_equal(before, after, size);
     assert_float_equal(tb_rigid_world_restitution(w), 0.3f, 0.0f);
     assert_float_equal(tb_rigid_world_friction(w), 0.5f, 0.0f);
     assert_int_equal(tb_rigid_world_iterations(w), 10);
-    assert_string_equal(tb_rigid_strerror(TB_RIGID_ERR_NO_BODY), "unknown body");
+    assert_string_equal(tb_phys_strerror(TB_PHYS_ERR_NO_BODY), "unknown body");
     free(before);
     free(after);
     tb_rigid_world_destroy(w);
@@ -230,7 +230,7 @@ static void body_slow_for_0_45_s_falls_asleep(void **state)
     assert_false(tb_rigid_body_is_awake(w, id));
     assert_int_equal(tb_rigid_world_awake_count(w), 0);
     /* an impulse wakes it */
-    assert_int_equal(tb_rigid_body_apply_impulse(w, id, tb_v3(0, 0.5f, 0), tb_v3(0, 0.25f, 0)), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_body_apply_impulse(w, id, tb_v3(0, 0.5f, 0), tb_v3(0, 0.25f, 0)), TB_PHYS_OK);
     assert_true(tb_rigid_body_is_awake(w, id));
     tb_rigid_world_destroy(w);
 }
@@ -266,7 +266,7 @@ static void removing_a_support_wakes_what_rested_on_it(void **state)
     (void)state;
     int bottom, top;
     tb_rigid_world *w = sleeping_stack(&bottom, &top);
-    assert_int_equal(tb_rigid_world_remove_body(w, bottom), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_world_remove_body(w, bottom), TB_PHYS_OK);
     assert_true(tb_rigid_body_is_awake(w, top));
     tb_test_step_for(w, 1.0f);
     tb_vec3 p;
@@ -283,7 +283,7 @@ static void run_dice_with_inputs(tb_rigid_world *w, int steps)
         if (s == 200) tb_rigid_body_apply_impulse(w, 0, tb_v3(0.3f, 1.0f, 0.0f), tb_v3(0.0f, 0.5f, 0.0f));
         if (s == 400) tb_rigid_throw(w, TB_THROW_DIE, tb_v3(-2, 2, 0), tb_v3(4, 1, 0.5f), tb_v3(3, -7, 2), 1);
         if (s == 600) tb_rigid_world_set_friction(w, 0.8f);
-        assert_int_equal(tb_rigid_world_step(w, DT), TB_RIGID_OK);
+        assert_int_equal(tb_rigid_world_step(w, DT), TB_PHYS_OK);
     }
 }
 
@@ -294,14 +294,14 @@ static void same_scene_and_inputs_give_bit_identical_poses_after_10_s(void **sta
     for (int k = 0; k < 2; k++) {
         w[k] = tb_test_tray_world(16);
         tb_rigid_rng rng = tb_rigid_rng_seed(42);
-        assert_int_equal(tb_rigid_scene_dice(w[k], &rng, NULL, NULL), TB_RIGID_OK);
+        assert_int_equal(tb_rigid_scene_dice(w[k], &rng, NULL, NULL), TB_PHYS_OK);
         run_dice_with_inputs(w[k], 1200);
     }
     int n = 0;
     for (int id = tb_rigid_world_next_body(w[0], -1); id >= 0; id = tb_rigid_world_next_body(w[0], id), n++) {
         tb_vec3 p[2];
         tb_quat q[2];
-        for (int k = 0; k < 2; k++) assert_int_equal(tb_rigid_body_get_pose(w[k], id, &p[k], &q[k]), TB_RIGID_OK);
+        for (int k = 0; k < 2; k++) assert_int_equal(tb_rigid_body_get_pose(w[k], id, &p[k], &q[k]), TB_PHYS_OK);
         assert_memory_equal(&p[0], &p[1], sizeof p[0]);
         assert_memory_equal(&q[0], &q[1], sizeof q[0]);
     }
@@ -324,12 +324,12 @@ static void loaded_world_steps_bit_identically_to_the_original(void **state)
     size_t size = tb_rigid_world_save_size(w);
     unsigned char *image = malloc(size);
     size_t written = 0;
-    assert_int_equal(tb_rigid_world_save(w, image, size - 1, &written), TB_RIGID_ERR_NO_SPACE);
-    assert_int_equal(tb_rigid_world_save(w, image, size, &written), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_world_save(w, image, size - 1, &written), TB_PHYS_ERR_NO_SPACE);
+    assert_int_equal(tb_rigid_world_save(w, image, size, &written), TB_PHYS_OK);
     assert_int_equal(written, size);
     int err = 1;
     tb_rigid_world *copy = tb_rigid_world_load(image, size, &err);
-    assert_int_equal(err, TB_RIGID_OK);
+    assert_int_equal(err, TB_PHYS_OK);
     assert_non_null(copy);
     assert_int_equal(tb_rigid_world_body_count(copy), 25);
     tb_test_step_for(w, 3.0f);
@@ -352,7 +352,7 @@ static void load_rejects_truncated_or_corrupt_images(void **state)
     tb_rigid_world_save(w, image, size, NULL);
     int err = 0;
     assert_null(tb_rigid_world_load(image, size - 1, &err));
-    assert_int_equal(err, TB_RIGID_ERR_FORMAT);
+    assert_int_equal(err, TB_PHYS_ERR_FORMAT);
     assert_null(tb_rigid_world_load(image, 10, &err));
     assert_null(tb_rigid_world_load(NULL, size, &err));
     /* flip bytes one at a time across the header and the first body: either
@@ -393,7 +393,7 @@ static void internal_state_stays_consistent_through_a_collapse(void **state)
             tb_rigid_throw(w, (tb_rigid_throw_kind)(s % 2), tb_v3(-2.0f, 2.5f, tb_rigid_rng_float(&rng) - 0.5f),
                            tb_v3(6.0f, 0.0f, 0.0f), tb_v3(0.0f, 3.0f, 0.0f), 0);
         if (s % 131 == 0 && s > 0) tb_rigid_world_remove_body(w, planks[(s / 131) % TB_TOWER_PLANKS]);
-        assert_int_equal(tb_rigid_world_step(w, DT), TB_RIGID_OK);
+        assert_int_equal(tb_rigid_world_step(w, DT), TB_PHYS_OK);
         const char *broken = tb_rigid_world_validate(w);
         if (broken) fail_msg("step %d: %s", s, broken);
     }
@@ -414,7 +414,7 @@ static tb_rigid_world *resting_tower(bool idle_path_off)
 {
     tb_rigid_world *w = tb_test_tray_world(32);
     w->idle_path_off = idle_path_off;
-    assert_int_equal(tb_rigid_scene_tower(w, NULL), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_scene_tower(w, NULL), TB_PHYS_OK);
     tb_test_step_for(w, 1.0f); /* planks asleep at ~0.51 s */
     return w;
 }
@@ -452,7 +452,7 @@ static void idle_path_is_bit_identical_to_the_full_step_through_every_wake(void 
     w[1] = resting_tower(true);
     size_t size = tb_rigid_world_save_size(w[0]);
     unsigned char *image = malloc(size);
-    assert_int_equal(tb_rigid_world_save(w[0], image, size, NULL), TB_RIGID_OK);
+    assert_int_equal(tb_rigid_world_save(w[0], image, size, NULL), TB_PHYS_OK);
     int err = 1;
     w[2] = tb_rigid_world_load(image, size, &err);
     assert_non_null(w[2]);
@@ -460,17 +460,17 @@ static void idle_path_is_bit_identical_to_the_full_step_through_every_wake(void 
     for (int phase = 0; phase < 4; phase++) {
         for (int k = 0; k < 3; k++) {
             uint64_t idle0 = idle_steps(w[k]);
-            if (phase == 0) assert_int_equal(tb_rigid_body_apply_impulse(w[k], 23, tb_v3(0.0f, 0.0f, 0.4f), tb_v3(0.0f, 2.0f, 0.0f)), TB_RIGID_OK);
-            if (phase == 1) assert_true(tb_rigid_world_set_friction(w[k], 0.7f) == TB_RIGID_OK);
+            if (phase == 0) assert_int_equal(tb_rigid_body_apply_impulse(w[k], 23, tb_v3(0.0f, 0.0f, 0.4f), tb_v3(0.0f, 2.0f, 0.0f)), TB_PHYS_OK);
+            if (phase == 1) assert_true(tb_rigid_world_set_friction(w[k], 0.7f) == TB_PHYS_OK);
             if (phase == 2) assert_true(tb_rigid_throw(w[k], TB_THROW_BALL, tb_v3(-2, 3, 0), tb_v3(3, 0, 0), tb_v3(0, 0, 0), 1) >= 0);
             if (phase == 3) assert_true(tb_rigid_scene_tower_launch_ball(w[k]) >= 0);
             assert_true(tb_rigid_world_awake_count(w[k]) > 0);
-            assert_int_equal(tb_rigid_world_step(w[k], DT), TB_RIGID_OK);
+            assert_int_equal(tb_rigid_world_step(w[k], DT), TB_PHYS_OK);
             assert_int_equal(idle_steps(w[k]), idle0); /* woken: a full step */
             /* back to sleep (the same step in all three worlds), then idle */
             int steps = 0;
             while (tb_rigid_world_awake_count(w[k]) > 0 && steps < 2400) {
-                assert_int_equal(tb_rigid_world_step(w[k], DT), TB_RIGID_OK);
+                assert_int_equal(tb_rigid_world_step(w[k], DT), TB_PHYS_OK);
                 steps++;
             }
             assert_int_equal(tb_rigid_world_awake_count(w[k]), 0);
@@ -493,7 +493,7 @@ static void kept_colouring_steps_bit_identically_to_a_fresh_one(void **state)
     tb_rigid_world *w[2];
     for (int k = 0; k < 2; k++) {
         w[k] = tb_test_tray_world(TB_SCENE_TOWER_BODIES);
-        assert_int_equal(tb_rigid_scene_tower(w[k], NULL), TB_RIGID_OK);
+        assert_int_equal(tb_rigid_scene_tower(w[k], NULL), TB_PHYS_OK);
     }
     int kept = 0;
     for (int s = 0; s < 600; s++) {
@@ -506,7 +506,7 @@ static void kept_colouring_steps_bit_identically_to_a_fresh_one(void **state)
         int last_count = g->last_count;
         uint64_t *last = malloc(sizeof *last * (size_t)(last_count > 0 ? last_count : 1));
         if (last_count > 0) memcpy(last, g->last_bodies, sizeof *last * (size_t)last_count);
-        for (int k = 0; k < 2; k++) assert_int_equal(tb_rigid_world_step(w[k], DT), TB_RIGID_OK);
+        for (int k = 0; k < 2; k++) assert_int_equal(tb_rigid_world_step(w[k], DT), TB_PHYS_OK);
         assert_null(tb_rigid_world_validate(w[0]));
         bool same = last_count > 0 && last_count == w[0]->contact_count;
         for (int i = 0; same && i < last_count; i++) {
@@ -522,6 +522,71 @@ static void kept_colouring_steps_bit_identically_to_a_fresh_one(void **state)
     print_message("steps that kept the last colouring: %d of 600\n", kept);
     assert_true(kept > 0);
     for (int k = 0; k < 2; k++) tb_rigid_world_destroy(w[k]);
+}
+
+/* One set of codes for rigid, cloth and soft (physics/result.h), one
+ * strerror: every code from OK to the last is named, and no two alike. */
+static void every_physics_error_has_one_name_of_its_own(void **state)
+{
+    (void)state;
+    const char *unknown = tb_phys_strerror(1);
+    assert_string_equal(unknown, "unknown error");
+    assert_string_equal(tb_phys_strerror(TB_PHYS_ERR_INTERNAL - 1), unknown);
+    for (int a = TB_PHYS_ERR_INTERNAL; a <= TB_PHYS_OK; a++) {
+        assert_non_null(tb_phys_strerror(a));
+        assert_string_not_equal(tb_phys_strerror(a), unknown);
+        for (int b = TB_PHYS_ERR_INTERNAL; b < a; b++) assert_string_not_equal(tb_phys_strerror(a), tb_phys_strerror(b));
+    }
+}
+
+/* Grabs are the kernel's (a velocity servo named by an opaque handle): the
+ * held point follows its target, a removed body ends its grab, handles are
+ * given back, and bad input changes nothing. */
+static void a_grab_drags_its_point_and_ends_with_its_body(void **state)
+{
+    (void)state;
+    tb_rigid_world *w = tb_test_tray_world(8);
+    tb_rigid_body_def d = tb_rigid_body_def_default();
+    d.position = tb_v3(0.0f, 0.25f, 0.0f);
+    int box = tb_rigid_world_add_body(w, &d);
+    assert_true(box >= 0);
+    tb_test_step_for(w, 1.0f);
+    tb_vec3 at = tb_v3(0.25f, 0.25f, 0.0f); /* the middle of its +x face */
+    assert_int_equal(tb_rigid_world_grab_start(w, box, tb_v3(NAN, 0, 0)), TB_PHYS_ERR_INVALID);
+    assert_int_equal(tb_rigid_world_grab_start(w, box + 1, at), TB_PHYS_ERR_NO_BODY);
+    int grab = tb_rigid_world_grab_start(w, box, at);
+    assert_true(grab >= 0);
+    assert_int_equal(tb_rigid_world_grab_body(w, grab), box);
+    tb_vec3 target = tb_v3(1.0f, 2.0f, -0.5f);
+    assert_int_equal(tb_rigid_world_grab_move(w, grab, tb_v3(0, INFINITY, 0)), TB_PHYS_ERR_INVALID);
+    assert_int_equal(tb_rigid_world_grab_move(w, grab, target), TB_PHYS_OK);
+    tb_test_step_for(w, 2.0f);
+    tb_vec3 pos;
+    tb_quat rot;
+    assert_int_equal(tb_rigid_body_get_pose(w, box, &pos, &rot), TB_PHYS_OK);
+    tb_vec3 held = tb_v3_add(pos, tb_q_rotate(rot, tb_v3(0.25f, 0.0f, 0.0f)));
+    print_message("held point %.3f m from its target\n", tb_v3_dist(held, target));
+    assert_true(tb_v3_dist(held, target) < 0.1f);
+    /* every slot: the handles are distinct, one more is refused */
+    int handles[TB_RIGID_MAX_GRABS];
+    handles[0] = grab;
+    for (int i = 1; i < TB_RIGID_MAX_GRABS; i++) {
+        handles[i] = tb_rigid_world_grab_start(w, box, at);
+        assert_true(handles[i] >= 0);
+        for (int j = 0; j < i; j++) assert_int_not_equal(handles[i], handles[j]);
+    }
+    assert_int_equal(tb_rigid_world_grab_start(w, box, at), TB_PHYS_ERR_TOO_MANY_GRABS);
+    assert_int_equal(tb_rigid_world_grab_end(w, handles[3]), TB_PHYS_OK);
+    assert_int_equal(tb_rigid_world_grab_end(w, handles[3]), TB_PHYS_ERR_UNKNOWN_GRAB);
+    assert_int_equal(tb_rigid_world_grab_start(w, box, at), handles[3]); /* given back, taken again */
+    /* the body goes: so do its grabs */
+    assert_int_equal(tb_rigid_world_remove_body(w, box), TB_PHYS_OK);
+    for (int i = 0; i < TB_RIGID_MAX_GRABS; i++) {
+        assert_int_equal(tb_rigid_world_grab_body(w, handles[i]), TB_PHYS_ERR_UNKNOWN_GRAB);
+        assert_int_equal(tb_rigid_world_grab_move(w, handles[i], target), TB_PHYS_ERR_UNKNOWN_GRAB);
+    }
+    tb_test_step_for(w, 0.1f);
+    tb_rigid_world_destroy(w);
 }
 
 int main(void)
@@ -543,6 +608,8 @@ int main(void)
         cmocka_unit_test(internal_state_stays_consistent_through_a_collapse),
         cmocka_unit_test(asleep_world_takes_the_idle_path_and_counts_time),
         cmocka_unit_test(idle_path_is_bit_identical_to_the_full_step_through_every_wake),
+        cmocka_unit_test(every_physics_error_has_one_name_of_its_own),
+        cmocka_unit_test(a_grab_drags_its_point_and_ends_with_its_body),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -92,10 +92,28 @@ static void inputs_map_onto_room_records(void **state)
     assert_int_equal(m.input.type, TB_INPUT_CONTACTS);
     assert_int_equal(decode_vector("c_ping", &m, &err), TB_OK);
     assert_int_equal(m.kind, TB_CLIENT_PING);
+    assert_false(m.link.has_ack_tick || m.link.has_rtt || m.link.has_recv_bytes); /* an old client's ping */
     assert_int_equal(decode_vector("c_resync", &m, &err), TB_OK);
     assert_int_equal(m.kind, TB_CLIENT_RESYNC);
     assert_int_equal(decode_vector("c_lobby_req", &m, &err), TB_OK);
     assert_int_equal(m.kind, TB_CLIENT_LOBBY);
+}
+
+static void ping_link_report_reaches_the_server(void **state)
+{
+    (void)state;
+    tb_client_msg m;
+    tb_proto_err err;
+    assert_int_equal(decode_vector("c_ping_report", &m, &err), TB_OK);
+    assert_int_equal(m.kind, TB_CLIENT_PING);
+    assert_true(m.link.has_ack_tick && m.link.has_rtt && m.link.has_recv_bytes);
+    assert_int_equal(m.link.ack_tick, 72060);
+    assert_true(m.link.rtt_ms == 84.5);
+    assert_int_equal(m.link.recv_bytes, 3000000000u);
+    assert_int_equal(decode_vector("c_ping_report_tick_only", &m, &err), TB_OK);
+    assert_true(m.link.has_ack_tick && !m.link.has_rtt && !m.link.has_recv_bytes);
+    assert_int_equal(m.link.ack_tick, 120);
+    assert_int_equal(decode_vector("x_ping_report_negative_rtt", &m, &err), TB_ERR_BAD_VALUE);
 }
 
 static void hostile_frames_get_the_protocol_code(void **state)
@@ -133,6 +151,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(hello_becomes_a_join_with_name_and_scene),
         cmocka_unit_test(inputs_map_onto_room_records),
+        cmocka_unit_test(ping_link_report_reaches_the_server),
         cmocka_unit_test(hostile_frames_get_the_protocol_code),
         cmocka_unit_test(server_errors_map_to_protocol_codes),
     };

@@ -19,6 +19,8 @@
 #include "sim/ring.h"
 #include "sim/room.h"
 #include "sim/sched.h"
+#include "sim/world.h"
+#include "net/limits.h"
 
 static void room_ids_are_short_url_safe_words(void **state)
 {
@@ -272,6 +274,41 @@ static void registry_limits_rooms_and_retires_idle_ones(void **state)
     tb_sched_close(&sched);
 }
 
+/* The settled tower is remembered by the scheduler (sim/tower_memo.h), not
+ * by physics: tower rooms of one scheduler share it, another scheduler has
+ * its own. */
+static void tower_rooms_share_their_schedulers_settled_tower(void **state)
+{
+    (void)state;
+    tb_metrics m;
+    tb_metrics_init(&m);
+    tb_sched a, b;
+    assert_int_equal(tb_sched_init(&a, 1, 60, "a", &m, wake_nothing, NULL), 0);
+    assert_int_equal(tb_sched_init(&b, 1, 60, "b", &m, wake_nothing, NULL), 0);
+    tb_registry ra, rb;
+    tb_registry_init(&ra, &a, &m, 10, 1000, 1);
+    tb_registry_init(&rb, &b, &m, 10, 1000, 1);
+    tb_room *room = NULL;
+    assert_int_equal(tb_registry_get_or_create(&ra, "t1", "tower", false, &room, NULL), 0);
+    assert_ptr_equal(room->env, &a.env);
+    tb_room_unref(room);
+    assert_int_equal(tb_registry_get_or_create(&ra, "t2", "tower", false, &room, NULL), 0);
+    tb_room_unref(room);
+    assert_int_equal(tb_registry_get_or_create(&rb, "t3", "tower", false, &room, NULL), 0);
+    tb_room_unref(room);
+    tb_tower_memo_stats st;
+    tb_tower_memo_get_stats(&a.tower_memo, &st);
+    assert_int_equal(st.settles, 1);
+    assert_int_equal(st.hits, 1);
+    tb_tower_memo_get_stats(&b.tower_memo, &st);
+    assert_int_equal(st.settles, 1);
+    assert_int_equal(st.hits, 0);
+    tb_registry_close(&ra);
+    tb_registry_close(&rb);
+    tb_sched_close(&a);
+    tb_sched_close(&b);
+}
+
 static void registry_finds_each_of_many_rooms_across_retirements(void **state)
 {
     (void)state;
@@ -317,10 +354,52 @@ static void registry_finds_each_of_many_rooms_across_retirements(void **state)
     tb_sched_close(&sched);
 }
 
+
+/* PROTOCOL.md §5: values as people write them, range at float32 precision. */
+static void param_values_go_out_as_decimals_and_slider_ends_are_in_range(void **state)
+{
+    (void)state;
+    assert_true(tb_world_param_decimal((double)0.2f) == 0.2);
+    assert_true(tb_world_param_decimal((double)0.9f) == 0.9);
+    assert_true(tb_world_param_decimal((double)-3.14159f) == -3.14159);
+    assert_true(tb_world_param_decimal(12.0) == 12.0);
+    assert_true(tb_world_param_decimal((double)1e-7f) == 1e-7);
+    const tb_world_param restitution = {"restitution", 0.0, 0.9f, 0.3, 0.05}; /* a float max, as the physics keeps it */
+    assert_int_equal(tb_world_param_check(&restitution, 0.9), 0);
+    assert_int_equal(tb_world_param_check(&restitution, 0.9000000000000001), 0);
+    assert_int_equal(tb_world_param_check(&restitution, 0.0), 0);
+    assert_int_not_equal(tb_world_param_check(&restitution, 0.91), 0);
+    assert_int_not_equal(tb_world_param_check(&restitution, -1e-6), 0);
+    assert_int_not_equal(tb_world_param_check(&restitution, 0.0 / 0.0), 0);
+    tb_proto_param out;
+    tb_world_param_describe(&restitution, (double)0.2f, &out);
+    assert_true(out.value == 0.2 && out.max == 0.9 && out.step == 0.05);
+}
+
+/* net/limits.h: the one token bucket every limit uses. */
+static void token_bucket_starts_full_refills_and_caps_at_its_burst(void **state)
+{
+    (void)state;
+    tb_bucket b;
+    int64_t t = 1000000000;
+    tb_bucket_init(&b, 4, t);
+    for (int i = 0; i < 4; i++)
+        assert_true(tb_bucket_take(&b, 2, 4, t));
+    assert_false(tb_bucket_take(&b, 2, 4, t));
+    assert_false(tb_bucket_take(&b, 2, 4, t + 400000000)); /* 0.8 tokens */
+    assert_true(tb_bucket_take(&b, 2, 4, t + 500000000));  /* 1 token after 0.5 s at 2/s */
+    t += 60 * 1000000000LL;                                 /* a minute idle: full, not 120 */
+    for (int i = 0; i < 4; i++)
+        assert_true(tb_bucket_take(&b, 2, 4, t));
+    assert_false(tb_bucket_take(&b, 2, 4, t));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(room_ids_are_short_url_safe_words),
+        cmocka_unit_test(param_values_go_out_as_decimals_and_slider_ends_are_in_range),
+        cmocka_unit_test(token_bucket_starts_full_refills_and_caps_at_its_burst),
         cmocka_unit_test(ring_is_fifo_and_refuses_when_full),
         cmocka_unit_test(ring_keeps_each_producers_order_under_contention),
         cmocka_unit_test(pace_waits_then_owes_one_step_per_period),
@@ -329,6 +408,7 @@ int main(void)
         cmocka_unit_test(histogram_quantiles_fall_in_the_right_bucket),
         cmocka_unit_test(metrics_text_fits_while_the_counters_grow),
         cmocka_unit_test(registry_limits_rooms_and_retires_idle_ones),
+        cmocka_unit_test(tower_rooms_share_their_schedulers_settled_tower),
         cmocka_unit_test(registry_finds_each_of_many_rooms_across_retirements),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,7 +12,7 @@ import { encodeClient, decodeServer, SnapshotState, VERSION, ERR } from '../../.
 const SHAPES = ['box', 'sphere', 'capsule'];
 const MATERIAL_LOOK = { 1: 'plank', 2: 'die', 3: 'felt', 4: 'glass', 5: 'metal' };
 const FATAL = new Set([ERR.bad_version, ERR.bad_room, ERR.room_full, ERR.too_many_rooms]);
-const PRESS_IMPULSE = 2.0; // N*s, a double-tap dent
+const PRESS_IMPULSE = 7.0; // N*s, a double-tap dent: tumble-server presses 0.05 m per N*s (0.35 m on the 1 m dough)
 // Action names PROTOCOL.md gives, and what a server may call them instead. If the server
 // refuses one as bad_value, the adapter retries once with the alternative and keeps
 // using it (seen: 'roll' for throw_dice, no 'rebuild' but 'reset' for the tower).
@@ -90,12 +90,16 @@ function nameParts(capsules, ends) {
 }
 
 export function createAdapter({ roomId, kind, scene, name }) {
-  let st, seq, desc, tickRate, clientId, awaitingKey, peers, prev, sender, myName = name;
+  let st, seq, desc, tickRate, clientId, awaitingKey, peers, prev, sender, recvBytes, myName = name;
   const actionAlias = new Map();   // learned: protocol action -> the name this server takes
   const pendingActions = new Map(); // seq -> {action, scene} of recent actions
+  const grabStarts = new Map();     // seq -> pointer of recent grab_starts
+  const deadPointers = new Set();   // pointers whose grab_start was refused
+  const grabFollow = new Map();     // seq -> pointer of recent grab_moves and grab_ends
   function reset() {
     st = new SnapshotState();
-    seq = 0; desc = null; tickRate = 120; clientId = 0; awaitingKey = false; peers = new Map(); prev = null;
+    seq = 0; desc = null; tickRate = 120; clientId = 0; awaitingKey = false; peers = new Map(); prev = null; recvBytes = 0;
+    grabStarts.clear(); deadPointers.clear(); grabFollow.clear();
   }
   reset();
 
@@ -194,6 +198,12 @@ export function createAdapter({ roomId, kind, scene, name }) {
       case 'reset': return [{ type: 'reset', action: m.action, by: { id: m.by, name: m.by === clientId ? 'You' : m.by_name || 'The server' } }];
       case 'pong': return [{ type: 'pong', sent: m.client_time / 1000, server: m.server_time / 1000 }];
       case 'error': {
+        const grab = m.seq != null ? grabStarts.get(m.seq) : undefined;
+        if (grab != null) { deadPointers.add(grab); grabStarts.delete(m.seq); }
+        // A move or release already on its way when its grab was refused: refused too, and
+        // nothing new to tell (the start's refusal said it).
+        const follow = m.seq != null ? grabFollow.get(m.seq) : undefined;
+        if (follow != null && m.code === ERR.unknown_body) return [{ type: 'grab_refused', pointer: follow, seq: m.seq }];
         const act = m.seq != null && pendingActions.get(m.seq);
         const alt = act && ACTION_ALIASES[act.action];
         if (m.code === ERR.bad_value && alt && !actionAlias.has(act.action)) {
@@ -201,7 +211,7 @@ export function createAdapter({ roomId, kind, scene, name }) {
           sender?.(encodeClient({ type: 'action', seq: ++seq, action: alt, scene: act.scene }));
           return [];
         }
-        return [{ type: 'error', code: m.code, name: m.name, message: m.message, seq: m.seq, fatal: FATAL.has(m.code) }];
+        return [{ type: 'error', code: m.code, name: m.name, message: m.message, seq: m.seq, fatal: FATAL.has(m.code), grab: grab ?? undefined }];
       }
       default: return [];
     }
@@ -214,6 +224,7 @@ export function createAdapter({ roomId, kind, scene, name }) {
       return [encodeClient({ type: 'hello', version: VERSION, room: roomId, kind: kind ?? null, scene: scene ?? null, name: myName })];
     },
     decode(bytes) {
+      recvBytes = (recvBytes + bytes.byteLength) >>> 0; // for the link report (PROTOCOL.md §13)
       let m;
       try { m = decodeServer(bytes); } catch (e) {
         if (e.code === ERR.bad_version) return [{ type: 'error', fatal: true, message: e.message }];
@@ -236,16 +247,34 @@ export function createAdapter({ roomId, kind, scene, name }) {
     const next = () => ++seq;
     const s3 = (v) => v.map((x) => +x);
     switch (i.type) {
-      case 'ping': return { type: 'ping', client_time: Math.max(0, Math.round(i.sent * 1000)) };
+      // Every ping carries the link report (PROTOCOL.md §13): the newest snapshot applied,
+      // the RTT measured so far and the bytes received, so the server can know this link.
+      case 'ping': return {
+        type: 'ping', client_time: Math.max(0, Math.round(i.sent * 1000)),
+        ack_tick: desc ? st.tick : null,
+        rtt_ms: Number.isFinite(i.rtt) ? Math.min(60000, Math.round(i.rtt * 10000) / 10) : null,
+        recv_bytes: recvBytes,
+      };
       case 'resync': return { type: 'resync' };
       case 'poke': return { type: 'poke', seq: next(), body: i.body, point: s3(i.point), impulse: s3(i.impulse) };
       case 'press': return { type: 'poke', seq: next(), body: null, point: s3(i.point), impulse: s3(i.direction).map((x) => x * PRESS_IMPULSE) };
       case 'throw': return { type: 'throw', seq: next(), origin: s3(i.from), velocity: s3(i.velocity), shape: i.shape === 'die' ? 'die' : 'ball' };
       case 'grab': {
         const pointer = i.pointer & 0xffff;
-        if (i.phase === 'start') return { type: 'grab_start', seq: next(), pointer, point: s3(i.point), body: i.body ?? null };
-        if (i.phase === 'move') return { type: 'grab_move', seq: next(), pointer, point: s3(i.point) };
-        return { type: 'grab_end', seq: next(), pointer };
+        if (i.phase === 'start') {
+          const n = next();
+          deadPointers.delete(pointer);
+          grabStarts.set(n, pointer);
+          if (grabStarts.size > 64) grabStarts.delete(grabStarts.keys().next().value);
+          return { type: 'grab_start', seq: n, pointer, point: s3(i.point), body: i.body ?? null };
+        }
+        // The server refused this pointer's grab: its moves and release would only be refused too.
+        if (deadPointers.has(pointer)) { if (i.phase === 'end') deadPointers.delete(pointer); return null; }
+        const n = next();
+        grabFollow.set(n, pointer);
+        if (grabFollow.size > 256) grabFollow.delete(grabFollow.keys().next().value);
+        if (i.phase === 'move') return { type: 'grab_move', seq: n, pointer, point: s3(i.point) };
+        return { type: 'grab_end', seq: n, pointer };
       }
       case 'param': return { type: 'param', seq: next(), name: i.name, value: +i.value };
       case 'contacts': return { type: 'contacts_view', seq: next(), on: !!i.on };
@@ -257,11 +286,13 @@ export function createAdapter({ roomId, kind, scene, name }) {
           if (pendingActions.size > 32) pendingActions.delete(pendingActions.keys().next().value);
           return { type: 'action', seq: n, action: actionAlias.get(action) ?? action, scene: sc };
         };
+        // A scene's own actions only: switching the scene is its own, labelled choice
+        // ('select'), never the side effect of another scene's button.
         switch (i.action) {
-          case 'throw_dice': return cur === 'dice' ? act('throw_dice') : act('select', 'dice');
-          case 'build_tower': return cur === 'tower' ? act('rebuild') : act('select', 'tower');
-          case 'knock_down': return cur === 'tower' ? act('knock') : act('select', 'tower');
-          case 'select': return act('select', i.scene);
+          case 'throw_dice': return cur === 'dice' ? act('throw_dice') : null;
+          case 'build_tower': return cur === 'tower' ? act('rebuild') : null;
+          case 'knock_down': return cur === 'tower' ? act('knock') : null;
+          case 'select': return i.scene ? act('select', i.scene) : null;
           default: return act('reset');
         }
       }

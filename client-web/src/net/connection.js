@@ -5,7 +5,11 @@
 // the HUD can say what is going on.
 //
 // It knows nothing of message contents: an adapter turns bytes into the client's
-// internal messages and intents into bytes (net/adapter.js).
+// internal messages and intents into bytes (net/adapter.js). The socket runs in a
+// Worker where there is one (net/socket.js), so every message comes with the time
+// it arrived, whatever the main thread was busy with; handlers get it (seconds on
+// the performance.now() clock) as onMessage's third argument.
+import { openSocket } from './socket.js';
 
 export const SUBPROTOCOL = 'tumble.v1';
 
@@ -13,7 +17,7 @@ export class Connection {
   /**
    * @param {string} url  ws:// or wss:// URL
    * @param {{onOpen(): Uint8Array[], decode(bytes: Uint8Array): object[], encode(intent: object): Uint8Array|null}} adapter
-   * @param {{onMessage(msg: object, bytes: number): void, onStatus(st: object): void}} handlers
+   * @param {{onMessage(msg: object, bytes: number, arrival: number): void, onStatus(st: object): void}} handlers
    */
   constructor(url, adapter, handlers) {
     this.url = url;
@@ -31,8 +35,7 @@ export class Connection {
     if (this.closed) return;
     this._status('connecting', { attempt: this.attempt });
     let ws;
-    try { ws = new WebSocket(this.url, SUBPROTOCOL); } catch (e) { this._retry(String(e.message || e)); return; }
-    ws.binaryType = 'arraybuffer';
+    try { ws = openSocket(this.url, SUBPROTOCOL); } catch (e) { this._retry(String(e.message || e)); return; }
     this.ws = ws;
     ws.onopen = () => {
       if (ws.protocol && ws.protocol !== SUBPROTOCOL) { this.fail(`server speaks ${ws.protocol}, not ${SUBPROTOCOL}`); return; }
@@ -40,6 +43,7 @@ export class Connection {
       for (const b of this.adapter.onOpen()) ws.send(b);
     };
     ws.onmessage = (ev) => {
+      const arrival = (ev.arrival ?? performance.now()) / 1000;
       if (typeof ev.data === 'string') return;
       const bytes = new Uint8Array(ev.data);
       // The backoff resets only once the server talks to us: a server that accepts
@@ -47,17 +51,17 @@ export class Connection {
       this.attempt = 0;
       this.bytesIn += bytes.byteLength;
       let msgs;
-      try { msgs = this.adapter.decode(bytes); } catch (e) { this.h.onMessage({ type: 'error', message: `bad message: ${e.message}` }, bytes.byteLength); return; }
+      try { msgs = this.adapter.decode(bytes); } catch (e) { this.h.onMessage({ type: 'error', message: `bad message: ${e.message}` }, bytes.byteLength, arrival); return; }
       for (const m of msgs) {
-        if (m.type === 'error' && m.fatal) { this.fail(m.message); return; }
-        this.h.onMessage(m, bytes.byteLength);
+        if (m.type === 'error' && m.fatal) { this.fail(m.message, { code: m.code, name: m.name }); return; }
+        this.h.onMessage(m, bytes.byteLength, arrival);
       }
     };
     ws.onclose = (ev) => {
       if (this.ws !== ws) return;
       this.ws = null;
       if (this.closed || this.state === 'failed') return;
-      this._retry(ev.code === 1001 ? 'server going away' : ev.reason || `closed (${ev.code})`);
+      this._retry(closeReason(ev));
     };
     ws.onerror = () => { /* onclose follows and schedules the retry */ };
   }
@@ -73,8 +77,8 @@ export class Connection {
   }
 
   /** Stop for good with a reason the user can read (no retries). */
-  fail(reason) {
-    this._status('failed', { reason });
+  fail(reason, extra = {}) {
+    this._status('failed', { reason, ...extra });
     clearTimeout(this.timer);
     try { this.ws?.close(1000); } catch { /* already closing */ }
     this.ws = null;
@@ -97,5 +101,18 @@ export class Connection {
   _status(state, extra = {}) {
     this.state = state;
     this.h.onStatus({ state, ...extra });
+  }
+}
+
+/** What a close means, in words for people (the code stays in the hook's status). */
+export function closeReason(ev) {
+  switch (ev.code) {
+    case 1000: return ev.reason ? `the server closed the connection: ${ev.reason}` : 'the server closed the connection';
+    case 1001: return 'the server is restarting';
+    case 1006: return 'the server stopped or the network dropped';
+    case 1008: return ev.reason ? `the server disconnected this page: ${ev.reason}` : 'the server disconnected this page';
+    case 1011: return 'the server hit an error';
+    case 1013: return 'the server is busy';
+    default: return ev.reason || 'the connection closed';
   }
 }

@@ -2,13 +2,30 @@
 import { Connection } from './connection.js';
 import { createAdapter } from './adapter.js';
 
-/** A display name kept per browser: "Guest 4821" until the user picks one. */
+const NAME_KEY = 'tumble.name';
+/** At most `max` bytes of UTF-8 (the protocol's text limit), cut on a character boundary. */
+export function capBytes(text, max = 32) {
+  const enc = new TextEncoder();
+  let out = '';
+  for (const ch of text) { if (enc.encode(out + ch).length > max) break; out += ch; }
+  return out;
+}
+
+/** A display name kept per browser: the one the player chose, or "Guest 4821" until they do. */
 export function playerName() {
   try {
-    let n = localStorage.getItem('tumble.name');
-    if (!n) { n = `Guest ${Math.floor(1000 + Math.random() * 9000)}`; localStorage.setItem('tumble.name', n); }
-    return n.slice(0, 32);
+    let n = localStorage.getItem(NAME_KEY);
+    if (!n) { n = `Guest ${Math.floor(1000 + Math.random() * 9000)}`; localStorage.setItem(NAME_KEY, n); }
+    return capBytes(n);
   } catch { return `Guest ${Math.floor(1000 + Math.random() * 9000)}`; }
+}
+
+/** Remember the player's chosen name (sent in every later hello). */
+export function setPlayerName(name) {
+  const n = capBytes(String(name).trim().replace(/\s+/g, ' '));
+  if (!n) return null;
+  try { localStorage.setItem(NAME_KEY, n); } catch { /* private mode: this page only */ }
+  return n;
 }
 
 export function createWsTransport({ roomId, kind, scene, url, name = playerName() }) {
@@ -26,6 +43,8 @@ export function createWsTransport({ roomId, kind, scene, url, name = playerName(
       conn.connect();
     },
     send(intent) { return conn ? conn.send(intent) : false; },
+    /** A new name reaches the room through a new hello: remember it and join again. */
+    rename(name) { if (setPlayerName(name)) location.reload(); },
     close() { conn?.close(); },
   };
 }

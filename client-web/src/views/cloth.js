@@ -238,6 +238,22 @@ export function createClothView(stage, desc) {
     }
   }
 
+  const _v = new THREE.Vector3();
+  function nearRay(ray, tolerance) {
+    let best = null, bd = tolerance * tolerance, bt = Infinity;
+    for (const c of cloths) {
+      if (!c.mesh.visible) continue;
+      const P = c.pos;
+      for (let k = 0; k < P.length / 3; k++) {
+        _v.set(P[k * 3], P[k * 3 + 1], P[k * 3 + 2]);
+        const d = ray.distanceSqToPoint(_v), t = _v.distanceTo(ray.origin);
+        // Nearest to the ray; among near-equals, nearest to the eye.
+        if (d < bd - 1e-4 || (Math.abs(d - bd) <= 1e-4 && t < bt)) { bd = d; bt = t; best = { c, k, p: _v.clone() }; }
+      }
+    }
+    return best && { type: 'cloth', key: best.c.info.key, id: best.c.info.id, vertex: best.k, point: best.p, near: true };
+  }
+
   return {
     kind: 'cloth',
     root,
@@ -301,10 +317,12 @@ export function createClothView(stage, desc) {
 
     setShowContacts() {},
 
-    /** Cloth under the ray: its key, the nearest grid vertex and the hit point. */
-    pick(raycaster) {
+    /** Cloth under the ray: its key, the nearest grid vertex and the hit point; with a
+     *  tolerance (m), a ray that just misses the cloth as drawn takes the vertex nearest it
+     *  (a walking figure's cape moves while the pointer goes down). */
+    pick(raycaster, { tolerance = 0 } = {}) {
       const hit = raycaster.intersectObjects(cloths.filter((c) => c.mesh.visible).map((c) => c.mesh), false)[0];
-      if (!hit) return null;
+      if (!hit) return tolerance > 0 ? nearRay(raycaster.ray, tolerance) : null;
       const cl = cloths.find((c) => c.mesh === hit.object);
       const P = cl.pos, f = hit.face;
       let best = f.a, bd = Infinity;
@@ -313,6 +331,20 @@ export function createClothView(stage, desc) {
         if (d < bd) { bd = d; best = k; }
       }
       return { type: 'cloth', key: cl.info.key, id: cl.info.id, vertex: best, point: hit.point.clone() };
+    },
+
+    /** The vertex farthest from the pins (a free corner or hem): what a keyboard grab takes. */
+    freeVertex(key) {
+      const c = cloths.find((x) => x.info.key === key) || cloths[0];
+      if (!c) return null;
+      const P = c.pos, pins = c.info.pins || [];
+      let best = 0, bd = -1;
+      for (let k = 0; k < P.length / 3; k++) {
+        let d = Infinity;
+        for (const q of pins) d = Math.min(d, (P[k * 3] - P[q * 3]) ** 2 + (P[k * 3 + 1] - P[q * 3 + 1]) ** 2 + (P[k * 3 + 2] - P[q * 3 + 2]) ** 2);
+        if (d > bd) { bd = d; best = k; }
+      }
+      return { type: 'cloth', key: c.info.key, id: c.info.id, vertex: best, point: new THREE.Vector3(P[best * 3], P[best * 3 + 1], P[best * 3 + 2]) };
     },
 
     clothVertex(key, k) { const c = cloths.find((x) => x.info.key === key); return c ? new THREE.Vector3(c.pos[k * 3], c.pos[k * 3 + 1], c.pos[k * 3 + 2]) : null; },

@@ -1,0 +1,488 @@
+/* outbox.c: what a session sends, and when (session.h: who owns what).
+ *
+ * What a session sends is kept in three places, and that split is the
+ * backpressure policy:
+ *
+ *   ctl[]  a small FIFO of messages that arrive in order: the welcome,
+ *          errors, pongs, and the room's events. Room events that only
+ *          say what is true now (a parameter's value, who is here, the
+ *          scene, the last reset, the dice) supersede their own kind: an
+ *          unsent one is dropped when a newer one of the same kind (and
+ *          parameter, and peer) comes (tb_outbox_push_ctl), so what other
+ *          players do can never fill a client's queue; only its own
+ *          requests (pongs, lobby, errors) can. If it overflows the client
+ *          is not keeping up at all and is closed.
+ *   slots  at most TB__SNAP_SLOTS (8, 133 ms at 60/s) snapshots. When a new
+ *          snapshot finds the slots full, the unsent ones are dropped
+ *          (counted as skipped) and the client gets a keyframe next, so a
+ *          slow reader gets the latest world and never a backlog. The few
+ *          slots only absorb scheduling hiccups of the server itself (the
+ *          network thread descheduled for a frame or two on a busy machine)
+ *          so that a client that keeps up sees every tick.
+ *   contacts  the newest contacts view, written after the slots, so the
+ *          contacts of tick T come after the snapshot of T (PROTOCOL.md §5).
+ *
+ * Snapshots are deltas against the previous snapshot tick, encoded once per
+ * room by its worker. A session knows the tick its client will hold once
+ * everything queued is written (queued_tick); a delta whose base is that
+ * tick is queued, otherwise the keyframe of the same tick if the worker made
+ * one, otherwise the session asks the room for a keyframe next time
+ * (room->key_wanted) and skips this one. Each client's frame is the shared
+ * blob with a small per-client prefix (its last input seq the state
+ * includes), composed at write time.
+ *
+ * Writing: output the workers deliver (on_wake) is written directly once
+ * the whole batch is queued: each session that got some and has nothing
+ * pending in lws (no WRITEABLE asked, no partial frame buffered) writes its
+ * queued frames right there, so a client that keeps up costs no POLLOUT
+ * round and no extra wake-up. Otherwise (and for output queued elsewhere)
+ * a session asks lws for one WRITEABLE callback (write_asked: not again
+ * until that callback came), and in it writes every queued frame. Either
+ * way: ctl first, then the slots, one lws_write per frame, until lws had to
+ * keep part of one because the kernel buffer is full
+ * (lws_partial_buffered; at most TB__WRITES_PER_CALLBACK, for fairness);
+ * what is left waits for a WRITEABLE callback. A session that has had data
+ * waiting and written nothing for --slow-reader-timeout seconds is
+ * disconnected by the housekeeping timer (see housekeeping.c for the
+ * three ways a slow reader shows; a due ping goes out alone in its own
+ * WRITEABLE callback, before the queued frames).
+ *
+ * Data comes from the workers through their output rings; tb_server_wake
+ * (uv_async_send, thread-safe) makes the loop drain them in on_wake().
+ */
+#define _GNU_SOURCE
+#include "net/session.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/fleet.h"
+#include "net/log.h"
+#include "sim/clock.h"
+#include "sim/wire.h"
+
+_Static_assert(TB_MSG_HEADROOM >= LWS_PRE, "tb_msg headroom must hold LWS_PRE");
+
+#define TB__WRITES_PER_CALLBACK 32
+/* lws keeps opcode 4 (close) out of the public enum; lws_write() takes it. */
+#define TB__LWS_WRITE_CLOSE ((enum lws_write_protocol)4)
+
+bool tb_outbox_has_output(const tb_session *s) { return s->ctl_count > 0 || s->slot_count > 0 || s->contacts; }
+
+void tb_outbox_clear_contacts(tb_session *s)
+{
+    tb_msg_unref(s->contacts);
+    s->contacts = NULL;
+}
+
+void tb_outbox_clear_slots(tb_session *s)
+{
+    for (int i = 0; i < s->slot_count; i++)
+        tb_msg_unref(s->slot[i]);
+    s->slot_count = 0;
+    s->queued_tick = s->sent_tick;
+}
+
+void tb_outbox_clear_ctl(tb_session *s)
+{
+    while (s->ctl_count) {
+        tb_msg_unref(s->ctl[s->ctl_head]);
+        s->ctl_head = (s->ctl_head + 1) % TB__CTL_CAP;
+        s->ctl_count--;
+    }
+}
+
+void tb_outbox_ask_writable(tb_session *s)
+{
+    if (s->write_asked)
+        return;
+    s->write_asked = true;
+    lws_callback_on_writable(s->wsi);
+}
+
+void tb_outbox_want_write(tb_session *s)
+{
+    if (!tb_outbox_has_output(s) && !s->closing)
+        return;
+    tb_server *server = s->server;
+    if (server->delivering && !s->write_asked && !s->closing) {
+        if (!s->flush_listed) { /* written at the end of on_wake */
+            s->flush_listed = true;
+            s->flush_next = server->flush;
+            server->flush = s;
+        }
+        return;
+    }
+    tb_outbox_ask_writable(s);
+}
+
+void tb_session_begin_close(tb_session *s, int code, const char *reason)
+{
+    if (s->closing)
+        return;
+    s->closing = true;
+    s->close_code = code;
+    snprintf(s->close_reason, sizeof s->close_reason, "%s", reason);
+    /* A closing session reads on (and ignores) what the client still sends:
+     * a socket closed with unread data is reset, and a reset makes the
+     * client's kernel drop the close frame (and the rate_limited before it)
+     * that the client has not read yet: a flooder paused for fairness would
+     * see 1006 instead of 1008. */
+    if (s->rx_paused) {
+        s->rx_paused = false;
+        lws_rx_flow_control(s->wsi, 1);
+    }
+    tb_outbox_ask_writable(s);
+}
+
+/* A slow reader is counted once, however it shows (a must-deliver queue that
+ * overflows, then the cut of the connection that could not take the close). */
+void tb_session_count_slow_reader(tb_session *s)
+{
+    if (s->slow_counted)
+        return;
+    s->slow_counted = true;
+    TB_COUNT(s->server->metrics, connections_refused_total[TB_REFUSE_SLOW_READER]);
+}
+
+/* Drops ctl's i-th unsent message (0 = the oldest), keeping the order. */
+static void tb__ctl_remove(tb_session *s, int i)
+{
+    tb_msg_unref(s->ctl[(s->ctl_head + i) % TB__CTL_CAP]);
+    for (; i + 1 < s->ctl_count; i++)
+        s->ctl[(s->ctl_head + i) % TB__CTL_CAP] = s->ctl[(s->ctl_head + i + 1) % TB__CTL_CAP];
+    s->ctl_count--;
+}
+
+/* The unsent message of this supersede class and key, or -1. */
+static int tb__ctl_find(const tb_session *s, int supersede, uint32_t key)
+{
+    for (int i = 0; i < s->ctl_count; i++) {
+        const tb_msg *m = s->ctl[(s->ctl_head + i) % TB__CTL_CAP];
+        if (m->supersede == supersede && m->supersede_key == key)
+            return i;
+    }
+    return -1;
+}
+
+/* A newer room event replaces an unsent one of its kind: the old one is
+ * dropped and the new one queued at the end, so it still follows whatever
+ * came between (a `scene` carrying the older value). A peer that left
+ * before the client was told it came is not mentioned at all. true when
+ * msg was consumed here. */
+static bool tb__supersede(tb_session *s, tb_msg *msg)
+{
+    if (msg->supersede == TB_SUPERSEDE_PEER_LEFT) {
+        int joined = tb__ctl_find(s, TB_SUPERSEDE_PEER_JOINED, msg->supersede_key);
+        if (joined >= 0) {
+            tb__ctl_remove(s, joined);
+            tb_msg_unref(msg);
+            return true;
+        }
+    }
+    int old = tb__ctl_find(s, msg->supersede, msg->supersede_key);
+    if (old >= 0) {
+        tb__ctl_remove(s, old);
+        TB_COUNT(s->server->metrics, events_superseded_total);
+    }
+    return false;
+}
+
+/* Queue a message for ctl (takes the caller's reference). */
+void tb_outbox_push_ctl(tb_session *s, tb_msg *msg)
+{
+    if (!msg)
+        return;
+    if (s->closing) {
+        tb_msg_unref(msg);
+        return;
+    }
+    if (msg->supersede != TB_SUPERSEDE_NONE && tb__supersede(s, msg))
+        return;
+    if (s->ctl_count == TB__CTL_CAP) {
+        tb_msg_unref(msg);
+        tb_session_count_slow_reader(s);
+        tb_session_begin_close(s, LWS_CLOSE_STATUS_POLICY_VIOLATION, "not reading fast enough");
+        return;
+    }
+    s->ctl[(s->ctl_head + s->ctl_count) % TB__CTL_CAP] = msg;
+    s->ctl_count++;
+    tb_outbox_want_write(s);
+}
+
+/* ---- worker output -> sessions ------------------------------------------ */
+
+static tb_session *tb__room_session(tb_room *room, uint32_t client)
+{
+    for (tb_session *s = room->net; s; s = s->room_next)
+        if (s->id == client)
+            return s;
+    return NULL;
+}
+
+static void tb__put_snapshot(tb_session *s, tb_msg *msg)
+{
+    s->slot[s->slot_count++] = tb_msg_ref(msg);
+    s->queued_tick = (uint32_t)msg->tick;
+    tb_outbox_want_write(s);
+}
+
+/* Newest wins, and deltas must chain (see the file comment). */
+static void tb__offer_snapshot(tb_server *server, tb_session *s, tb_room *room, tb_msg *msg, tb_msg *key)
+{
+    if (s->slot_count == TB__SNAP_SLOTS) {
+        TB_COUNT_N(server->metrics, snapshots_skipped_total, s->slot_count);
+        tb_outbox_clear_slots(s);
+    }
+    if (msg->type == TB_MSG_SNAP_DELTA && msg->base_tick == s->queued_tick)
+        tb__put_snapshot(s, msg);
+    else if (key)
+        tb__put_snapshot(s, key);
+    else if (msg->type == TB_MSG_SNAP_KEY)
+        tb__put_snapshot(s, msg);
+    else {
+        TB_COUNT(server->metrics, snapshots_skipped_total);
+        atomic_store_explicit(&room->key_wanted, true, memory_order_release);
+    }
+}
+
+static void tb__deliver(tb_server *server, tb_out *out)
+{
+    tb_room *room = out->room;
+    switch (out->kind) {
+    case TB_OUT_SNAPSHOT:
+        for (tb_session *s = room->net; s; s = s->room_next)
+            if (s->welcomed && !s->closing)
+                tb__offer_snapshot(server, s, room, out->msg, out->key);
+        break;
+    case TB_OUT_WELCOME: {
+        tb_session *s = tb__room_session(room, out->client);
+        if (s && !s->welcomed) {
+            s->welcomed = true;
+            tb_outbox_clear_slots(s);
+            s->sent_tick = s->queued_tick = (uint32_t)out->msg->tick;
+            tb_outbox_push_ctl(s, tb_msg_ref(out->msg));
+        }
+        break;
+    }
+    case TB_OUT_SCENE:
+        for (tb_session *s = room->net; s; s = s->room_next)
+            if (s->welcomed) {
+                tb_outbox_clear_slots(s);
+                s->sent_tick = s->queued_tick = (uint32_t)out->msg->tick;
+                tb_outbox_push_ctl(s, tb_msg_ref(out->msg));
+            }
+        break;
+    case TB_OUT_CLIENT: {
+        /* The world's refusals (no such body, ...) are refused messages
+         * like the decoder's (tb_inbound_answer_refused); a contacts view waits
+         * in its own slot, behind the snapshots. */
+        tb_session *s = tb__room_session(room, out->client);
+        int code = tb_inbound_error_code(out->msg);
+        if (!s || s->closing)
+            break;
+        if (code)
+            tb_inbound_answer_refused(s, tb_msg_ref(out->msg), code);
+        else if (out->msg->supersede == TB_SUPERSEDE_CONTACTS) {
+            tb_outbox_clear_contacts(s);
+            s->contacts = tb_msg_ref(out->msg);
+            tb_outbox_want_write(s);
+        } else
+            tb_outbox_push_ctl(s, tb_msg_ref(out->msg));
+        break;
+    }
+    case TB_OUT_BROADCAST:
+        for (tb_session *s = room->net; s; s = s->room_next)
+            if (s->welcomed && s->id != out->client)
+                tb_outbox_push_ctl(s, tb_msg_ref(out->msg));
+        break;
+    case TB_OUT_CHECKPOINT: /* the room's state image, for Redis (net/fleet.h) */
+        if (server->fleet)
+            tb_fleet_on_checkpoint(server->fleet, room, out->msg, out->client == 1);
+        break;
+    }
+    tb_msg_unref(out->msg);
+    tb_msg_unref(out->key);
+    tb_room_unref(room);
+}
+
+static void tb__flush(tb_server *server);
+
+void tb_outbox_on_wake(uv_async_t *handle)
+{
+    tb_server *server = handle->data;
+    tb_out out;
+    int n = 0;
+    server->delivering = true;
+    while (n < 20000 && tb_sched_poll(server->sched, &out)) {
+        tb__deliver(server, &out);
+        n++;
+    }
+    server->delivering = false;
+    tb__flush(server);
+    if (n == 20000) /* leave the loop some air; come back for the rest */
+        uv_async_send(&server->wake);
+    if (server->leave_count)
+        tb_session_retry_leaves(server);
+}
+
+void tb_server_wake(void *data)
+{
+    tb_server *server = data;
+    uv_async_send(&server->wake);
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+static int tb__write_snapshot(tb_session *s, tb_msg *msg)
+{
+    size_t need = LWS_PRE + msg->len + 32;
+    if (need > s->tx_cap) {
+        unsigned char *tx = realloc(s->tx, need);
+        if (!tx)
+            return -1;
+        s->tx = tx;
+        s->tx_cap = need;
+    }
+    size_t n = tb_wire_snap_frame(msg, tb_inbound_acked_seq(s, msg->serial), s->tx + LWS_PRE, s->tx_cap - LWS_PRE);
+    if (n == 0)
+        return -1;
+    if (lws_write(s->wsi, s->tx + LWS_PRE, n, LWS_WRITE_BINARY) < (int)n)
+        return -1;
+    s->wire_bytes += n + (n < 126 ? 2 : n < 65536 ? 4 : 10);
+    tb_metrics *m = s->server->metrics;
+    TB_COUNT(m, snapshots_sent_total);
+    TB_COUNT_N(m, bytes_sent_total, n);
+    s->sent_tick = (uint32_t)msg->tick;
+    return 0;
+}
+
+static int tb__write_one(tb_session *s)
+{
+    tb_msg *msg = NULL;
+    int rc = 0;
+    tb_metrics *m = s->server->metrics;
+    if (s->ctl_count) {
+        msg = s->ctl[s->ctl_head];
+        s->ctl_head = (s->ctl_head + 1) % TB__CTL_CAP;
+        s->ctl_count--;
+        if (lws_write(s->wsi, tb_msg_data(msg), msg->len, LWS_WRITE_BINARY) < (int)msg->len) {
+            rc = -1;
+        } else {
+            TB_COUNT_N(m, bytes_sent_total, msg->len);
+            s->wire_bytes += msg->len + (msg->len < 126 ? 2 : msg->len < 65536 ? 4 : 10);
+        }
+    } else if (s->slot_count) {
+        msg = s->slot[0];
+        memmove(s->slot, s->slot + 1, (TB__SNAP_SLOTS - 1) * sizeof s->slot[0]);
+        s->slot_count--;
+        rc = tb__write_snapshot(s, msg);
+    } else if (s->contacts) {
+        msg = s->contacts;
+        s->contacts = NULL;
+        if (lws_write(s->wsi, tb_msg_data(msg), msg->len, LWS_WRITE_BINARY) < (int)msg->len) {
+            rc = -1;
+        } else {
+            TB_COUNT_N(m, bytes_sent_total, msg->len);
+            s->wire_bytes += msg->len + (msg->len < 126 ? 2 : msg->len < 65536 ? 4 : 10);
+        }
+    }
+    if (!msg)
+        return 0;
+    if (rc == 0) {
+        TB_COUNT(m, messages_sent_total);
+        s->last_write_ns = tb_clock_now_ns();
+    }
+    tb_msg_unref(msg);
+    return rc;
+}
+
+/* Every queued frame, ctl first, one lws_write each, until lws keeps part
+ * of one (kernel buffer full) or TB__WRITES_PER_CALLBACK were written. */
+static int tb__write_queued(tb_session *s, bool direct)
+{
+    int n = 0;
+    while ((s->ctl_count || ((s->slot_count || s->contacts) && !s->closing)) && n++ < TB__WRITES_PER_CALLBACK) {
+        if (tb__write_one(s) < 0)
+            return -1;
+        if (direct)
+            TB_COUNT(s->server->metrics, messages_sent_direct_total);
+        if (lws_partial_buffered(s->wsi))
+            break;
+    }
+    return 0;
+}
+
+/* End of on_wake: write what was delivered directly where lws has nothing
+ * pending, else ask for WRITEABLE (see the file comment). */
+static void tb__flush(tb_server *server)
+{
+    tb_session *s;
+    while ((s = server->flush)) {
+        server->flush = s->flush_next;
+        s->flush_listed = false;
+        if (!s->write_asked && !s->closing && !lws_partial_buffered(s->wsi) && tb__write_queued(s, true) < 0) {
+            /* the socket failed: lws closes it (CLOSED frees the session) */
+            s->closing = s->close_sent = true;
+            tb_outbox_clear_ctl(s);
+            tb_outbox_clear_slots(s);
+            tb_outbox_clear_contacts(s);
+            lws_set_timeout(s->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+            continue;
+        }
+        tb_outbox_want_write(s);
+    }
+}
+
+/* A due ping goes out alone, before the queued frames (housekeeping.c). */
+static int tb__write_ping(tb_session *s)
+{
+    unsigned char ping[LWS_PRE + 4] = {0};
+    memcpy(ping + LWS_PRE, "tb\0\0", 4);
+    s->ping_wanted = false;
+    if (lws_write(s->wsi, ping + LWS_PRE, 4, LWS_WRITE_PING) < 4)
+        return -1;
+    s->wire_bytes += 2 + 4;
+    s->ping_end = s->wire_bytes;
+    s->ping_sent_ns = tb_clock_now_ns();
+    s->ping_delivered_ns = 0;
+    if (tb_outbox_has_output(s) || s->closing)
+        tb_outbox_ask_writable(s);
+    return 0;
+}
+
+/* lws 4.1.6 on the libuv loop drops the connection without a close frame
+ * when a WRITEABLE handler returns -1 after lws_close_reason(), so the frame
+ * is written here and the connection ends when the peer answers (or after
+ * 1 s). */
+static int tb__write_close(tb_session *s)
+{
+    unsigned char frame[LWS_PRE + 2 + sizeof s->close_reason];
+    size_t n = strlen(s->close_reason);
+    frame[LWS_PRE] = (unsigned char)(s->close_code >> 8);
+    frame[LWS_PRE + 1] = (unsigned char)(s->close_code & 0xff);
+    memcpy(frame + LWS_PRE + 2, s->close_reason, n);
+    s->close_sent = true;
+    tb_log_debug("client %u: sending close %d", s->id, s->close_code);
+    if (lws_write(s->wsi, frame + LWS_PRE, 2 + n, TB__LWS_WRITE_CLOSE) < 0)
+        return -1;
+    lws_set_timeout(s->wsi, PENDING_TIMEOUT_CLOSE_ACK, 1);
+    return 0;
+}
+
+int tb_outbox_writeable(tb_session *s)
+{
+    s->write_asked = false;
+    if (s->ping_wanted && !s->closing)
+        return tb__write_ping(s);
+    if (s->ctl_count || ((s->slot_count || s->contacts) && !s->closing)) {
+        if (tb__write_queued(s, false) < 0)
+            return -1;
+        if (tb_outbox_has_output(s) || s->closing)
+            tb_outbox_ask_writable(s);
+        return 0;
+    }
+    if (s->closing && !s->close_sent)
+        return tb__write_close(s);
+    return 0;
+}

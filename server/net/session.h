@@ -1,0 +1,150 @@
+/* session.h: one `tumble.v1` WebSocket, as the network thread's files share it.
+ *
+ * server/net/ splits a session's work by responsibility:
+ *   session.c       its life: the upgrade (refusals answered in HTTP), open,
+ *                   close, the per-address connection count, leaving the
+ *                   room, and the lws callback that dispatches to the others;
+ *   inbound.c       what the client sends: reassembly, decoding, the join,
+ *                   the limits (one token-bucket type, net/limits.h) and
+ *                   what a refused message gets (PROTOCOL.md §8);
+ *   outbox.c        what it is sent: the control queue, the snapshot slots,
+ *                   the contacts slot, worker output delivered to sessions,
+ *                   and the writes;
+ *   housekeeping.c  the 2 Hz timer: slow readers, pings, idle rooms;
+ *   server.c        the lws context on the libuv loop and the server's
+ *                   lifecycle.
+ * Everything here runs on the network thread.
+ */
+#ifndef TB_SESSION_H
+#define TB_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <libwebsockets.h>
+
+#include "net/server.h"
+#include "sim/input.h"
+#include "sim/msg.h"
+#include "sim/room.h"
+#include "sim/sched.h"
+
+/* Room events supersede each other (outbox.c), so what fills ctl is a
+ * client's own requests; this is far more than a client that reads needs. */
+#define TB__CTL_CAP 256
+#define TB__SNAP_SLOTS 8
+#define TB__SEQ_FIFO 64
+/* Refused messages answered, per connection: bursts of TB__ERROR_BURST,
+ * then TB__ERROR_RATE a second; one more closes it (PROTOCOL.md §8). */
+#define TB__ERROR_BURST 32.0
+#define TB__ERROR_RATE 16.0
+#define TB__RX_CHUNK 4096
+
+typedef struct tb_session {
+    struct lws *wsi;
+    tb_server *server;
+    uint32_t id;
+    char addr[48];        /* what per-address limits count: peer, or X-Forwarded-For via a trusted proxy */
+    char path_room[40];   /* the room of a /ws/<room> URL; "" for any other path */
+    struct tb_session *next, *prev;           /* server->sessions */
+    tb_room *room;
+    struct tb_session *room_next, *room_prev; /* room->net list */
+    bool welcomed;
+
+    tb_msg *ctl[TB__CTL_CAP];
+    int ctl_head, ctl_count;
+    tb_msg *slot[TB__SNAP_SLOTS]; /* oldest first */
+    int slot_count;
+    tb_msg *contacts;     /* the newest contacts view, written after the slots */
+    uint32_t sent_tick;   /* the state the client holds once ctl is written */
+    uint32_t queued_tick; /* ... and once the slots are written too */
+    int64_t last_write_ns;
+    bool write_asked;     /* lws_callback_on_writable called, callback not yet run */
+    bool flush_listed;    /* on server->flush */
+    struct tb_session *flush_next;
+    /* slow-reader watch (housekeeping): bytes handed to the socket, and what
+     * the kernel still held unacknowledged at the last look */
+    uint64_t wire_bytes, wire_bytes_checked;
+    int prev_outq;
+    int64_t last_progress_ns;
+    /* read-through check: a ping goes out every TB__PING_INTERVAL_NS; once
+     * the kernel has had it acknowledged (in the client's receive buffer) the
+     * client has --slow-reader-timeout seconds to read up to it and pong */
+    bool ping_wanted;
+    int64_t ping_sent_ns;      /* 0: no ping outstanding */
+    uint64_t ping_end;         /* wire_bytes just past the ping frame */
+    int64_t ping_delivered_ns; /* when it was seen acknowledged; 0: not yet */
+    int64_t last_ping_ns;
+    unsigned char *tx;    /* LWS_PRE + composed snapshot frame */
+    size_t tx_cap;
+
+    /* inputs pushed, by room arrival number, to tell the client which of
+     * them a snapshot includes */
+    struct { uint64_t serial; uint32_t seq; } seqs[TB__SEQ_FIFO];
+    int seq_head, seq_count;
+    uint32_t acked_seq;
+    uint32_t grab_pointers[64]; /* pointers held (--max-grabs-per-client) */
+    int grab_count;
+
+    unsigned char *rx;
+    size_t rx_len, rx_cap;
+    bool rx_text;
+    bool rx_paused;
+    int rx_turn_count;
+    uint64_t rx_turn;     /* uv_now() of the turn rx_turn_count counts */
+
+    /* PROTOCOL.md §8, "What a flooder gets": inputs, throws, the refusals
+     * of rate limited messages (flood) and the error replies (errors) */
+    tb_bucket input, throws, flood, errors;
+    int64_t last_rate_error_ns;
+
+    bool closing, close_sent;
+    bool slow_counted;
+    bool fleet_asked;     /* the fleet has answered this hello (net/fleet.h) */
+    int close_code;
+    char close_reason[64];
+} tb_session;
+
+/* A LEAVE must reach the worker (it ends the client's grabs and drops it
+ * from the peers): if the room's ring is full it waits here and is retried
+ * on every wake and housekeeping tick. */
+typedef struct tb_pending_leave {
+    tb_room *room;
+    tb_input in;
+} tb_pending_leave;
+
+/* outbox.c */
+bool tb_outbox_has_output(const tb_session *s);
+void tb_outbox_clear_ctl(tb_session *s);
+void tb_outbox_clear_slots(tb_session *s);
+void tb_outbox_clear_contacts(tb_session *s);
+void tb_outbox_ask_writable(tb_session *s);
+/* Written at the end of the delivery batch, or on a WRITEABLE callback. */
+void tb_outbox_want_write(tb_session *s);
+/* Queue a message for ctl (takes the caller's reference); room events
+ * supersede an unsent one of their kind. */
+void tb_outbox_push_ctl(tb_session *s, tb_msg *msg);
+void tb_outbox_on_wake(uv_async_t *handle);
+/* LWS_CALLBACK_SERVER_WRITEABLE: a due ping, else the queued frames, else
+ * the close frame; -1 when the socket failed. */
+int tb_outbox_writeable(tb_session *s);
+void tb_session_begin_close(tb_session *s, int code, const char *reason);
+void tb_session_count_slow_reader(tb_session *s);
+
+/* inbound.c */
+/* LWS_CALLBACK_RECEIVE: a fragment of a client frame; -1 when out of memory. */
+int tb_inbound_receive(tb_session *s, const void *in, size_t len);
+int tb_inbound_error_code(const tb_msg *msg);
+void tb_inbound_answer_refused(tb_session *s, tb_msg *error, int code);
+void tb_inbound_send_error(tb_session *s, int code, const char *message, int64_t seq);
+uint32_t tb_inbound_acked_seq(tb_session *s, uint64_t serial);
+
+/* session.c */
+int tb_session_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len);
+int tb_session_confirm_upgrade(tb_server *server, struct lws *wsi, const char *upgrade);
+void tb_session_leave_room(tb_session *s);
+void tb_session_retry_leaves(tb_server *server);
+
+/* housekeeping.c */
+void tb_housekeeping_cb(uv_timer_t *timer);
+
+#endif
