@@ -11,34 +11,23 @@
 //     wss through it reach the plain servers behind.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
-import { ROOT, startServer, stopAll, connect, join, sleep } from './harness.mjs';
+import { startServer, stopAll, connect, join, sleep } from './harness.mjs';
 import { joinRoom } from './wsclient.mjs';
 import https from 'node:https';
 import WebSocket from 'ws';
 import { encodeClient, decodeServer } from '../../proto/js/tumble-proto.mjs';
 import { startRedis, stopAllRedis, redisAvailable } from './redis.mjs';
+import { startRouter, nginxAvailable } from './router.mjs';
 
-const NGINX = process.env.NGINX || (fs.existsSync('/usr/sbin/nginx') ? '/usr/sbin/nginx' : 'nginx');
 const skip = !redisAvailable() ? 'redis-server not installed (make deps)'
-  : spawnSync(NGINX, ['-v']).status !== 0 ? 'nginx not installed (make deps)' : false;
+  : !nginxAvailable() ? 'nginx not installed (make deps)' : false;
 const isSnap = (m) => (m.type === 'snap_delta' || m.type === 'snap_key') && m.state;
 const dist = (a, b) => Math.hypot(a[0] - b[0], a[1] - b[1], a[2] - b[2]);
 
-let tmp, nginx, routerPort, tlsPort, redis;
+let router, routerPort, tlsPort, tmp, redis;
 const servers = [];
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-  });
-}
 
 before(async () => {
   if (skip) return;
@@ -47,31 +36,14 @@ before(async () => {
     servers.push(await startServer({ args: ['--redis', redis.url, '--instance', name, '--workers', '1',
       '--max-conns-per-address', '1000', '--room-create-rate', '100000'] }));
   }
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tumble-fleet-routing-'));
-  routerPort = await freePort();
-  tlsPort = await freePort();
-  const dir = path.join(tmp, 'nginx');
-  const r = spawnSync('sh', [path.join(ROOT, 'docker/nginx/render.sh'), dir], {
-    env: { ...process.env, TUMBLE_UPSTREAMS: servers.map((s) => `127.0.0.1:${s.port}`).join(' '),
-      TUMBLE_ROUTER_LISTEN: `127.0.0.1:${routerPort}`, TUMBLE_ROUTER_CONNS_PER_ADDRESS: '1000', TUMBLE_ROUTER_LOG: 'error',
-      TUMBLE_ROUTER_TLS_CERT: path.join(tmp, 'tls.crt'), TUMBLE_ROUTER_TLS_KEY: path.join(tmp, 'tls.key'),
-      TUMBLE_ROUTER_TLS_SELF_SIGNED: '1', TUMBLE_ROUTER_TLS_LISTEN: `127.0.0.1:${tlsPort}` },
-    encoding: 'utf8',
-  });
-  assert.equal(r.status, 0, `render.sh failed: ${r.stderr}`);
-  nginx = spawn(NGINX, ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', 'stderr'], { stdio: 'ignore' });
-  process.on('exit', () => { try { nginx.kill('SIGKILL'); } catch { /* gone */ } });
-  for (let i = 0; i < 150; i++) {
-    try { if ((await fetch(`http://127.0.0.1:${routerPort}/router/healthz`)).ok) break; } catch { /* not yet */ }
-    await sleep(100);
-  }
+  router = await startRouter({ upstreams: servers.map((s) => s.port), tls: true });
+  ({ port: routerPort, tlsPort, tmp } = router);
 });
 
 after(async () => {
-  if (nginx) { nginx.kill('SIGTERM'); await new Promise((r) => nginx.once('exit', r).once('error', r)); }
+  await router?.stop();
   await stopAll();
   await stopAllRedis();
-  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
 });
 
 const holder = (instance) => servers.find((s) => s.args.includes(instance));
