@@ -25,7 +25,7 @@ CC       := gcc
 endif
 CLANG    ?= clang
 BUILD    := build
-PKGS     := libuv libwebsockets msgpack
+PKGS     := libuv libwebsockets msgpack hiredis
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)

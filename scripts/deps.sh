@@ -5,11 +5,13 @@
 set -eu
 what=${1:-test}
 
-pkgs="gcc make pkg-config libc6-dev libuv1-dev libwebsockets-dev libwebsockets-evlib-uv libmsgpack-dev"
+pkgs="gcc make pkg-config libc6-dev libuv1-dev libwebsockets-dev libwebsockets-evlib-uv libmsgpack-dev libhiredis-dev"
 if [ "$what" = test ]; then
   # libclang-rt-dev: the libFuzzer and sanitizer runtimes (clang only recommends it)
   # nginx + njs: the room router in tests/integration/routing.test.mjs (docker/nginx)
   pkgs="$pkgs libcmocka-dev clang libclang-rt-dev valgrind procps curl nginx libnginx-mod-http-js"
+  # redis-server (+ redis-cli): tests/integration/fleet.test.mjs starts its own on a free port
+  pkgs="$pkgs redis-server"
   # the physics as WebAssembly (make wasm): clang's wasm32-wasi target needs the C library,
   # the linker and the wasm32 compiler-rt builtins
   pkgs="$pkgs wasi-libc lld-14 libclang-rt-14-dev-wasm32"
@@ -27,6 +29,9 @@ done
 # some machines carry a newer one from elsewhere, which must not be replaced).
 if ! command -v node >/dev/null 2>&1; then missing="$missing nodejs"; fi
 if ! command -v npm >/dev/null 2>&1; then missing="$missing npm"; fi
+# kubectl renders the Kubernetes manifests for their offline check (make test-docker);
+# any kubectl will do (Debian's is in kubernetes-client)
+if [ "$what" = test ] && ! command -v kubectl >/dev/null 2>&1; then missing="$missing kubernetes-client"; fi
 
 [ -z "$missing" ] && exit 0
 

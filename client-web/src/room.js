@@ -191,6 +191,7 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
         if (showContacts) { view.setShowContacts(true); }
         if (m.snapshot) buffer.push(m.snapshot, t);
         if (!m.scene) link.since = t;
+        hook.arrived.welcome = t;
         hook.welcomes++;
         break;
       case 'snapshot':
@@ -200,6 +201,7 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
         link.excess = t - m.snap.time - buffer.baseLag;
         if (Number.isFinite(m.snap.stepMs)) stepMs = m.snap.stepMs;
         if (Number.isFinite(m.snap.awake)) serverAwake = { awake: m.snap.awake, total: m.snap.ids.length };
+        hook.arrived.snapshot = t; hook.arrived.tick = m.snap.tick; hook.arrived.awake = m.snap.awake;
         hook.snapshots++;
         break;
       case 'players':

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/fleet.h"
 #include "net/log.h"
 #include "net/path.h"
 #include "net/server.h"
@@ -130,6 +131,14 @@ static void tb__sb_json_str(tb__sb *b, const char *s)
 
 static int tb__api_rooms(tb_server *server, struct lws *wsi, tb_http_session *h)
 {
+    if (server->fleet) { /* the whole fleet's rooms */
+        size_t len = 0;
+        char *json = tb_fleet_rooms_json(server->fleet, &len);
+        int rc = json ? tb__respond(wsi, h, 200, "application/json", json, len)
+                      : tb__respond_text(wsi, h, 500, "out of memory\n");
+        free(json);
+        return rc;
+    }
     int cap = server->cfg->max_rooms + 8;
     tb_room_row *rows = calloc((size_t)cap, sizeof *rows);
     if (!rows)
@@ -164,12 +173,15 @@ static int tb__api_rooms(tb_server *server, struct lws *wsi, tb_http_session *h)
 static int tb__healthz(tb_server *server, struct lws *wsi, tb_http_session *h)
 {
     tb__sb b = {0};
-    tb__sb_printf(&b, "{\"status\":\"%s\",\"instance\":", server->stopping ? "stopping" : "ok");
+    bool draining = server->fleet && tb_fleet_draining(server->fleet);
+    tb__sb_printf(&b, "{\"status\":\"%s\",\"instance\":",
+                  server->stopping ? "stopping" : draining ? "draining" : "ok");
     tb__sb_json_str(&b, server->cfg->instance);
     tb__sb_printf(&b, ",\"rooms\":%d,\"clients\":%d,\"workers\":%d,\"uptime_s\":%.1f}\n",
                   atomic_load(&server->metrics->rooms), atomic_load(&server->metrics->clients),
                   server->cfg->workers, (double)(tb_clock_now_ns() - server->started_ns) / 1e9);
-    int rc = b.failed ? -1 : tb__respond(wsi, h, server->stopping ? 503 : 200, "application/json", b.buf, b.len);
+    int rc = b.failed ? -1
+                      : tb__respond(wsi, h, server->stopping || draining ? 503 : 200, "application/json", b.buf, b.len);
     free(b.buf);
     return rc;
 }
@@ -190,10 +202,34 @@ static int tb__metrics(tb_server *server, struct lws *wsi, tb_http_session *h)
     for (int w = 0; w < server->sched->worker_count; w++)
         tb__sb_printf(&b, "tumble_worker_steps_total{worker=\"%d\"} %llu\n", w,
                       (unsigned long long)tb_sched_worker_steps(server->sched, w));
+    if (server->fleet) {
+        char *fleet = tb_fleet_metrics_text(server->fleet);
+        tb__sb_printf(&b, "%s", fleet ? fleet : "");
+        free(fleet);
+    }
     int rc = b.failed ? tb__respond_text(wsi, h, 500, "out of memory\n")
                       : tb__respond(wsi, h, 200, "text/plain; version=0.0.4; charset=utf-8", b.buf, b.len);
     free(b.buf);
     return rc;
+}
+
+/* POST /admin/drain, from this machine or a trusted proxy only
+ * (the address the request counts as, after X-Forwarded-For from a
+ * trusted proxy: a player behind the router is refused). */
+static int tb__admin_drain(tb_server *server, struct lws *wsi, tb_http_session *h)
+{
+    char peer[48] = "", xff[256] = "", addr[48];
+    lws_get_peer_simple(wsi, peer, sizeof peer);
+    if (server->proxies.count && lws_hdr_copy(wsi, xff, sizeof xff, WSI_TOKEN_X_FORWARDED_FOR) <= 0)
+        xff[0] = 0;
+    tb_proxy_client_addr(&server->proxies, peer, xff, addr, sizeof addr);
+    if (!tb_fleet_admin_allowed(addr, &server->proxies)) {
+        tb_log_warn("POST /admin/drain from %s refused", addr);
+        return tb__respond_text(wsi, h, 403, "forbidden: loopback or trusted proxies only\n");
+    }
+    tb_log_warn("POST /admin/drain from %s: draining", addr);
+    tb_fleet_drain(server->fleet, 5000, NULL);
+    return tb__respond(wsi, h, 202, "application/json", "{\"status\":\"draining\"}\n", 22);
 }
 
 static int tb__serve_file(struct lws *wsi, const char *path)
@@ -224,6 +260,8 @@ static bool tb__is_app_route(const char *uri)
 static int tb__on_request(tb_server *server, struct lws *wsi, tb_http_session *h, const char *uri)
 {
     TB_COUNT(server->metrics, http_requests_total);
+    if (server->fleet && strcmp(uri, "/admin/drain") == 0 && lws_hdr_total_length(wsi, WSI_TOKEN_POST_URI) > 0)
+        return tb__admin_drain(server, wsi, h);
     if (lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) <= 0)
         return tb__respond_text(wsi, h, 405, "only GET\n");
     tb_log_debug("GET %s", uri);

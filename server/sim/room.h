@@ -70,6 +70,7 @@ typedef struct tb_room {
     int64_t unsent_input_ns;   /* arrival of the oldest input no snapshot has shown yet */
     atomic_bool key_wanted;    /* a client skipped: add a keyframe next snapshot */
     struct tb_record *record;  /* --record: this room's input log (sim/record.h), or NULL */
+    bool frozen;               /* its last checkpoint is made (a drain): no more steps */
 
     /* statistics, written by the worker, read by /api/rooms */
     atomic_uint_fast64_t step_ns_sum;
@@ -79,6 +80,7 @@ typedef struct tb_room {
 
     /* network thread */
     void *net;
+    void *fleet;               /* net/fleet.c's record of it (--redis), or NULL */
     int64_t idle_since_ns;
     uint64_t next_serial;
 } tb_room;

@@ -104,7 +104,8 @@ enum tl_scene { TL_TOWER, TL_DICE, TL_PILE, TL_FLAG, TL_CAPE, TL_DOUGH, TL_SCENE
 extern const char *const tl_scene_names[TL_SCENE_COUNT];
 extern const char *const tl_scene_kinds[TL_SCENE_COUNT];
 
-enum tl_state { TL_IDLE, TL_CONNECTING, TL_OPEN, TL_JOINED, TL_CLOSED, TL_FAILED };
+/* TL_WAITING: closed by a server going away (1001), reconnecting at reconnect_at */
+enum tl_state { TL_IDLE, TL_CONNECTING, TL_OPEN, TL_JOINED, TL_CLOSED, TL_FAILED, TL_WAITING };
 
 /* Errors are counted by cause; "errors" in the report is their sum. */
 enum tl_err {
@@ -141,6 +142,9 @@ typedef struct tl_client {
     size_t out_len[TL_OUTQ];
     int out_head, out_count;
     bool closing;
+    int close_code;            /* the server's close code, 0 if none */
+    int reconnect_tries;       /* attempts since the last going-away; 0: not reconnecting */
+    double reconnect_at;
 
     tb_snap_decoder *dec;
     bool awaiting_key;         /* after a bad snapshot: deltas are ignored until a key */
@@ -192,6 +196,7 @@ typedef struct tl_window_stats {
     tl_hist jitter, latency, ack_latency, rtt;
     uint64_t latency_timeouts;
     uint64_t inputs_refused;   /* unknown_body / not_allowed: refused by the world, not errors */
+    uint64_t reconnects;       /* a server went away (1001) and the client was welcomed again */
     uint64_t inputs_sent_by_scene[TL_SCENE_COUNT], inputs_refused_by_scene[TL_SCENE_COUNT]; /* inputs, not pings */
     uint64_t pokes_sent_by_scene[TL_SCENE_COUNT], pokes_refused_by_scene[TL_SCENE_COUNT];   /* of them, pokes */
     uint64_t errors[TL_ERR_COUNT];
@@ -239,7 +244,7 @@ typedef struct tl_report {
     double overruns, overruns_total, server_rooms, server_clients, server_snapshots_skipped;
     /* from /proc */
     double server_cpu_cores, server_cpu_ms_per_room_s, server_rss_mb, server_rss_before_mb, server_kb_per_room, generator_cpu_cores;
-    uint64_t inputs_refused;
+    uint64_t inputs_refused, reconnects;
     uint64_t inputs_sent_by_scene[TL_SCENE_COUNT], inputs_refused_by_scene[TL_SCENE_COUNT];
     uint64_t pokes_sent_by_scene[TL_SCENE_COUNT], pokes_refused_by_scene[TL_SCENE_COUNT];
     uint64_t errors, errors_by[TL_ERR_COUNT], server_errors_by_code[TB_ERR__COUNT + 1];

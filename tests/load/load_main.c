@@ -478,6 +478,7 @@ static void tl__fill_report(tl_run *run, tl_report *r, uint64_t errors_before)
     memcpy(r->server_errors_by_code, w->server_errors_by_code, sizeof r->server_errors_by_code);
     r->errors = tl__errors(run) - errors_before;
     r->inputs_refused = w->inputs_refused;
+    r->reconnects = w->reconnects;
     memcpy(r->inputs_sent_by_scene, w->inputs_sent_by_scene, sizeof r->inputs_sent_by_scene);
     memcpy(r->inputs_refused_by_scene, w->inputs_refused_by_scene, sizeof r->inputs_refused_by_scene);
     memcpy(r->pokes_sent_by_scene, w->pokes_sent_by_scene, sizeof r->pokes_sent_by_scene);
@@ -798,6 +799,7 @@ static void tl__json_report(const tl_report *r)
     tl__jnum("server_kb_per_room", r->server_kb_per_room, true);
     tl__jnum("generator_cpu_cores", r->generator_cpu_cores, true);
     printf("\"inputs_refused\":%llu,", (unsigned long long)r->inputs_refused);
+    printf("\"reconnects\":%llu,", (unsigned long long)r->reconnects);
     printf("\"errors\":%llu,\"errors_by\":{", (unsigned long long)r->errors);
     for (int e = 0; e < TL_ERR_COUNT; e++)
         printf("%s\"%s\":%llu", e ? "," : "", tl_err_names[e], (unsigned long long)r->errors_by[e]);
@@ -895,6 +897,8 @@ static void tl__print_table(const tl_run *run, const tl_report *r)
     printf("  %-34s %10s %10s %10.2f\n", "generator cpu (cores)", "", "", r->generator_cpu_cores);
     printf("  inputs refused by the world (unknown_body, not_allowed; not errors): %llu\n",
            (unsigned long long)r->inputs_refused);
+    printf("  reconnects (server going away, client back in its room; not errors): %llu\n",
+           (unsigned long long)r->reconnects);
     printf("  errors: %llu (", (unsigned long long)r->errors);
     for (int e = 0; e < TL_ERR_COUNT; e++)
         printf("%s%s %llu", e ? ", " : "", tl_err_names[e], (unsigned long long)r->errors_by[e]);
