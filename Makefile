@@ -186,7 +186,9 @@ node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
 
-client-web/dist/index.html: node_modules/.package-lock.json $(shell find client-web/src proto/js client-web/build.mjs -type f 2>/dev/null)
+# The client carries the physics as WebAssembly for its replay viewer (copied into dist).
+client-web/dist/index.html: node_modules/.package-lock.json $(BUILD)/wasm/tumble-physics.wasm \
+                            $(shell find client-web/src proto/js client-web/build.mjs -type f 2>/dev/null)
 	node client-web/build.mjs
 
 # ---- running and testing ---------------------------------------------------------
