@@ -6,15 +6,16 @@ set -eu
 what=${1:-test}
 
 pkgs="gcc make pkg-config libc6-dev libuv1-dev libwebsockets-dev libwebsockets-evlib-uv libmsgpack-dev libhiredis-dev"
+# the physics as WebAssembly (make wasm), which the web client carries for its replay
+# viewer: clang's wasm32-wasi target needs the C library, the linker and the wasm32
+# compiler-rt builtins
+pkgs="$pkgs clang wasi-libc lld-14 libclang-rt-14-dev-wasm32"
 if [ "$what" = test ]; then
   # libclang-rt-dev: the libFuzzer and sanitizer runtimes (clang only recommends it)
   # nginx + njs: the room router in tests/integration/routing.test.mjs (docker/nginx)
   pkgs="$pkgs libcmocka-dev clang libclang-rt-dev valgrind procps curl nginx libnginx-mod-http-js"
   # redis-server (+ redis-cli): tests/integration/fleet.test.mjs starts its own on a free port
   pkgs="$pkgs redis-server"
-  # the physics as WebAssembly (make wasm): clang's wasm32-wasi target needs the C library,
-  # the linker and the wasm32 compiler-rt builtins
-  pkgs="$pkgs wasi-libc lld-14 libclang-rt-14-dev-wasm32"
   # Debian's Chromium for the browser tests (playwright-core drives it; it never downloads one)
   pkgs="$pkgs chromium"
   # the conformance client (tests/conformance): a second implementation, in Python

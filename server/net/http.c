@@ -5,6 +5,12 @@
  *                       built-in lobby page while no client is built
  *   GET /r/<room-id>    the same page: a shareable room link
  *   GET /api/rooms      JSON array of open rooms
+ *   GET /api/records    with --record: JSON array of the record files (name,
+ *                       room, bytes, modified), newest first; 404 without
+ *   GET /records/<name> with --record: one record file, for the browser's
+ *                       replay viewer (names as the server writes them,
+ *                       <room>-<digits>.rec, resolved like static files)
+ *   GET /replay[/<name>] the web client's replay viewer (the same page)
  *   GET /healthz        JSON, 200 while serving, 503 once stopping
  *   GET /metrics        Prometheus text format
  *   GET /<file>         a file under client-dir, through tb_path_resolve()
@@ -13,11 +19,15 @@
  * body on the next HTTP_WRITEABLE (lws wants one write per callback).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
 #include <libwebsockets.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "net/fleet.h"
 #include "net/log.h"
@@ -25,6 +35,7 @@
 #include "net/server.h"
 #include "sim/clock.h"
 #include "sim/error.h"
+#include "sim/room.h"
 
 static const char tb__lobby_html[] =
     "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
@@ -232,6 +243,113 @@ static int tb__admin_drain(tb_server *server, struct lws *wsi, tb_http_session *
     return tb__respond(wsi, h, 202, "application/json", "{\"status\":\"draining\"}\n", 22);
 }
 
+/* ---- records (--record): listed and served for the replay viewer ---------- */
+
+/* A record's file name as sim/record.c makes it: <room id>-<digits>.rec.
+ * Nothing else in the folder is listed or served. */
+static bool tb__record_name(const char *name)
+{
+    size_t n = strlen(name);
+    if (n < 7 || n > 64 || strcmp(name + n - 4, ".rec") != 0)
+        return false;
+    size_t dash = n - 4;
+    while (dash > 0 && name[dash - 1] >= '0' && name[dash - 1] <= '9')
+        dash--;
+    if (dash == n - 4 || dash < 2 || name[dash - 1] != '-')
+        return false;
+    char id[TB_ROOM_ID_MAX + 1];
+    if (dash - 1 > TB_ROOM_ID_MAX)
+        return false;
+    memcpy(id, name, dash - 1);
+    id[dash - 1] = 0;
+    return tb_room_id_valid(id);
+}
+
+typedef struct {
+    char name[72];
+    long long bytes, mtime_ms;
+} tb__record_row;
+
+static int tb__record_newest_first(const void *a, const void *b)
+{
+    const tb__record_row *x = a, *y = b;
+    return x->mtime_ms != y->mtime_ms ? (x->mtime_ms < y->mtime_ms ? 1 : -1) : strcmp(x->name, y->name);
+}
+
+#define TB__RECORDS_LISTED 500
+
+static int tb__api_records(tb_server *server, struct lws *wsi, tb_http_session *h)
+{
+    if (!server->cfg->record_dir[0])
+        return tb__respond_text(wsi, h, 404, "not recording (start the server with --record DIR)\n");
+    DIR *d = opendir(server->cfg->record_dir);
+    tb__record_row *rows = calloc(TB__RECORDS_LISTED, sizeof *rows);
+    int n = 0;
+    for (struct dirent *e; d && rows && n < TB__RECORDS_LISTED && (e = readdir(d));) {
+        struct stat st;
+        if (!tb__record_name(e->d_name) || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISREG(st.st_mode))
+            continue;
+        memcpy(rows[n].name, e->d_name, strlen(e->d_name) + 1); /* a record name: at most 64 bytes */
+        rows[n].bytes = (long long)st.st_size;
+        rows[n].mtime_ms = (long long)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+        n++;
+    }
+    if (d)
+        closedir(d);
+    if (!rows)
+        return tb__respond_text(wsi, h, 500, "out of memory\n");
+    qsort(rows, (size_t)n, sizeof *rows, tb__record_newest_first);
+    tb__sb b = {0};
+    tb__sb_printf(&b, "[");
+    for (int i = 0; i < n; i++) {
+        char room[TB_ROOM_ID_MAX + 1];
+        const char *dash = strrchr(rows[i].name, '-');
+        snprintf(room, sizeof room, "%.*s", (int)(dash - rows[i].name), rows[i].name);
+        tb__sb_printf(&b, "%s{\"name\":", i ? "," : "");
+        tb__sb_json_str(&b, rows[i].name);
+        tb__sb_printf(&b, ",\"room\":");
+        tb__sb_json_str(&b, room);
+        tb__sb_printf(&b, ",\"bytes\":%lld,\"modified_ms\":%lld}", rows[i].bytes, rows[i].mtime_ms);
+    }
+    tb__sb_printf(&b, "]\n");
+    free(rows);
+    int rc = b.failed ? tb__respond_text(wsi, h, 500, "out of memory\n")
+                      : tb__respond(wsi, h, 200, "application/json", b.buf, b.len);
+    free(b.buf);
+    return rc;
+}
+
+/* GET /records/<name>: the name checked as a record's, then resolved under
+ * the record folder's real path like any static file (no traversal, no
+ * symlink out of it). */
+static int tb__record_file(tb_server *server, struct lws *wsi, tb_http_session *h, const char *uri)
+{
+    if (!server->cfg->record_dir[0])
+        return tb__respond_text(wsi, h, 404, "not recording (start the server with --record DIR)\n");
+    const char *name = uri + strlen("/records/");
+    char root[PATH_MAX], path[PATH_MAX];
+    if (!tb__record_name(name)) {
+        TB_COUNT(server->metrics, http_refused_paths_total);
+        return tb__respond_text(wsi, h, 403, "not a record name (<room>-<digits>.rec)\n");
+    }
+    if (!realpath(server->cfg->record_dir, root))
+        return tb__respond_text(wsi, h, 404, "no record folder\n");
+    int rc = tb_path_resolve(root, uri + strlen("/records"), path, sizeof path);
+    if (rc == TB_EPATH) {
+        TB_COUNT(server->metrics, http_refused_paths_total);
+        return tb__respond_text(wsi, h, 403, "forbidden\n");
+    }
+    if (rc < 0)
+        return tb__respond_text(wsi, h, 404, "no such record\n");
+    int n = lws_serve_http_file(wsi, path, "application/octet-stream", "cache-control: no-cache\r\n", 25);
+    if (n < 0)
+        return -1;
+    if (n > 0 && lws_http_transaction_completed(wsi))
+        return -1;
+    return 0;
+}
+
 static int tb__serve_file(struct lws *wsi, const char *path)
 {
     int n = lws_serve_http_file(wsi, path, tb_path_mime(path), "cache-control: no-cache\r\n", 25);
@@ -244,8 +362,12 @@ static int tb__serve_file(struct lws *wsi, const char *path)
 
 static bool tb__is_app_route(const char *uri)
 {
-    if (strcmp(uri, "/") == 0 || strcmp(uri, "/index.html") == 0)
+    if (strcmp(uri, "/") == 0 || strcmp(uri, "/index.html") == 0 || strcmp(uri, "/replay") == 0 ||
+        strcmp(uri, "/replay/") == 0)
         return true;
+    /* the replay viewer of one record: /replay/<name> (the page checks the name) */
+    if (strncmp(uri, "/replay/", 8) == 0)
+        return strchr(uri + 8, '/') == NULL;
     if (strncmp(uri, "/r/", 3) != 0)
         return false;
     /* Any one-segment room path gets the client, valid id or not: the page
@@ -271,6 +393,10 @@ static int tb__on_request(tb_server *server, struct lws *wsi, tb_http_session *h
         return tb__metrics(server, wsi, h);
     if (strcmp(uri, "/api/rooms") == 0)
         return tb__api_rooms(server, wsi, h);
+    if (strcmp(uri, "/api/records") == 0)
+        return tb__api_records(server, wsi, h);
+    if (strncmp(uri, "/records/", 9) == 0)
+        return tb__record_file(server, wsi, h, uri);
     if (server->stopping)
         return tb__respond_text(wsi, h, 503, "shutting down\n");
 

@@ -22,8 +22,11 @@
 #include "sim/clock.h"
 #include "sim/error.h"
 #include "sim/record.h"
+#include "sim/replay.h"
 #include "sim/wire.h"
 #include "sim/worker_room.h"
+
+_Static_assert(TB_STEP_HZ == TB_REPLAY_STEP_HZ, "a replay steps at the worker's rate");
 
 #define TB__INPUT_PASS_NS (2 * TB_NS_PER_MS)
 
@@ -334,6 +337,7 @@ int tb_sched_init(tb_sched *sched, int workers, int snapshot_rate_hz, const char
     sched->worker_count = workers;
     tb_tower_memo_init(&sched->tower_memo);
     sched->env.tower_memo = &sched->tower_memo;
+    sched->env.tower_memo_build = tb_tower_memo_build;
     sched->snapshot_every = TB_STEP_HZ / snapshot_rate_hz;
     snprintf(sched->instance, sizeof sched->instance, "%s", instance ? instance : "");
     sched->metrics = metrics;
