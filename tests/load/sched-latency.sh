@@ -9,8 +9,10 @@
 # kernel.perf_event_paranoid <= 1). It then prints, per thread of the server (the
 # network thread and each tb-worker) and of the generator, the scheduling delay
 # (runnable -> running: `perf sched timehist`'s "sch delay") p50 / p99 / max and
-# how many times it waited more than 4 ms and 8.3 ms (one step), and which tasks
-# ran on the CPU while the longest waits happened. Then the load run's own figures.
+# how many times it waited more than 4 ms and 8.3 ms (one step), and what the CPUs
+# ran while the server's threads waited more than 4 ms (sched-attribution.mjs: the
+# server's own workers and network thread, the generator, other processes). Then
+# the machine's longest waits of any task and the load run's own figures.
 # A delay here is a tick lateness there: a worker due at a phase boundary that
 # waits 10 ms for a CPU steps its rooms 10 ms late. Read it with the load average
 # printed first: other processes' threads take CPUs too.
@@ -54,6 +56,7 @@ LOAD_PID=$!
 sleep $((ROOMS * 2 / 400 + WARMUP + 3))
 perf sched record -a -o "$OUT/sched.data" -- sleep "$SECONDS_REC" >/dev/null 2>&1 ||
   { echo "sched-latency: perf sched record failed (permissions?)" >&2; exit 2; }
+GEN_PID=$LOAD_PID
 wait "$LOAD_PID"; LOAD_PID=""
 
 perf sched timehist -i "$OUT/sched.data" 2>/dev/null >"$OUT/sched-timehist.txt"
@@ -76,6 +79,7 @@ awk -v spid="$SERVER_PID" '
   $1 != key { flush(); key = $1; m = 0; o4 = 0; o8 = 0 }
   { a[m++] = $2 + 0; o4 += ($2 + 0 > 4); o8 += ($2 + 0 > 8.333) }
   END { flush() }'
+node tests/load/sched-attribution.mjs "$OUT/sched-timehist.txt" "$SERVER_PID" "$GEN_PID" 4
 echo "(all threads, the longest scheduling delays: perf sched latency -i $OUT/sched.data --sort max)"
 perf sched latency -i "$OUT/sched.data" --sort max 2>/dev/null | sed -n '4,12p'
 node -e '
