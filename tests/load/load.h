@@ -98,6 +98,21 @@ double tl_proc_rss_mb(int pid);
 /* The pid of the local process listening on TCP port, or 0 (reads /proc/net/tcp*). */
 int tl_find_listener_pid(int port);
 
+/* ---- the machine (load_report.c) ---------------------------------------------- */
+
+/* What a figure needs beside it: which CPU, how many cores, how busy the
+ * machine was (the 1, 5 and 15 minute load averages) at both ends of the run. */
+typedef struct tl_machine {
+    char cpu_model[128];       /* /proc/cpuinfo "model name" ("unknown" if absent) */
+    char simd[16];             /* the widest of avx512f, avx2, sse4_2 in its flags, or "" */
+    int cores;                 /* online processors */
+    double load_start[3], load_end[3];   /* NAN when /proc/loadavg cannot be read */
+} tl_machine;
+
+void tl_machine_read(tl_machine *m);
+/* The 1, 5 and 15 minute load averages; 0 on success, -1 (all NAN) otherwise. */
+int tl_loadavg(double out[3]);
+
 /* ---- players and rooms ------------------------------------------------------ */
 
 enum tl_scene { TL_TOWER, TL_DICE, TL_PILE, TL_FLAG, TL_CAPE, TL_DOUGH, TL_SCENE_COUNT };
@@ -225,6 +240,7 @@ typedef struct tl_options {
     double target_ratio;       /* snapshots received / expected a ramp step must hold */
     double target_lateness_ms;
     uint32_t seed;
+    char report_path[256];     /* --report: the steps as a picture (.svg, else .html) */
 } tl_options;
 
 /* What one measurement window found (the whole run, or one ramp step). */
@@ -297,6 +313,9 @@ struct tl_run {
      * (tl_note_limit): a bit per enum tl_limit. */
     unsigned limits_told;
 
+    tl_machine machine;                /* CPU, cores, load average at both ends */
+    char started_utc[32];
+
     int exit_code;
 };
 
@@ -312,6 +331,26 @@ enum tl_limit {
     TL_LIMIT_OTHER_HTTP,          /* any other refusal of the upgrade */
     TL_LIMIT_COUNT
 };
+
+/* ---- the ramp's picture (load_report.c) --------------------------------- */
+
+/* What the picture says about the run beside the steps. */
+typedef struct tl_report_meta {
+    const tl_machine *machine;
+    const char *scenes;        /* e.g. "tower" */
+    int clients_per_room;
+    int max_rooms_held;        /* the held limit: 0 when no step held */
+    double target_ratio, target_lateness_ms;
+    const char *when;          /* UTC date and time of the start */
+} tl_report_meta;
+
+/* Writes the steps as one self-contained picture: rooms on the x axis; p99
+ * tick lateness, snapshot ratio, and server and generator CPU (cores) on three
+ * stacked y axes, each target drawn as a line, every step a point, the held
+ * limit a vertical mark. An .svg path gets a bare SVG document, anything else
+ * an HTML page with the SVG inline and the steps as a table (no scripts, no
+ * external files). 0 on success, -1 with errno set. */
+int tl_report_write(const char *path, const tl_report *steps, int count, const tl_report_meta *meta);
 
 /* load_client.c */
 extern const struct lws_protocols tl_protocols[];
