@@ -21,7 +21,7 @@ after(async () => { await browser?.close(); await server?.stop(); });
 const uniq = (p) => `${p}-${Math.random().toString(36).slice(2, 8)}`;
 
 async function openRoom(room, kind, scene) {
-  const page = await browser.newPage({ viewport: { width: 640, height: 400 }, deviceScaleFactor: 1 });
+  const page = await browser.newPage({ viewport: { width: 720, height: 520 }, deviceScaleFactor: 1 });
   page.setDefaultTimeout(120000);
   const errors = trackErrors(page);
   await page.goto(`${server.url}/r/${room}?kind=${kind}&scene=${scene}`, { waitUntil: 'domcontentloaded', timeout: 120000 });

@@ -4,7 +4,9 @@
 import { trackErrors } from './helpers.mjs';
 
 export const uniq = (p) => `${p}-${Math.random().toString(36).slice(2, 8)}`;
-export const SMALL = { width: 640, height: 400 }; // software GL costs per pixel: functional tests stay small
+// software GL costs per pixel: functional tests stay small, but not under 500 px
+// high, where the room page folds its controls away (client-web/src/room.js small())
+export const SMALL = { width: 720, height: 520 };
 
 /** A page in `room` (created as kind/scene if new), connected and drawing. */
 export async function openRoom(browser, server, room, kind, scene, { viewport = SMALL, name = null, pages = null } = {}) {
