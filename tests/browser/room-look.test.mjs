@@ -40,6 +40,9 @@ for (const [kind, scene] of SCENES) {
     // Hovered: each action and a chip; readable, visibly different from rest, not faded like a disabled one.
     for (const sel of ['.actions .action >> nth=0', '.actions .action >> nth=-1', '.chip.copy']) {
       const el = page.locator(sel);
+      // at rest first: a scene with one action has the same button first and last
+      await page.mouse.move(2, 400);
+      await page.waitForTimeout(350); // the 0.15 s transition back
       const rest = await el.evaluate((e) => getComputedStyle(e).backgroundColor);
       await el.hover();
       await page.waitForTimeout(350); // the 0.15 s transition
