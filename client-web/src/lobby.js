@@ -184,7 +184,7 @@ async function showRecords(section) {
   const res = await fetch('/api/records', { cache: 'no-store' });
   if (!res.ok) return;
   const list = await res.json();
-  if (!Array.isArray(list)) return;
+  if (!Array.isArray(list) || !list.length) return; // a server without --record lists none
   const head = h('div', 'list-head');
   head.append(h('h2', null, 'Recorded sessions'), h('span', 'list-status', `${list.length} record${list.length === 1 ? '' : 's'} · replayed in your browser`));
   const ul = h('ul', 'record-list');
@@ -197,7 +197,7 @@ async function showRecords(section) {
     ul.append(li);
   }
   const open = h('a', 'ghost record-open', 'Open a record file…'); open.href = '/replay';
-  section.append(head, list.length ? ul : h('p', 'empty', 'No records yet.'), open);
+  section.append(head, ul, open);
   section.hidden = false;
 }
 

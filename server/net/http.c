@@ -280,8 +280,8 @@ static int tb__record_newest_first(const void *a, const void *b)
 
 static int tb__api_records(tb_server *server, struct lws *wsi, tb_http_session *h)
 {
-    if (!server->cfg->record_dir[0])
-        return tb__respond_text(wsi, h, 404, "not recording (start the server with --record DIR)\n");
+    if (!server->cfg->record_dir[0]) /* nothing recorded: an empty list (the lobby asks every server) */
+        return tb__respond(wsi, h, 200, "application/json", "[]\n", 3);
     DIR *d = opendir(server->cfg->record_dir);
     tb__record_row *rows = calloc(TB__RECORDS_LISTED, sizeof *rows);
     int n = 0;
