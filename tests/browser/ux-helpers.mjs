@@ -11,13 +11,13 @@ export const SMALL = { width: 720, height: 520 };
 /** A page in `room` (created as kind/scene if new), connected and drawing. */
 export async function openRoom(browser, server, room, kind, scene, { viewport = SMALL, name = null, pages = null } = {}) {
   const page = await browser.newPage({ viewport, deviceScaleFactor: 1 });
-  page.setDefaultTimeout(240000);
+  page.setDefaultTimeout(90000); // a step that fails should not hold the suite for minutes
   const errors = trackErrors(page);
   pages?.push({ page, errors });
   if (name) await page.addInitScript((n) => localStorage.setItem('tumble.name', n), name);
   const q = kind ? `?kind=${kind}&scene=${scene}` : '';
   await page.goto(`${server.url}/r/${room}${q}`, { waitUntil: 'domcontentloaded', timeout: 120000 });
-  await page.waitForFunction(() => window.__tumble?.connected && window.__tumble.state && window.__tumble.frames > 2, null, { timeout: Number(process.env.UX_OPEN_MS || 240000), polling: 250 });
+  await page.waitForFunction(() => window.__tumble?.connected && window.__tumble.state && window.__tumble.frames > 2, null, { timeout: Number(process.env.UX_OPEN_MS || 150000), polling: 250 });
   return { page, errors };
 }
 
