@@ -130,7 +130,16 @@ test('offline: inputs are paused and say so, the players pill is not green, the 
     assert.equal(await page.locator('[data-param="friction"] input').isDisabled(), true, 'sliders paused');
     assert.notEqual(await dot(), green, 'the players pill is not green');
     // A gesture while offline is not dropped in silence.
-    const c = await page.evaluate(() => { const r = document.querySelector('.stage-canvas').getBoundingClientRect(); return { x: r.left + r.width * 0.2, y: r.top + r.height * 0.8 }; });
+    // a point of the 3D view no HUD box covers
+    const c = await page.evaluate(() => {
+      const cv = document.querySelector('.stage-canvas'), r = cv.getBoundingClientRect();
+      for (const [fx, fy] of [[0.2, 0.8], [0.3, 0.6], [0.4, 0.5], [0.5, 0.4], [0.2, 0.5]]) {
+        const p = { x: r.left + r.width * fx, y: r.top + r.height * fy };
+        if (document.elementFromPoint(p.x, p.y) === cv) return p;
+      }
+      return null;
+    });
+    assert.ok(c, 'a point of the view the HUD leaves free');
     await page.mouse.click(c.x, c.y);
     await page.locator('.toast', { hasText: 'Offline: not sent' }).waitFor({ timeout: 10000 });
     await shot(page, 'ux-offline');
