@@ -274,7 +274,11 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
   let roomStatsTimer = null;
   if (fetchRoomStats) {
     const poll = async () => {
-      try { const r = await fetchRoomStats(roomId); if (r && Number.isFinite(r.stepMs)) stepMs = r.stepMs; } catch { /* next time */ }
+      // not while the connection is down: the server is gone or unreachable, and a failed
+      // fetch is a console error every 2 s (the socket's reconnect says what is going on)
+      if (connState.state === 'open') {
+        try { const r = await fetchRoomStats(roomId); if (r && Number.isFinite(r.stepMs)) stepMs = r.stepMs; } catch { /* next time */ }
+      }
       roomStatsTimer = setTimeout(poll, 2000);
     };
     poll();

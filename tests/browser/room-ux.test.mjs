@@ -130,16 +130,16 @@ test('offline: inputs are paused and say so, the players pill is not green, the 
     assert.equal(await page.locator('[data-param="friction"] input').isDisabled(), true, 'sliders paused');
     assert.notEqual(await dot(), green, 'the players pill is not green');
     // A gesture while offline is not dropped in silence.
-    // a point of the 3D view no HUD box covers
+    // a tap on a plank (a poke), where no HUD box covers it
     const c = await page.evaluate(() => {
-      const cv = document.querySelector('.stage-canvas'), r = cv.getBoundingClientRect();
-      for (const [fx, fy] of [[0.2, 0.8], [0.3, 0.6], [0.4, 0.5], [0.5, 0.4], [0.2, 0.5]]) {
-        const p = { x: r.left + r.width * fx, y: r.top + r.height * fy };
-        if (document.elementFromPoint(p.x, p.y) === cv) return p;
+      const cv = document.querySelector('.stage-canvas');
+      for (const b of window.__tumble.desc.bodies || []) {
+        const p = b.look === 'plank' && window.__tumble.screenOf(b.id);
+        if (p && document.elementFromPoint(p.x, p.y) === cv) return p;
       }
       return null;
     });
-    assert.ok(c, 'a point of the view the HUD leaves free');
+    assert.ok(c, 'a plank on screen, clear of the HUD');
     await page.mouse.click(c.x, c.y);
     await page.locator('.toast', { hasText: 'Offline: not sent' }).waitFor({ timeout: 10000 });
     await shot(page, 'ux-offline');
@@ -238,10 +238,10 @@ test('a poke nudges the top plank (not a launch) and a double-tap dent shows on 
 test('words for people: degrees, units, on/off, "oldest ball removed"; the stats line behind a toggle', { skip }, async () => {
   const { page } = await open(uniq('words'), 'cloth', 'flag');
   const dir = page.locator('[data-param="wind_direction"] input').first();
-  await dir.fill('144');
+  await dir.fill('145'); // on the slider's 5° step (144 would be set as 145)
   await dir.press('Enter');
-  await waitAnnouncement(page, /^You set wind direction to 144°$/);
-  assert.ok(Math.abs(await page.evaluate(() => window.__tumble.params.wind_direction) - (144 * Math.PI) / 180) < 0.01, 'sent in radians');
+  await waitAnnouncement(page, /^You set wind direction to 145°$/);
+  assert.ok(Math.abs(await page.evaluate(() => window.__tumble.params.wind_direction) - (145 * Math.PI) / 180) < 0.01, 'sent in radians');
   assert.equal(await page.locator('.stats').isVisible(), false, 'stats hidden by default');
   await page.getByRole('button', { name: 'Stats' }).click();
   await page.waitForFunction(() => /ping .* ms/.test(document.querySelector('.stats').textContent), null, { polling: 250 });
