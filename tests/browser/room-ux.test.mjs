@@ -238,7 +238,7 @@ test('a poke nudges the top plank (not a launch) and a double-tap dent shows on 
 test('words for people: degrees, units, on/off, "oldest ball removed"; the stats line behind a toggle', { skip }, async () => {
   const { page } = await open(uniq('words'), 'cloth', 'flag');
   const dir = page.locator('[data-param="wind_direction"] input').first();
-  await dir.fill('145'); // on the slider's 5° step (144 would be set as 145)
+  await dir.fill('145'); // a value the control keeps as typed (it sets 144 as 145)
   await dir.press('Enter');
   await waitAnnouncement(page, /^You set wind direction to 145°$/);
   assert.ok(Math.abs(await page.evaluate(() => window.__tumble.params.wind_direction) - (145 * Math.PI) / 180) < 0.01, 'sent in radians');
