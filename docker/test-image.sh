@@ -152,8 +152,10 @@ if podman build --pull=never --format docker -t localhost/tumble-redis:latest do
 else
   tail -20 "$clog"; fail "redis image build (log: $clog)"; exit 1
 fi
-export TUMBLE_HTTP_PORT
-TUMBLE_HTTP_PORT=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+export TUMBLE_HTTP_PORT TUMBLE_HTTPS_PORT
+free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+TUMBLE_HTTP_PORT=$(free_port)
+TUMBLE_HTTPS_PORT=$(free_port)   # not the compose default 8443: something may hold it
 podman-compose -p "$PROJECT" -f docker/compose.yaml up -d --no-build >>"$clog" 2>&1
 # In a fleet the rooms open where their first player lands: ready once all three
 # servers have answered joins through the router.
