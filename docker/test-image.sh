@@ -167,7 +167,8 @@ if out=$(node docker/compose-smoke.mjs "$TUMBLE_HTTP_PORT" ready 2>&1); then ok 
 else fail "compose up: $out"; tail -30 "$clog"; exit 1; fi
 state=$(mktemp)
 if node docker/compose-smoke.mjs "$TUMBLE_HTTP_PORT" before "$state"; then ok "compose: rooms placed by the router"; else fail "compose: placement"; fi
-victim=$(node -e 'const p=JSON.parse(require("fs").readFileSync(process.argv[1],"utf8")); const n={}; for (const v of Object.values(p)) n[v]=(n[v]||0)+1; console.log(Object.keys(n).sort((a,b)=>n[b]-n[a])[0])' "$state")
+# the server holding the most rooms (the state file is {placement: {room: instance}, ticks})
+victim=$(node -e 'const p=JSON.parse(require("fs").readFileSync(process.argv[1],"utf8")).placement; const n={}; for (const v of Object.values(p)) n[v]=(n[v]||0)+1; console.log(Object.keys(n).sort((a,b)=>n[b]-n[a])[0])' "$state")
 podman stop -t 2 "${PROJECT}_${victim}_1" >>"$clog" 2>&1
 if node docker/compose-smoke.mjs "$TUMBLE_HTTP_PORT" after "$state" "$victim"; then ok "compose: $victim stopped, only its rooms moved"; else fail "compose: after stopping $victim"; fi
 rm -f "$state"
