@@ -9,8 +9,8 @@
  */
 #define _GNU_SOURCE
 #include "net/fleet_parts.h"
+#include "net/strbuf.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,60 +38,9 @@ static const char tb__leave_script[] =
     "redis.call('ZREM', KEYS[1], ARGV[1])\n"
     "return redis.call('DEL', KEYS[2])\n";
 
-typedef struct tb__sb {
-    char *buf;
-    size_t len, cap;
-    bool failed;
-} tb__sb;
-
-static void tb__sb_printf(tb__sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void tb__sb_printf(tb__sb *b, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        size_t room = b->cap - b->len;
-        int n = vsnprintf(b->buf ? b->buf + b->len : NULL, room, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->failed = true;
-            return;
-        }
-        if ((size_t)n < room) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = (b->cap ? b->cap * 2 : 1024) + (size_t)n;
-        char *nb = realloc(b->buf, cap);
-        if (!nb) {
-            b->failed = true;
-            return;
-        }
-        b->buf = nb;
-        b->cap = cap;
-    }
-}
-
-/* ids, kinds, scenes and instances are [A-Za-z0-9_./-] by construction, but
- * the instance comes from a flag: escape anyway. */
-static void tb__sb_str(tb__sb *b, const char *s)
-{
-    tb__sb_printf(b, "\"");
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            tb__sb_printf(b, "\\%c", c);
-        else if (c < 0x20)
-            tb__sb_printf(b, "\\u%04x", c);
-        else
-            tb__sb_printf(b, "%c", c);
-    }
-    tb__sb_printf(b, "\"");
-}
-
 /* This server's rooms as JSON objects separated by commas (no brackets),
  * the same fields as /api/rooms without a fleet. */
-static void tb__own_rows(tb_fleet *fleet, tb__sb *b)
+static void tb__own_rows(tb_fleet *fleet, tb_strbuf *b)
 {
     int cap = fleet->registry->max_rooms + 8;
     tb_room_row *rows = calloc((size_t)cap, sizeof *rows);
@@ -103,19 +52,19 @@ static void tb__own_rows(tb_fleet *fleet, tb__sb *b)
     int written = 0;
     for (int i = 0; i < n && i < cap; i++) {
         const tb_room_row *r = &rows[i];
-        tb__sb_printf(b, "%s{\"id\":", written++ ? "," : "");
-        tb__sb_str(b, r->id);
-        tb__sb_printf(b, ",\"kind\":");
-        tb__sb_str(b, r->kind);
-        tb__sb_printf(b, ",\"scene\":");
-        tb__sb_str(b, r->scene);
-        tb__sb_printf(b,
+        tb_strbuf_printf(b, "%s{\"id\":", written++ ? "," : "");
+        tb_strbuf_json_str(b, r->id);
+        tb_strbuf_printf(b, ",\"kind\":");
+        tb_strbuf_json_str(b, r->kind);
+        tb_strbuf_printf(b, ",\"scene\":");
+        tb_strbuf_json_str(b, r->scene);
+        tb_strbuf_printf(b,
                       ",\"clients\":%d,\"bodies\":%d,\"awake\":%d,\"step_us\":%.2f,\"steps\":%llu,\"worker\":%d,"
                       "\"default\":%s,\"instance\":",
                       r->clients, r->bodies, r->awake, r->step_us, (unsigned long long)r->steps, r->worker,
                       r->keep ? "true" : "false");
-        tb__sb_str(b, fleet->instance);
-        tb__sb_printf(b, "}");
+        tb_strbuf_json_str(b, fleet->instance);
+        tb_strbuf_printf(b, "}");
     }
     free(rows);
 }
@@ -127,14 +76,14 @@ static void tb__lobby_read(tb_redis *redis, redisReply *reply, void *data)
     if (!reply || reply->type != REDIS_REPLY_ARRAY)
         return;
     fleet->lobby_updates_total++;
-    tb__sb b = {0};
+    tb_strbuf b = {0};
     int servers = 0;
     for (size_t i = 0; i + 1 < reply->elements; i += 2) {
         redisReply *rows = reply->element[i + 1];
         if (rows->type != REDIS_REPLY_STRING || rows->len == 0)
             continue;
         /* each server wrote its rows itself (tb__own_rows): joined as they are */
-        tb__sb_printf(&b, "%s%.*s", b.len ? "," : "", (int)rows->len, rows->str);
+        tb_strbuf_printf(&b, "%s%.*s", b.len ? "," : "", (int)rows->len, rows->str);
         servers++;
     }
     if (b.failed) {
@@ -148,7 +97,7 @@ static void tb__lobby_read(tb_redis *redis, redisReply *reply, void *data)
 
 void tb_fleet_lobby_write(tb_fleet *fleet)
 {
-    tb__sb b = {0};
+    tb_strbuf b = {0};
     tb__own_rows(fleet, &b);
     if (b.failed) {
         free(b.buf);
@@ -167,13 +116,13 @@ void tb_fleet_lobby_write(tb_fleet *fleet)
 
 char *tb_fleet_rooms_json(tb_fleet *fleet, size_t *len)
 {
-    tb__sb b = {0};
-    tb__sb_printf(&b, "[");
+    tb_strbuf b = {0};
+    tb_strbuf_printf(&b, "[");
     tb__own_rows(fleet, &b);
     size_t own_end = b.len;
     if (fleet->others_json && fleet->others_json[0])
-        tb__sb_printf(&b, "%s%s", own_end > 1 ? "," : "", fleet->others_json);
-    tb__sb_printf(&b, "]\n");
+        tb_strbuf_printf(&b, "%s%s", own_end > 1 ? "," : "", fleet->others_json);
+    tb_strbuf_printf(&b, "]\n");
     if (b.failed) {
         free(b.buf);
         return NULL;
@@ -198,10 +147,10 @@ void tb_fleet_lobby_leave(tb_fleet *fleet)
 
 char *tb_fleet_metrics_text(tb_fleet *fleet)
 {
-    tb__sb b = {0};
+    tb_strbuf b = {0};
     const tb_redis *r = &fleet->redis;
 #define TB__M(name, type, help, fmt, value) \
-    tb__sb_printf(&b, "# HELP tumble_" name " " help "\n# TYPE tumble_" name " " type "\ntumble_" name " " fmt "\n", value)
+    tb_strbuf_printf(&b, "# HELP tumble_" name " " help "\n# TYPE tumble_" name " " type "\ntumble_" name " " fmt "\n", value)
     TB__M("redis_up", "gauge", "1 while the Redis connection is up.", "%d", r->state == TB_REDIS_UP);
     TB__M("redis_commands_total", "counter", "Redis commands sent.", "%llu", (unsigned long long)r->commands_total);
     TB__M("redis_failures_total", "counter", "Redis commands that failed (error, lost, timed out).", "%llu",

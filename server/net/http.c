@@ -23,7 +23,6 @@
 #include <fcntl.h>
 #include <libwebsockets.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +32,7 @@
 #include "net/log.h"
 #include "net/path.h"
 #include "net/server.h"
+#include "net/strbuf.h"
 #include "sim/clock.h"
 #include "sim/error.h"
 #include "sim/room.h"
@@ -86,60 +86,6 @@ static int tb__respond_text(struct lws *wsi, tb_http_session *h, unsigned status
     return tb__respond(wsi, h, status, "text/plain; charset=utf-8", text, strlen(text));
 }
 
-/* A growable string for JSON and metrics bodies. */
-typedef struct {
-    char *buf;
-    size_t len, cap;
-    bool failed;
-} tb__sb;
-
-static void tb__sb_printf(tb__sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void tb__sb_printf(tb__sb *b, const char *fmt, ...)
-{
-    if (b->len > b->cap) { /* never: but a wrapped size_t below would write anywhere */
-        b->failed = true;
-        return;
-    }
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        size_t room = b->cap - b->len;
-        int n = vsnprintf(b->buf ? b->buf + b->len : NULL, room, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->failed = true;
-            return;
-        }
-        if ((size_t)n < room) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = (b->cap ? b->cap * 2 : 1024) + (size_t)n;
-        char *nb = realloc(b->buf, cap);
-        if (!nb) {
-            b->failed = true;
-            return;
-        }
-        b->buf = nb;
-        b->cap = cap;
-    }
-}
-
-static void tb__sb_json_str(tb__sb *b, const char *s)
-{
-    tb__sb_printf(b, "\"");
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            tb__sb_printf(b, "\\%c", c);
-        else if (c < 0x20)
-            tb__sb_printf(b, "\\u%04x", c);
-        else
-            tb__sb_printf(b, "%c", c);
-    }
-    tb__sb_printf(b, "\"");
-}
-
 static int tb__api_rooms(tb_server *server, struct lws *wsi, tb_http_session *h)
 {
     if (server->fleet) { /* the whole fleet's rooms */
@@ -157,23 +103,23 @@ static int tb__api_rooms(tb_server *server, struct lws *wsi, tb_http_session *h)
     int n = tb_registry_rows(server->registry, rows, cap);
     if (n > cap)
         n = cap;
-    tb__sb b = {0};
-    tb__sb_printf(&b, "[");
+    tb_strbuf b = {0};
+    tb_strbuf_printf(&b, "[");
     for (int i = 0; i < n; i++) {
         const tb_room_row *r = &rows[i];
-        tb__sb_printf(&b, "%s{\"id\":", i ? "," : "");
-        tb__sb_json_str(&b, r->id);
-        tb__sb_printf(&b, ",\"kind\":");
-        tb__sb_json_str(&b, r->kind);
-        tb__sb_printf(&b, ",\"scene\":");
-        tb__sb_json_str(&b, r->scene);
-        tb__sb_printf(&b, ",\"clients\":%d,\"bodies\":%d,\"awake\":%d,\"step_us\":%.2f,\"steps\":%llu,\"worker\":%d,\"default\":%s,\"instance\":",
+        tb_strbuf_printf(&b, "%s{\"id\":", i ? "," : "");
+        tb_strbuf_json_str(&b, r->id);
+        tb_strbuf_printf(&b, ",\"kind\":");
+        tb_strbuf_json_str(&b, r->kind);
+        tb_strbuf_printf(&b, ",\"scene\":");
+        tb_strbuf_json_str(&b, r->scene);
+        tb_strbuf_printf(&b, ",\"clients\":%d,\"bodies\":%d,\"awake\":%d,\"step_us\":%.2f,\"steps\":%llu,\"worker\":%d,\"default\":%s,\"instance\":",
                       r->clients, r->bodies, r->awake, r->step_us, (unsigned long long)r->steps, r->worker,
                       r->keep ? "true" : "false");
-        tb__sb_json_str(&b, server->cfg->instance); /* which server holds it, for a router's merged lobby */
-        tb__sb_printf(&b, "}");
+        tb_strbuf_json_str(&b, server->cfg->instance); /* which server holds it, for a router's merged lobby */
+        tb_strbuf_printf(&b, "}");
     }
-    tb__sb_printf(&b, "]\n");
+    tb_strbuf_printf(&b, "]\n");
     free(rows);
     int rc = b.failed ? tb__respond_text(wsi, h, 500, "out of memory\n")
                       : tb__respond(wsi, h, 200, "application/json", b.buf, b.len);
@@ -183,12 +129,12 @@ static int tb__api_rooms(tb_server *server, struct lws *wsi, tb_http_session *h)
 
 static int tb__healthz(tb_server *server, struct lws *wsi, tb_http_session *h)
 {
-    tb__sb b = {0};
+    tb_strbuf b = {0};
     bool draining = server->fleet && tb_fleet_draining(server->fleet);
-    tb__sb_printf(&b, "{\"status\":\"%s\",\"instance\":",
+    tb_strbuf_printf(&b, "{\"status\":\"%s\",\"instance\":",
                   server->stopping ? "stopping" : draining ? "draining" : "ok");
-    tb__sb_json_str(&b, server->cfg->instance);
-    tb__sb_printf(&b, ",\"rooms\":%d,\"clients\":%d,\"workers\":%d,\"uptime_s\":%.1f}\n",
+    tb_strbuf_json_str(&b, server->cfg->instance);
+    tb_strbuf_printf(&b, ",\"rooms\":%d,\"clients\":%d,\"workers\":%d,\"uptime_s\":%.1f}\n",
                   atomic_load(&server->metrics->rooms), atomic_load(&server->metrics->clients),
                   server->cfg->workers, (double)(tb_clock_now_ns() - server->started_ns) / 1e9);
     int rc = b.failed ? -1
@@ -199,23 +145,23 @@ static int tb__healthz(tb_server *server, struct lws *wsi, tb_http_session *h)
 
 static int tb__metrics(tb_server *server, struct lws *wsi, tb_http_session *h)
 {
-    tb__sb b = {0};
+    tb_strbuf b = {0};
     b.buf = tb_metrics_render(server->metrics, 1024, &b.len, &b.cap);
     if (!b.buf)
         return tb__respond_text(wsi, h, 500, "out of memory\n");
     /* per worker: how rooms are spread and how much each one steps */
-    tb__sb_printf(&b, "# HELP tumble_worker_rooms Rooms owned by each worker thread.\n"
+    tb_strbuf_printf(&b, "# HELP tumble_worker_rooms Rooms owned by each worker thread.\n"
                       "# TYPE tumble_worker_rooms gauge\n");
     for (int w = 0; w < server->sched->worker_count; w++)
-        tb__sb_printf(&b, "tumble_worker_rooms{worker=\"%d\"} %d\n", w, tb_sched_worker_load(server->sched, w));
-    tb__sb_printf(&b, "# HELP tumble_worker_steps_total World steps taken by each worker thread.\n"
+        tb_strbuf_printf(&b, "tumble_worker_rooms{worker=\"%d\"} %d\n", w, tb_sched_worker_load(server->sched, w));
+    tb_strbuf_printf(&b, "# HELP tumble_worker_steps_total World steps taken by each worker thread.\n"
                       "# TYPE tumble_worker_steps_total counter\n");
     for (int w = 0; w < server->sched->worker_count; w++)
-        tb__sb_printf(&b, "tumble_worker_steps_total{worker=\"%d\"} %llu\n", w,
+        tb_strbuf_printf(&b, "tumble_worker_steps_total{worker=\"%d\"} %llu\n", w,
                       (unsigned long long)tb_sched_worker_steps(server->sched, w));
     if (server->fleet) {
         char *fleet = tb_fleet_metrics_text(server->fleet);
-        tb__sb_printf(&b, "%s", fleet ? fleet : "");
+        tb_strbuf_printf(&b, "%s", fleet ? fleet : "");
         free(fleet);
     }
     int rc = b.failed ? tb__respond_text(wsi, h, 500, "out of memory\n")
@@ -300,19 +246,19 @@ static int tb__api_records(tb_server *server, struct lws *wsi, tb_http_session *
     if (!rows)
         return tb__respond_text(wsi, h, 500, "out of memory\n");
     qsort(rows, (size_t)n, sizeof *rows, tb__record_newest_first);
-    tb__sb b = {0};
-    tb__sb_printf(&b, "[");
+    tb_strbuf b = {0};
+    tb_strbuf_printf(&b, "[");
     for (int i = 0; i < n; i++) {
         char room[TB_ROOM_ID_MAX + 1];
         const char *dash = strrchr(rows[i].name, '-');
         snprintf(room, sizeof room, "%.*s", (int)(dash - rows[i].name), rows[i].name);
-        tb__sb_printf(&b, "%s{\"name\":", i ? "," : "");
-        tb__sb_json_str(&b, rows[i].name);
-        tb__sb_printf(&b, ",\"room\":");
-        tb__sb_json_str(&b, room);
-        tb__sb_printf(&b, ",\"bytes\":%lld,\"modified_ms\":%lld}", rows[i].bytes, rows[i].mtime_ms);
+        tb_strbuf_printf(&b, "%s{\"name\":", i ? "," : "");
+        tb_strbuf_json_str(&b, rows[i].name);
+        tb_strbuf_printf(&b, ",\"room\":");
+        tb_strbuf_json_str(&b, room);
+        tb_strbuf_printf(&b, ",\"bytes\":%lld,\"modified_ms\":%lld}", rows[i].bytes, rows[i].mtime_ms);
     }
-    tb__sb_printf(&b, "]\n");
+    tb_strbuf_printf(&b, "]\n");
     free(rows);
     int rc = b.failed ? tb__respond_text(wsi, h, 500, "out of memory\n")
                       : tb__respond(wsi, h, 200, "application/json", b.buf, b.len);
