@@ -130,22 +130,19 @@ test('the flag is drawn where it is and its pixels move when it is dragged', { s
   const desc = await page.evaluate(() => window.__tumble.desc.cloths[0]);
   // Let it come to rest: wait until no vertex moves more than 5 mm in 1 s.
   const verts = () => page.evaluate((key) => window.__tumble.verts(key), desc.key);
-  let last = await verts();
-  for (let i = 0; i < 30; i++) {
+  let last = await verts(), moved = Infinity;
+  for (let i = 0; i < 30 && moved >= 0.005; i++) {
     await page.waitForTimeout(1000);
     const now = await verts();
-    let m = 0;
-    for (let k = 0; k < now.length; k += 3) m = Math.max(m, Math.hypot(now[k] - last[k], now[k + 1] - last[k + 1], now[k + 2] - last[k + 2]));
+    moved = 0;
+    for (let k = 0; k < now.length; k += 3) moved = Math.max(moved, Math.hypot(now[k] - last[k], now[k + 1] - last[k + 1], now[k + 2] - last[k + 2]));
     last = now;
-    if (m < 0.005) break;
   }
+  assert.ok(moved < 0.005, `the windless flag comes to rest within 30 s (a vertex still moved ${(1000 * moved).toFixed(1)} mm in the last second)`);
   // The flag's screen box, from its vertices.
   const pts = [];
   for (let k = 0; k < last.length; k += 3) pts.push(await screenOf(page, [last[k], last[k + 1], last[k + 2]]));
   const box = { x0: Math.min(...pts.map((p) => p.x)), x1: Math.max(...pts.map((p) => p.x)), y0: Math.min(...pts.map((p) => p.y)), y1: Math.max(...pts.map((p) => p.y)) };
-  const a = await capture(page, 'flag-still-1');
-  await page.waitForTimeout(1000);
-  const b = await capture(page, 'flag-still-2');
   const changed = (p, q) => {
     let n = 0, all = 0;
     for (let y = Math.max(0, box.y0 - 40); y < Math.min(p.h, box.y1 + 40); y += 2) {
@@ -156,11 +153,21 @@ test('the flag is drawn where it is and its pixels move when it is dragged', { s
     }
     return n / all;
   };
+  // Two screenshots a second apart show how much of the box changes by itself (the
+  // last swing dying out, the HUD's figures); the quietest of up to three pairs is
+  // the baseline the drag must exceed.
+  let a = null, still = Infinity;
+  for (let i = 0; i < 3 && still > 0.005; i++) {
+    const p = await capture(page, `flag-still-${i}a`);
+    await page.waitForTimeout(1000);
+    const q = await capture(page, `flag-still-${i}b`);
+    const share = changed(p, q);
+    if (share < still) { still = share; a = q; }
+  }
   // Drawn where the vertices are: the flag's centre pixel is not the background's.
   const mid = pts[Math.floor(pts.length / 2)];
   assert.ok(colourDiff(a.rgb(mid.x, mid.y), a.rgb(Math.min(a.w - 1, box.x1 + 60), mid.y)) > 20 || colourDiff(a.rgb(mid.x, mid.y), a.rgb(Math.max(0, box.x0 - 60), mid.y)) > 20,
     'the flag differs from what is beside it');
-  const still = changed(a, b);
   // Drag a free vertex (two columns in from the pole, half way up) well away and hold it.
   const pin = desc.pins[Math.floor(desc.pins.length / 2)];
   const k = pin + (pin % desc.w === 0 ? 2 : -2);
