@@ -199,6 +199,16 @@ int tb_rigid_body_set_velocity(tb_rigid_world *world, int id, tb_vec3 linear, tb
     return TB_PHYS_OK;
 }
 
+int tb_rigid_body_sleep(tb_rigid_world *world, int id)
+{
+    if (!tb_rigid_world_body_valid(world, id)) return TB_PHYS_ERR_NO_BODY;
+    tb_body *b = &world->bodies[id];
+    b->linear_velocity = b->angular_velocity = tb_v3_zero();
+    b->sleeping = 1;
+    b->sleep_time = 0.0f;
+    return TB_PHYS_OK;
+}
+
 int tb_rigid_body_set_pose(tb_rigid_world *world, int id, tb_vec3 position, tb_quat rotation)
 {
     if (!tb_rigid_world_body_valid(world, id)) return TB_PHYS_ERR_NO_BODY;

@@ -220,6 +220,10 @@ int tb_rigid_body_set_velocity(tb_rigid_world *world, int id, tb_vec3 linear, tb
 /* Teleports the body (rotation is normalised); wakes it. */
 int tb_rigid_body_set_pose(tb_rigid_world *world, int id, tb_vec3 position, tb_quat rotation);
 
+/* Puts the body to sleep at once, velocities zero (a copy of a world whose body was
+ * at rest: the client's prediction world, server/wasm/predict.c). The next touch
+ * by an awake body that is not slow, an impulse or a pose wakes it as usual. */
+int tb_rigid_body_sleep(tb_rigid_world *world, int id);
 int tb_rigid_body_get_info(const tb_rigid_world *world, int id, tb_rigid_body_info *out);
 /* The hot path for snapshots: position and rotation only. */
 int tb_rigid_body_get_pose(const tb_rigid_world *world, int id, tb_vec3 *position, tb_quat *rotation);

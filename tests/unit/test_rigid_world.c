@@ -235,6 +235,31 @@ static void body_slow_for_0_45_s_falls_asleep(void **state)
     tb_rigid_world_destroy(w);
 }
 
+/* tb_rigid_body_sleep (the browser's prediction world loads bodies at rest as
+ * asleep): at once, velocities zero, no step needed; an impulse wakes it. */
+static void sleep_puts_a_moving_body_to_sleep_at_once(void **state)
+{
+    (void)state;
+    tb_rigid_world *w = tb_test_tray_world(2);
+    tb_rigid_body_def d = tb_rigid_body_def_default();
+    d.position = tb_v3(0.0f, 1.0f, 0.0f);
+    d.linear_velocity = tb_v3(1.0f, 0.0f, 0.0f);
+    int id = tb_rigid_world_add_body(w, &d);
+    assert_true(tb_rigid_body_is_awake(w, id));
+    assert_int_equal(tb_rigid_body_sleep(w, id), TB_PHYS_OK);
+    assert_false(tb_rigid_body_is_awake(w, id));
+    tb_rigid_body_info info;
+    tb_rigid_body_get_info(w, id, &info);
+    assert_true(info.linear_velocity.x == 0.0f && info.angular_velocity.y == 0.0f);
+    tb_test_step_for(w, 0.5f); /* asleep in mid-air: it stays put */
+    tb_rigid_body_get_info(w, id, &info);
+    assert_true(info.position.y == 1.0f);
+    assert_int_equal(tb_rigid_body_sleep(w, id + 1), TB_PHYS_ERR_NO_BODY);
+    assert_int_equal(tb_rigid_body_apply_impulse(w, id, tb_v3(0, 0.5f, 0), info.position), TB_PHYS_OK);
+    assert_true(tb_rigid_body_is_awake(w, id));
+    tb_rigid_world_destroy(w);
+}
+
 /* A sleeping stack, a moving box knocks the bottom: the bottom wakes, and as
  * it moves, the box above wakes too (waking spreads through contacts). */
 static void wake_spreads_through_contacts(void **state)
@@ -599,6 +624,7 @@ int main(void)
         cmocka_unit_test(resting_box_reports_four_floor_contacts_carrying_its_weight),
         cmocka_unit_test(ray_cast_finds_the_closest_body),
         cmocka_unit_test(body_slow_for_0_45_s_falls_asleep),
+        cmocka_unit_test(sleep_puts_a_moving_body_to_sleep_at_once),
         cmocka_unit_test(wake_spreads_through_contacts),
         cmocka_unit_test(removing_a_support_wakes_what_rested_on_it),
         cmocka_unit_test(same_scene_and_inputs_give_bit_identical_poses_after_10_s),
