@@ -17,6 +17,7 @@ import { createRigidView } from './views/rigid.js';
 import { createClothView } from './views/cloth.js';
 import { createSoftView } from './views/soft.js';
 import { attachInput } from './input/intents.js';
+import { createGrabPrediction } from './physics/predicted-grabs.js';
 import { createHud } from './ui/hud.js';
 import { createParamsPanel, describeParam, paramLabel } from './ui/params.js';
 import { showRoomProblem, askName } from './ui/room-problem.js';
@@ -64,6 +65,8 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
     return hit && { type: hit.type, id: hit.id, key: hit.key, vertex: hit.vertex, point: hit.point && [hit.point.x, hit.point.y, hit.point.z], near: !!hit.near };
   };
   const small = () => Math.min(window.innerWidth, window.innerHeight) < 500;
+  const prediction = createGrabPrediction({ hook, onNote: (text) => hud?.toast(text) });
+  if (new URLSearchParams(location.search).get('predict') === '1') prediction.setOn(true);
 
   let insetObserver = null;
   let hud = null, view = null, input = null, panel = null, desc = null, scene = askedScene;
@@ -116,6 +119,8 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
     panel = createParamsPanel(hud.side, d.params || [], {
       send, scene, showContacts: kind === 'rigid', contactsOn: showContacts, compact: small(),
       onContacts: (on) => { showContacts = on; view.setShowContacts(on); send({ type: 'contacts', on }); },
+      showPredict: kind === 'rigid', predictOn: prediction.on,
+      onPredict: (on) => { prediction.setOn(on); hud?.toast(on ? 'Predicted grabs on: drag a body' : 'Predicted grabs off'); },
     });
     applyOffline();
     const keys = KEYS[kind] + (scene === 'tower' ? ' · K knock it down' : '');
@@ -125,8 +130,9 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
       onNote: (text) => hud?.toast(text),
       onSelect: (id) => { marker.target = id; },
       onKnock: scene === 'tower' ? () => doAction('knock_down') : null,
-      buffer, clock,
+      buffer, clock, bodyGrabs: prediction,
     });
+    prediction.setDesc(d);
     const measure = () => {
       const H = window.innerHeight;
       const top = hud.el.querySelector('.bar.top').getBoundingClientRect().bottom;
@@ -189,7 +195,7 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
         dice = null; contacts = [];
         setupRoom(m.desc);
         if (showContacts) { view.setShowContacts(true); }
-        if (m.snapshot) buffer.push(m.snapshot, t);
+        if (m.snapshot) { buffer.push(m.snapshot, t); prediction.onSnapshot(m.snapshot); }
         if (!m.scene) link.since = t;
         hook.arrived.welcome = t;
         hook.welcomes++;
@@ -197,6 +203,7 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
       case 'snapshot':
         if (!view) return;
         buffer.push(m.snap, t);
+        prediction.onSnapshot(m.snap);
         rate.snaps.push(t);
         link.excess = t - m.snap.time - buffer.baseLag;
         if (Number.isFinite(m.snap.stepMs)) stepMs = m.snap.stepMs;
@@ -298,6 +305,7 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
     if (view) {
       const st = buffer.sample(t);
       view.update(st, dt);
+      prediction.frame(t, buffer, clock, st, view);
       if (st) lastState = st;
       hook.state = st;
       if (dice && st && view.kind === 'rigid') {
@@ -355,7 +363,7 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
     dispose() {
       cancelAnimationFrame(raf); clearInterval(pinger); clearTimeout(roomStatsTimer); clearInterval(statusTick); insetObserver?.disconnect();
       transport.close();
-      input?.dispose(); view?.dispose(); panel?.dispose(); hud?.dispose(); stage.dispose();
+      input?.dispose(); view?.dispose(); panel?.dispose(); hud?.dispose(); prediction.dispose(); stage.dispose();
     },
     get lastState() { return lastState; },
   };

@@ -11,7 +11,11 @@
 //   - the interpolation delay follows the link's jitter: low on loopback, higher
 //     on a jittery link, below the ceiling on both;
 //   - a poor link (96 kbit/s + 40 ms, a cloth room needs ~120 kbit/s) shows the
-//     "slow connection" sign; loopback does not.
+//     "slow connection" sign; loopback does not;
+//   - with predicted grabs on (?predict=1), a plank dragged through a 150 ms RTT link
+//     is drawn from the page's own WebAssembly world: nearer the pointer than the
+//     interpolated plank, corrected by < 2 cm (p99) when snapshots arrive.
+//     (tests/integration/predict.test.mjs measures the lag itself, frame by frame.)
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import os from 'node:os';
@@ -30,8 +34,8 @@ afterEach(async () => { for (const p of pages.splice(0)) await p.close().catch((
 const uniq = (p) => `${p}-${Math.random().toString(36).slice(2, 8)}`;
 const load = () => `load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`;
 
-async function openRoom(kind, scene, { wsPort, query = '' } = {}) {
-  const page = await browser.newPage({ viewport: { width: 960, height: 600 } });
+async function openRoom(kind, scene, { wsPort, query = '', viewport = { width: 960, height: 600 } } = {}) {
+  const page = await browser.newPage({ viewport });
   page.setDefaultTimeout(120000);
   const errors = trackErrors(page);
   pages.push(page);
@@ -101,6 +105,41 @@ test('a poor link shows the slow-connection sign', { skip, timeout: 180000 }, as
   assert.match(sign.cls, /\bopen\b.*\bslow\b/);
   assert.ok(sign.visible);
   assert.match(sign.title, /behind/, 'the sign says how far behind the view is');
+  assert.deepEqual(errors, []);
+  await link.stop();
+});
+
+test('with predicted grabs on, a plank dragged through a 150 ms RTT link follows the pointer', { skip, timeout: 180000 }, async () => {
+  const link = await startLink(server.port, { delay: 75 });
+  const { page, errors } = await openRoom('rigid', 'tower', { wsPort: link.port, query: '&predict=1', viewport: { width: 720, height: 520 } });
+  await page.waitForFunction(() => window.__tumble.predict?.ready && window.__tumble.pongs >= 4, null, { timeout: 60000, polling: 250 });
+  // The top plank, under the pointer.
+  const top = await page.evaluate(() => {
+    const poses = window.__tumble.poses();
+    let best = null;
+    for (const [id, b] of Object.entries(poses)) if (!best || b.p[1] > best.p[1]) best = { id: Number(id), ...b };
+    return { id: best.id, at: window.__tumble.screenOf(best.id) };
+  });
+  assert.equal(await page.evaluate(({ x, y }) => window.__tumble.pickAt(x, y)?.type, top.at), 'body', 'the pointer is on a plank');
+  await page.mouse.move(top.at.x, top.at.y);
+  await page.mouse.down();
+  for (let i = 1; i <= 40; i++) { await page.mouse.move(top.at.x + 2 * i, top.at.y - 3 * i); await page.waitForTimeout(50); }
+  const held = await page.evaluate(() => ({ sent: window.__tumble.sent.filter((m) => m.type === 'grab').map((m) => m.phase), log: window.__tumble.predict.log }));
+  await page.mouse.up();
+  assert.equal(held.sent[0], 'start', 'a drag from the plank grabs it');
+  assert.ok(held.sent.filter((p) => p === 'move').length > 10, 'and moves the grab');
+  const frames = held.log.frames.filter((f) => f.target && f.interpolated);
+  assert.ok(frames.length >= 5, `frames drawn from the prediction: ${frames.length}`);
+  const d = (a, b) => Math.hypot(a[0] - b[0], a[1] - b[1], a[2] - b[2]);
+  const late = frames.slice(Math.floor(frames.length / 2)); // well into the drag
+  const shownMiss = late.reduce((s, f) => s + d(f.shown, f.target), 0) / late.length;
+  const interpMiss = late.reduce((s, f) => s + d(f.interpolated, f.target), 0) / late.length;
+  const cost = [...held.log.costMs].sort((a, b) => a - b);
+  const why = `predicted plank ${(shownMiss * 100).toFixed(1)} cm from the pointer, interpolated ${(interpMiss * 100).toFixed(1)} cm; ` +
+    `${frames.length} frames, prediction ${cost[cost.length >> 1].toFixed(2)} ms per frame (median); ${load()}`;
+  assert.ok(shownMiss < interpMiss, `the predicted plank is nearer the pointer: ${why}`);
+  const c = [...held.log.corrections].sort((a, b) => a - b);
+  assert.ok(c.length >= 5 && c[Math.floor(0.99 * (c.length - 1))] < 0.02, `corrections p99 < 2 cm: ${c.map((x) => (x * 100).toFixed(2)).join(' ')} cm`);
   assert.deepEqual(errors, []);
   await link.stop();
 });

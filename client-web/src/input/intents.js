@@ -5,6 +5,7 @@
 //   { type: 'poke',  body, point: [x,y,z], impulse: [x,y,z] }          rigid: tap a body
 //   { type: 'throw', shape: 'sphere', from: [x,y,z], velocity: [x,y,z] } rigid: tap floor (drop), flick or aimed drag (throw)
 //   { type: 'grab',  phase: 'start'|'move'|'end', pointer, key, vertex, point: [x,y,z] }  cloth / soft
+//   { type: 'grab',  phase: ..., pointer, body, point }   rigid, with predicted grabs on (a drag from a body)
 //   { type: 'press', key, vertex, point: [x,y,z], direction: [x,y,z] } soft: double-tap dent
 //   { type: 'param', name, value }   { type: 'scene', action }   { type: 'contacts', on }
 //
@@ -38,7 +39,7 @@ const arr = (v) => [+v.x.toFixed(4), +v.y.toFixed(4), +v.z.toFixed(4)];
  * @param {{onAim?, onNote?(text), onSelect?(id), onKnock?(), buffer?, clock?}} o
  *   buffer/clock: the snapshot buffer and clock, for the lag of a grab on a moving cloth
  */
-export function attachInput(stage, view, send, { onAim, onNote, onSelect, onKnock, buffer, clock } = {}) {
+export function attachInput(stage, view, send, { onAim, onNote, onSelect, onKnock, buffer, clock, bodyGrabs } = {}) {
   const ray = new THREE.Raycaster();
   const ndc = new THREE.Vector2();
   const cast = (p) => { stage.ndc(p.clientX, p.clientY, ndc); ray.setFromCamera(ndc, stage.camera); return ray; };
@@ -77,17 +78,29 @@ export function attachInput(stage, view, send, { onAim, onNote, onSelect, onKnoc
     grabs.set(id, { key: hit.key, vertex: hit.vertex, plane, last: 0, lead, point: at.clone() });
     send({ type: 'grab', phase: 'start', pointer: id, key: hit.key, vertex: hit.vertex, point: arr(at) });
   }
+  /** Rigid, predicted grabs on: hold the body under the pointer (bodyGrabs: physics/predicted-grabs.js). */
+  function startBodyGrab(id, hit) {
+    const normal = stage.camera.getWorldDirection(new THREE.Vector3()).negate();
+    const plane = new THREE.Plane().setFromNormalAndCoplanarPoint(normal, hit.point);
+    const at = arr(hit.point);
+    grabs.set(id, { body: hit.id, plane, last: 0, lead: new THREE.Vector3(), point: hit.point.clone() });
+    send({ type: 'grab', phase: 'start', pointer: id, body: hit.id, point: at });
+    bodyGrabs.grab(hit.id, at, performance.now() / 1000);
+  }
   function moveGrab(id, q) {
     const g = grabs.get(id);
     if (!g || !q) return;
     g.point.copy(q).add(g.lead);
-    send({ type: 'grab', phase: 'move', pointer: id, key: g.key, vertex: g.vertex, point: arr(g.point) });
+    const at = arr(g.point);
+    send({ type: 'grab', phase: 'move', pointer: id, key: g.key, vertex: g.vertex, point: at });
+    if (g.body != null) bodyGrabs?.move(at, performance.now() / 1000);
   }
   function endGrab(id, q) {
     const g = grabs.get(id);
     if (!g) return;
     grabs.delete(id);
     send({ type: 'grab', phase: 'end', pointer: id, key: g.key, vertex: g.vertex, point: q ? arr(q.clone().add(g.lead)) : null });
+    if (g.body != null) bodyGrabs?.release(performance.now() / 1000);
   }
 
   function poke(id, point, dir) {
@@ -99,7 +112,13 @@ export function attachInput(stage, view, send, { onAim, onNote, onSelect, onKnoc
 
   const handlers = {
     down(p) {
-      if (kind === 'rigid') return false;
+      if (kind === 'rigid') {
+        if (!bodyGrabs?.grabsBodies) return false;
+        const hit = view.pick(cast(p));
+        if (!hit || hit.type !== 'body') return false;
+        startBodyGrab(p.id, hit);
+        return true;
+      }
       const r = cast(p);
       const hit = kind === 'cloth' ? view.pick(r, { tolerance: PICK_TOLERANCE }) : view.pick(r);
       if (!hit || (hit.type !== 'cloth' && hit.type !== 'soft')) return false;

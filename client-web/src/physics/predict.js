@@ -123,6 +123,8 @@ export function createPredictor(physics, desc, { tickRate = 120 } = {}) {
   return {
     log,
     get holding() { return held && held.end == null ? held.id : null; },
+    /** The body drawn from the prediction (held, or easing back after a release), or null. */
+    get current() { return held ? held.id : null; },
     onSnapshot(snap) {
       if (!snap || (latest && snap.tick <= latest.tick)) return;
       previous = latest; latest = snap; dirty = true;

@@ -41,7 +41,7 @@ export function describeParam(name, value) {
 }
 export const paramLabel = (name) => PARAM_UI[name]?.label || name.replace(/_/g, ' ');
 
-export function createParamsPanel(container, params, { send, scene, showContacts = false, contactsOn = false, onContacts, compact = false }) {
+export function createParamsPanel(container, params, { send, scene, showContacts = false, contactsOn = false, onContacts, showPredict = false, predictOn = false, onPredict, compact = false }) {
   const gui = new GUI({ container, title: 'Room controls', width: 260 });
   gui.domElement.classList.add('tumble-gui');
   const values = {};
@@ -89,6 +89,7 @@ export function createParamsPanel(container, params, { send, scene, showContacts
   }
   const extras = {
     'Show contacts': contactsOn,
+    'Predict my grabs': predictOn,
     'Reset settings': () => {
       // Only what differs from the default (a grid change rebuilds the cloth).
       for (const p of shown) {
@@ -100,6 +101,10 @@ export function createParamsPanel(container, params, { send, scene, showContacts
   };
   let contactsCtrl = null;
   if (showContacts) contactsCtrl = gui.add(extras, 'Show contacts').onChange((on) => onContacts(on));
+  if (showPredict) {
+    const c = gui.add(extras, 'Predict my grabs').onChange((on) => onPredict(on));
+    c.domElement.title = 'Drag a body: this page steps the server\'s physics itself, so what you hold follows your pointer now, not a round trip later';
+  }
   const resetCtrl = gui.add(extras, 'Reset settings');
   resetCtrl.domElement.title = 'Put every control back to its default (the room keeps its bodies)';
   const who = document.createElement('div');

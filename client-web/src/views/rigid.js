@@ -211,6 +211,15 @@ export function createRigidView(stage, desc) {
       }
     },
 
+    /** Draw body `id` at this pose instead (a predicted grab, physics/predict.js). */
+    overridePose(id, pos, rot) {
+      const b = bodies.get(id);
+      if (!b) return;
+      b.mesh.position.set(pos[0], pos[1], pos[2]);
+      b.mesh.quaternion.set(rot[0], rot[1], rot[2], rot[3]);
+      b.mesh.visible = true;
+    },
+
     setShowContacts(on) { showContacts = !!on; if (!on) contacts = []; },
     /** Contact points streamed by the server: [{p, n, impulse}]. */
     setContacts(list) { contacts = list || []; },
