@@ -30,8 +30,33 @@ const HISTORY_S = 3;          // s of pointer targets kept
 const BLEND_S = 0.25;         // s: after a release, the drawn body eases back to the interpolated one
 const LOG = 4096;             // frames of measurements kept for tests and benchmarks
 
+/**
+ * The engine compiles a WebAssembly function on its first call: step a throwaway world
+ * (a floor, a stack of two boxes, one of them dragged) once per module, so the first
+ * frame of a player's first drag does not pay for that.
+ */
+const warmed = new WeakSet();
+function warmUp(physics) {
+  if (warmed.has(physics)) return;
+  warmed.add(physics);
+  const x = physics.exports, w = x.tb_pred_create(8, 0.5, 0.3);
+  if (!w) return;
+  x.tb_pred_add_plane(w, 0, 1, 0, 0);
+  x.tb_pred_begin(w);
+  x.tb_pred_body(w, 1, 0, 0.5, 0.1, 0.2, 0.6, 0, 0.1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1);
+  x.tb_pred_body(w, 2, 0, 0.5, 0.1, 0.2, 0.6, 0, 0.3, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0);
+  x.tb_pred_body(w, 3, 1, 0.2, 0, 0, 1.2, 1, 0.2, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0);
+  x.tb_pred_end(w);
+  x.tb_pred_grab(w, 2, 0, 0.3, 0);
+  for (let k = 0; k < 60; k++) { x.tb_pred_grab_move(w, k * 0.01, 0.3 + k * 0.005, 0); x.tb_pred_step(w); }
+  x.tb_pred_pose(w, 2);
+  x.tb_pred_release(w);
+  x.tb_pred_destroy(w);
+}
+
 export function createPredictor(physics, desc, { tickRate = 120 } = {}) {
   const x = physics.exports;
+  warmUp(physics);
   const param = (n, d) => { const p = desc.params?.find((q) => q.name === n); return p ? (p.value ?? p.default) : d; };
   const capacity = Math.max(256, (desc.bodies?.length || 0) + 128);
   const w = x.tb_pred_create(capacity, param('friction', 0.5), param('restitution', 0.3));
