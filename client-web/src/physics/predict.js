@@ -73,8 +73,8 @@ export function createPredictor(physics, desc, { tickRate = 120 } = {}) {
   let held = null;    // { id, local: [x,y,z], start: {t, p}, history: [{t, p}], end: t|null }
   let tick = -1;      // the prediction world's tick; -1: nothing loaded
   let active = false; // the world's grab is on
-  let lastPose = null, blend = null;
-  const log = { corrections: [], costMs: [], frames: [] };
+  let lastPose = null, blend = null, stepped = 0;
+  const log = { corrections: [], costMs: [], steps: [], frames: [] };
   const push = (a, v) => { a.push(v); if (a.length > LOG) a.shift(); };
 
   function indexIn(s, id) { for (let i = 0; i < s.ids.length; i++) if (s.ids[i] === id) return i; return -1; }
@@ -126,6 +126,7 @@ export function createPredictor(physics, desc, { tickRate = 120 } = {}) {
 
   // Steps the world from its tick to `to`, the grab on, moved and off as the server has it.
   function stepTo(to, baseLag, rtt) {
+    stepped += Math.max(0, to - tick);
     for (let k = tick + 1; k <= to; k++) {
       const target = targetAt(k, baseLag, rtt);
       if (target && !active) {
@@ -176,6 +177,7 @@ export function createPredictor(physics, desc, { tickRate = 120 } = {}) {
       if (!held || !latest || !Number.isFinite(baseLag)) return null;
       rtt = Number.isFinite(rtt) ? rtt : 0;
       const t0 = performance.now();
+      stepped = 0;
       let to = Math.floor((now - baseLag + rtt) * tickRate);
       to = Math.min(to, latest.tick + MAX_AHEAD_TICKS);
       let correction = null;
@@ -191,6 +193,7 @@ export function createPredictor(physics, desc, { tickRate = 120 } = {}) {
       let pose = readPose(held.id);
       const cost = performance.now() - t0;
       push(log.costMs, cost);
+      push(log.steps, stepped);
       if (correction != null) push(log.corrections, correction);
       if (!pose) { held = null; return null; }
       const target = held.end == null ? (held.history.length ? held.history[held.history.length - 1].p : held.start.p) : null;
