@@ -85,7 +85,7 @@ export function attachInput(stage, view, send, { onAim, onNote, onSelect, onKnoc
     const at = arr(hit.point);
     grabs.set(id, { body: hit.id, plane, last: 0, lead: new THREE.Vector3(), point: hit.point.clone() });
     send({ type: 'grab', phase: 'start', pointer: id, body: hit.id, point: at });
-    bodyGrabs.grab(hit.id, at, performance.now() / 1000);
+    bodyGrabs.grab(hit.id, at, performance.now() / 1000, view.bodyPose?.(hit.id));
   }
   function moveGrab(id, q) {
     const g = grabs.get(id);

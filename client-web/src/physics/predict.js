@@ -155,9 +155,14 @@ export function createPredictor(physics, desc, { tickRate = 120 } = {}) {
       if (!snap || (latest && snap.tick <= latest.tick)) return;
       previous = latest; latest = snap; dirty = true;
     },
-    /** A grab of body `id` at world point `point`, sent at local time t (s). */
-    grab(id, point, t) {
-      const pose = latest && poseIn(latest, id);
+    /**
+     * A grab of body `id` at world point `point`, sent at local time t (s). `drawn`: the
+     * body's pose in the picture the point was picked in ({pos, rot}), else the newest
+     * snapshot's: the grabbed body-local point is taken there (as a lag-compensating
+     * server takes it).
+     */
+    grab(id, point, t, drawn = null) {
+      const pose = drawn || (latest && poseIn(latest, id));
       if (!pose) { held = null; return false; }
       held = { id, local: rotate(conj(pose.rot), sub(point, pose.pos)), start: { t, p: point.slice() }, history: [], end: null };
       tick = -1; blend = null;

@@ -28,7 +28,7 @@ export function createGrabPrediction({ hook, onNote }) {
     onSnapshot(s) { newest = s; predictor?.onSnapshot(s); },
     /** Does a drag that starts on a body grab it? Only with prediction on, in rigid rooms. */
     get grabsBodies() { return on && desc?.room?.kind === 'rigid'; },
-    grab(id, point, t) { predictor?.grab(id, point, t); },
+    grab(id, point, t, drawn) { predictor?.grab(id, point, t, drawn); },
     move(point, t) { predictor?.move(point, t); },
     release(t) { predictor?.release(t); },
     /** After the view drew the interpolated state `st`: the held body, predicted. */

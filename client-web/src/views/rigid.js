@@ -240,6 +240,13 @@ export function createRigidView(stage, desc) {
     /** World position of a body (for labels), or null if not shown. */
     bodyPosition(id) { const b = bodies.get(id); return b && b.mesh.visible ? b.mesh.position : null; },
     bodyInfo(id) { return bodies.get(id)?.info; },
+    /** The pose a body is drawn at ({pos, rot} arrays), or null if not shown. */
+    bodyPose(id) {
+      const b = bodies.get(id);
+      if (!b || !b.mesh.visible) return null;
+      const p = b.mesh.position, q = b.mesh.quaternion;
+      return { pos: [p.x, p.y, p.z], rot: [q.x, q.y, q.z, q.w] };
+    },
     bodyIds() { return [...bodies.keys()]; },
     bounds: { W, D },
 
