@@ -43,6 +43,9 @@ static int decode_fields(const msgpack_object *root, tb_proto_client_msg *m, tb_
         m->u.hello.has_scene = !tb_proto__is_nil(&f[4]);
         if (m->u.hello.has_scene) TRY(tb_proto__str(&f[4], TB_STR_TOKEN, m->u.hello.scene, TB_PROTO_NAME_MAX, "hello.scene", err));
         TRY(tb_proto__str(&f[5], TB_STR_TEXT, m->u.hello.name, TB_PROTO_NAME_MAX, "hello.name", err));
+        /* watch? (PROTOCOL.md "Watchers"): true joins as a watcher; nil, false or left out as a player */
+        if (root->via.array.size > 6 && !tb_proto__is_nil(&f[6]))
+            TRY(tb_proto__bool(&f[6], &m->u.hello.watch, "hello.watch", err));
         if (m->u.hello.version != TB_PROTO_VERSION)
             return tb_proto__fail(err, TB_ERR_VERSION, "protocol version %u not supported; this server speaks %d (tumble.v1)",
                                   m->u.hello.version, TB_PROTO_VERSION);
@@ -165,13 +168,15 @@ int tb_proto_encode_client(msgpack_sbuffer *sb, const tb_proto_client_msg *m)
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
     switch (m->type) {
     case TB_MSG_HELLO:
-        msgpack_pack_array(&pk, 6);
+        /* watch is written only for a watcher: a player's hello stays 6 fields, as the JS codec writes it */
+        msgpack_pack_array(&pk, m->u.hello.watch ? 7 : 6);
         msgpack_pack_int(&pk, m->type);
         msgpack_pack_uint32(&pk, m->u.hello.version);
         tb_proto__pack_str(&pk, m->u.hello.room);
         if (m->u.hello.has_kind) tb_proto__pack_str(&pk, m->u.hello.kind); else msgpack_pack_nil(&pk);
         if (m->u.hello.has_scene) tb_proto__pack_str(&pk, m->u.hello.scene); else msgpack_pack_nil(&pk);
         tb_proto__pack_str(&pk, m->u.hello.name);
+        if (m->u.hello.watch) msgpack_pack_true(&pk);
         return TB_OK;
     case TB_MSG_PING: {
         /* with any link report field, all three are written (nil where absent), as the JS codec does */

@@ -80,6 +80,7 @@ static void dump_client(js *j, const tb_proto_client_msg *m)
         js_key(j, "kind"); if (m->u.hello.has_kind) js_str(j, m->u.hello.kind); else js_null(j);
         js_key(j, "scene"); if (m->u.hello.has_scene) js_str(j, m->u.hello.scene); else js_null(j);
         KS("name", m->u.hello.name);
+        if (m->u.hello.watch) js_key(j, "watch"), js_bool(j, true); /* only a watcher's hello has it */
         break;
     case TB_MSG_PING:
         KD("client_time", m->u.ping.client_time);
@@ -195,6 +196,7 @@ static void dump_server(js *j, const tb_proto_server_msg *m)
         js_close(j, ']');
         dump_params(j, w);
         dump_static(j, &w->st);
+        if (w->watchers) KU("watchers", w->watchers); /* left out when the room has none */
         break;
     }
     case TB_MSG_SCENE:
@@ -236,12 +238,15 @@ static void dump_server(js *j, const tb_proto_server_msg *m)
         KU("code", m->u.error.code); KS("name", m->u.error.name); KS("message", m->u.error.text);
         js_key(j, "seq"); if (m->u.error.has_seq) js_u(j, m->u.error.seq); else js_null(j);
         break;
+    case TB_MSG_WATCHERS: KU("count", m->u.watchers.count); break;
     case TB_MSG_LOBBY:
         js_key(j, "rooms"); js_open(j, '[');
         for (uint32_t i = 0; i < m->u.lobby.count; i++) {
             const tb_proto_room_info *r = &m->u.lobby.rooms[i];
             js_open(j, '{'); KS("id", r->id); KS("kind", r->kind); KS("scene", r->scene);
-            KU("clients", r->clients); KU("bodies", r->bodies); KU("awake", r->awake); js_close(j, '}');
+            KU("clients", r->clients); KU("bodies", r->bodies); KU("awake", r->awake);
+            if (r->watchers) KU("watchers", r->watchers);
+            js_close(j, '}');
         }
         js_close(j, ']');
         break;
@@ -443,6 +448,10 @@ static void client_messages(void)
     strcpy(m.u.hello.room, "my-room_2"); strcpy(m.u.hello.kind, "cloth"); strcpy(m.u.hello.scene, "cape");
     strcpy(m.u.hello.name, "Jürgen 한");
     client_vector("c_hello_create", &m);
+    /* a watcher's hello (PROTOCOL.md "Watchers") */
+    memset(&m, 0, sizeof m); m.type = TB_MSG_HELLO; m.u.hello.version = 1; m.u.hello.watch = true;
+    strcpy(m.u.hello.room, "tower"); strcpy(m.u.hello.name, "Eve");
+    client_vector("c_hello_watch", &m);
 
     memset(&m, 0, sizeof m); m.type = TB_MSG_THROW; m.seq = 1;
     m.u.throw_.origin[0] = 0; m.u.throw_.origin[1] = 1.5; m.u.throw_.origin[2] = 6;
@@ -556,6 +565,12 @@ static void hostile_client(void)
     /* [10, 1, 5, nil, "x"]: recv_bytes must be an unsigned integer */
     static const uint8_t ping_bytes[] = {0x95, 0x0a, 0x01, 0x05, 0xc0, 0xa1, 'x'};
     raw_client_vector("x_ping_report_str_bytes", ping_bytes, sizeof ping_bytes, TB_ERR_BAD_MESSAGE);
+    /* [1, 1, "tower", nil, nil, "Eve", 1]: hello.watch must be a bool */
+    static const uint8_t watch_int[] = {0x97, 0x01, 0x01, 0xa5, 't', 'o', 'w', 'e', 'r', 0xc0, 0xc0, 0xa3, 'E', 'v', 'e', 0x01};
+    raw_client_vector("x_hello_watch_not_bool", watch_int, sizeof watch_int, TB_ERR_BAD_MESSAGE);
+    /* [1, 1, "tower", nil, nil, "Ada", nil]: a nil watch is a player's hello */
+    static const uint8_t watch_nil[] = {0x97, 0x01, 0x01, 0xa5, 't', 'o', 'w', 'e', 'r', 0xc0, 0xc0, 0xa3, 'A', 'd', 'a', 0xc0};
+    raw_client_vector("x_hello_watch_nil", watch_nil, sizeof watch_nil, TB_OK);
     /* [6, 1.0, 1]: grab_end whose seq is the float 1.0, not an integer */
     static const uint8_t float_seq[] = {0x93, 0x06, 0xcb, 0x3f, 0xf0, 0, 0, 0, 0, 0, 0, 0x01};
     raw_client_vector("x_float_for_uint", float_seq, sizeof float_seq, TB_ERR_BAD_MESSAGE);
@@ -610,9 +625,14 @@ static void server_messages(void)
     server_vector("s_error", &sb, NULL);
     tb_proto_encode_error(&sb, TB_ERR_VERSION, "protocol version 2 not supported; this server speaks 1 (tumble.v1)", -1);
     server_vector("s_error_version", &sb, NULL);
-    tb_proto_room_info rooms[2] = {{"tower", "rigid", "tower", 3, 25, 0}, {"r-42", "soft", "dough", 1, 0, 0}};
+    tb_proto_room_info rooms[2] = {{"tower", "rigid", "tower", 3, 25, 0, 0}, {"r-42", "soft", "dough", 1, 0, 0, 0}};
     tb_proto_encode_lobby(&sb, rooms, 2);
     server_vector("s_lobby", &sb, NULL);
+    rooms[0].watchers = 3; /* a room being watched: a seventh field */
+    tb_proto_encode_lobby(&sb, rooms, 2);
+    server_vector("s_lobby_watchers", &sb, NULL);
+    tb_proto_encode_watchers(&sb, 3);
+    server_vector("s_watchers", &sb, NULL);
     msgpack_sbuffer_destroy(&sb);
 }
 
@@ -778,6 +798,15 @@ static void tower_sequence(void)
     in.body_count = n; in.tick = 1014; in.awake = 2;
     seq_delta(&q, &in, 301, "seq_tower_08_replace");
     seq_end(&q);
+
+    /* the same room's welcome to a watcher while two watch: a trailing `watchers` */
+    seq w;
+    seq_begin(&w, 16);
+    wel.watchers = 2;
+    in.tick = 1100;
+    seq_welcome(&w, &in, "s_welcome_watchers");
+    wel.watchers = 0;
+    seq_end(&w);
 }
 
 static void cloth_sequence(void)
