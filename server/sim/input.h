@@ -12,8 +12,8 @@
 #include <stdint.h>
 
 typedef enum tb_input_type {
-    TB_INPUT_JOIN = 1,   /* client enters: the worker answers with welcome */
-    TB_INPUT_LEAVE,      /* client left: release its grabs */
+    TB_INPUT_JOIN = 1,   /* client enters: the worker answers with welcome; flags = 1: a watcher */
+    TB_INPUT_LEAVE,      /* client left: release its grabs; flags = 1: a watcher (holds none) */
     TB_INPUT_THROW,      /* pos = origin, vec = velocity, flags = shape */
     TB_INPUT_POKE,       /* target = body/vertex (-1: ray), pos = point, vec = impulse */
     TB_INPUT_GRAB_START, /* pointer, target, pos = grab point */

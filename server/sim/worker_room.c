@@ -115,17 +115,22 @@ static void tb__checkpoint(tb_worker *w, tb_room *room, bool final)
 }
 
 /* A client joins: its welcome (the room's static description and a
- * keyframe), and the others hear of it. */
+ * keyframe), and the others hear of it: of a player by peer_joined, of a
+ * watcher by the room's new watcher count (watchers are not peers). */
 static void tb__join(tb_worker *w, tb_room *room, const tb_input *in)
 {
+    bool watcher = in->flags == 1;
     /* An empty room is not encoded (tb__snapshot): the first one in
      * gets the current state from a fresh encoder, and later deltas
      * chain from it. Fresh, because an encoder stepped from a state
      * minutes old would put the whole way since into the keyframe's
      * velocities (the predictor of the next delta). */
-    if (room->peer_count == 0 && room->encoder && room->encoder_tick != (uint32_t)room->tick)
+    if (room->peer_count == 0 && room->watcher_count == 0 && room->encoder &&
+        room->encoder_tick != (uint32_t)room->tick)
         tb_worker_start_encoder(room);
-    if (!tb__peer(room, in->client) && room->peer_count < TB_ROOM_MAX_PEERS) {
+    if (watcher) {
+        room->watcher_count++;
+    } else if (!tb__peer(room, in->client) && room->peer_count < TB_ROOM_MAX_PEERS) {
         tb_peer *p = &room->peers[room->peer_count++];
         p->id = in->client;
         snprintf(p->name, sizeof p->name, "%s", in->by_name);
@@ -138,7 +143,27 @@ static void tb__join(tb_worker *w, tb_room *room, const tb_input *in)
         return;
     }
     tb_worker_emit(w, TB_OUT_WELCOME, in->client, room, welcome);
-    tb_worker_emit(w, TB_OUT_BROADCAST, in->client, room, tb_wire_peer_joined(in->client, in->by_name));
+    tb_worker_emit(w, TB_OUT_BROADCAST, in->client, room,
+                   watcher ? tb_wire_watchers((uint32_t)room->watcher_count)
+                           : tb_wire_peer_joined(in->client, in->by_name));
+}
+
+/* A client leaves: a player's grabs end and the others hear peer_left; a
+ * watcher (holds nothing) only changes the count. */
+static void tb__leave(tb_worker *w, tb_room *room, const tb_input *in)
+{
+    if (in->flags == 1) {
+        if (room->watcher_count > 0)
+            room->watcher_count--;
+        tb_worker_emit(w, TB_OUT_BROADCAST, in->client, room, tb_wire_watchers((uint32_t)room->watcher_count));
+        return;
+    }
+    room->ops->apply_input(room->world, in);
+    tb_peer *p = tb__peer(room, in->client);
+    if (p) {
+        *p = room->peers[--room->peer_count];
+        tb_worker_emit(w, TB_OUT_BROADCAST, in->client, room, tb_wire_peer_left(in->client));
+    }
 }
 
 /* A slider: set, then everyone hears the value as the world took it. */
@@ -174,15 +199,9 @@ static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *in)
     case TB_INPUT_JOIN:
         tb__join(w, room, in);
         return;
-    case TB_INPUT_LEAVE: {
-        room->ops->apply_input(room->world, in);
-        tb_peer *p = tb__peer(room, in->client);
-        if (p) {
-            *p = room->peers[--room->peer_count];
-            tb_worker_emit(w, TB_OUT_BROADCAST, in->client, room, tb_wire_peer_left(in->client));
-        }
+    case TB_INPUT_LEAVE:
+        tb__leave(w, room, in);
         return;
-    }
     case TB_INPUT_PARAM:
         rc = tb__set_param(w, room, in);
         break;
@@ -227,7 +246,7 @@ static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *in)
 static void tb__snapshot(tb_worker *w, tb_room *room)
 {
     tb_metrics *m = w->sched->metrics;
-    if (room->peer_count == 0) /* nobody to send it to; a join encodes afresh */
+    if (room->peer_count == 0 && room->watcher_count == 0) /* nobody to send it to; a join encodes afresh */
         return;
     if (!room->encoder || tb__encode_state(room) < 0)
         return;
