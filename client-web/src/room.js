@@ -1,7 +1,7 @@
 // A room page: connection -> snapshot buffer -> view, input -> intents -> connection.
 //
 // The transport delivers the client's internal messages (see README.md):
-//   welcome, snapshot, players, param, dice, body_added, pong, stats, error
+//   welcome, snapshot, players, watchers, param, dice, body_added, pong, stats, error
 // and takes intents. The requestAnimationFrame loop only reads: it samples the
 // buffer at "now minus the interpolation delay", hands that state to the view, and
 // updates the HUD. Nothing here moves a body.
@@ -42,7 +42,11 @@ function errorWords(m) {
 }
 const now = () => performance.now() / 1000;
 
-export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, transport, fetchRoomStats = null, fetchRooms = null }) {
+// What a watcher's page sends (PROTOCOL.md §14: a watcher sends no inputs).
+const WATCHER_SENDS = new Set(['ping', 'resync']);
+
+export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, transport, fetchRoomStats = null, fetchRooms = null,
+  watch = false }) {
   document.body.classList.add('in-room');
   const stageHost = document.createElement('div');
   stageHost.className = 'stage';
@@ -68,6 +72,8 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
   let insetObserver = null;
   let hud = null, view = null, input = null, panel = null, desc = null, scene = askedScene;
   let you = null, players = [], dice = null, contacts = [], showContacts = false;
+  let watchers = 0; // how many watch the room (PROTOCOL.md §14)
+  hook.watching = watch;
   let lastState = null;
   const rate = { snaps: [], bytes: [] };   // arrival times and sizes over the last second
   let stepMs = NaN;
@@ -83,6 +89,7 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
   let offlineToldAt = 0;
 
   function send(intent) {
+    if (watch && !WATCHER_SENDS.has(intent.type)) { hud?.toast('You are watching: controls are off'); return false; }
     hook.sent.push(intent);
     if (hook.sent.length > 200) hook.sent.shift();
     const ok = transport.send(intent);
@@ -108,9 +115,9 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
       onAction: (a) => doAction(a),
       onSelectScene: (sc) => send({ type: 'scene', action: 'select', scene: sc }),
       onRename: () => askName(host, { current: you?.name, onSave: (n) => transport.rename?.(n) }),
-      hint: HINTS[scene] || HINTS[KINDS[kind][0]],
+      hint: HINTS[scene] || HINTS[KINDS[kind][0]], watching: watch,
     });
-    hud.setPlayers(players, you?.id);
+    hud.setPlayers(players, you?.id, watchers, watch);
     hud.setConnection(connState);
     hud.setSlow(link.slow);
     panel = createParamsPanel(hud.side, d.params || [], {
@@ -120,7 +127,7 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
     applyOffline();
     const keys = KEYS[kind] + (scene === 'tower' ? ' · K knock it down' : '');
     canvas.setAttribute('aria-label', `${scene} room ${roomId}: ${viewWords(kind, scene, d)}. Keys: ${keys}`);
-    input = attachInput(stage, view, send, {
+    input = watch ? null : attachInput(stage, view, send, {
       onAim: (a) => aim.set(a),
       onNote: (text) => hud?.toast(text),
       onSelect: (id) => { marker.target = id; },
@@ -156,7 +163,7 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
   function applyOffline() {
     const off = connState.state !== 'open';
     hud?.setOffline(off);
-    panel?.setEnabled(!off);
+    panel?.setEnabled(!off && !watch);
     hook.offline = off;
   }
   function onStatus(st) {
@@ -186,6 +193,8 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
       case 'welcome':
         you = m.you || you;
         players = m.players || players;
+        if (m.watchers !== undefined) watchers = m.watchers;
+        hook.watchers = watchers;
         dice = null; contacts = [];
         setupRoom(m.desc);
         if (showContacts) { view.setShowContacts(true); }
@@ -204,9 +213,14 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
         hook.arrived.snapshot = t; hook.arrived.tick = m.snap.tick; hook.arrived.awake = m.snap.awake;
         hook.snapshots++;
         break;
+      case 'watchers':
+        watchers = m.count;
+        hook.watchers = watchers;
+        hud?.setPlayers(players, you?.id, watchers, watch);
+        break;
       case 'players':
         players = m.players;
-        hud?.setPlayers(players, you?.id);
+        hud?.setPlayers(players, you?.id, watchers, watch);
         if (m.joined && m.joined.id !== you?.id) hud?.toast(`${m.joined.name} joined`);
         if (m.left) hud?.toast(`${m.left.name || 'Someone'} left`);
         break;

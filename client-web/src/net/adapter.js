@@ -89,7 +89,7 @@ function nameParts(capsules, ends) {
   });
 }
 
-export function createAdapter({ roomId, kind, scene, name }) {
+export function createAdapter({ roomId, kind, scene, name, watch = false }) {
   let st, seq, desc, tickRate, clientId, awaitingKey, peers, prev, sender, recvBytes, myName = name;
   const actionAlias = new Map();   // learned: protocol action -> the name this server takes
   const pendingActions = new Map(); // seq -> {action, scene} of recent actions
@@ -161,7 +161,8 @@ export function createAdapter({ roomId, kind, scene, name }) {
     st.apply(m);
     awaitingKey = false; prev = null;
     desc = describe(full, roomId);
-    return { type: 'welcome', desc, you: { id: clientId, name: myName }, players: players(), snapshot: snapshot(), scene: isScene };
+    return { type: 'welcome', desc, you: { id: clientId, name: myName }, players: players(), snapshot: snapshot(), scene: isScene,
+      watchers: isScene ? undefined : (m.watchers ?? 0) };
   }
 
   function decodeOne(m) {
@@ -195,6 +196,7 @@ export function createAdapter({ roomId, kind, scene, name }) {
       case 'param_changed': return [{ type: 'param', name: m.name, value: m.value, by: { id: m.by, name: m.by === 0 ? 'the server' : m.by_name } }];
       case 'peer_joined': peers.set(m.id, m.name); return [{ type: 'players', players: players(), joined: { id: m.id, name: m.name } }];
       case 'peer_left': { const n = peers.get(m.id); peers.delete(m.id); return [{ type: 'players', players: players(), left: { id: m.id, name: n } }]; }
+      case 'watchers': return [{ type: 'watchers', count: m.count }]; // PROTOCOL.md §14
       case 'reset': return [{ type: 'reset', action: m.action, by: { id: m.by, name: m.by === clientId ? 'You' : m.by_name || 'The server' } }];
       case 'pong': return [{ type: 'pong', sent: m.client_time / 1000, server: m.server_time / 1000 }];
       case 'error': {
@@ -221,7 +223,7 @@ export function createAdapter({ roomId, kind, scene, name }) {
     reset,
     setSender(fn) { sender = fn; },
     onOpen() {
-      return [encodeClient({ type: 'hello', version: VERSION, room: roomId, kind: kind ?? null, scene: scene ?? null, name: myName })];
+      return [encodeClient({ type: 'hello', version: VERSION, room: roomId, kind: kind ?? null, scene: scene ?? null, name: myName, watch })];
     },
     decode(bytes) {
       recvBytes = (recvBytes + bytes.byteLength) >>> 0; // for the link report (PROTOCOL.md §13)
