@@ -149,7 +149,8 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
     for (const p of d.params || []) hook.params[p.name] = p.value ?? p.default;
     // The address bar names the room as it is now (a switched scene, a link to share).
     if (d.room?.kind && d.room?.scene) {
-      const url = roomUrl({ id: roomId, kind: d.room.kind, scene: d.room.scene });
+      const base = roomUrl({ id: roomId, kind: d.room.kind, scene: d.room.scene });
+      const url = watch ? `${base}${base.includes('?') ? '&' : '?'}watch=1` : base; // a reload still watches
       if (location.pathname + location.search !== url) history.replaceState(null, '', url);
     }
   }
