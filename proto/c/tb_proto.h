@@ -137,8 +137,12 @@ typedef struct tb_proto_client_msg {
         struct { uint32_t version; tb_proto_name room, kind, scene, name;
                  bool has_kind, has_scene, watch; } hello;
         struct { double origin[3], velocity[3]; tb_proto_name shape; } throw_;
-        struct { bool has_body; uint32_t body; double point[3], impulse[3]; } poke;
-        struct { uint32_t pointer; double point[3]; bool has_body; uint32_t body; } grab; /* start/move/end */
+        /* view_tick (poke, grab_start; PROTOCOL.md "Lag compensation"): the tick the player was
+         * looking at; has_view_tick false when absent or nil (= now) */
+        struct { bool has_body; uint32_t body; double point[3], impulse[3];
+                 bool has_view_tick; uint32_t view_tick; } poke;
+        struct { uint32_t pointer; double point[3]; bool has_body; uint32_t body;
+                 bool has_view_tick; uint32_t view_tick; } grab; /* start/move/end */
         struct { tb_proto_name name; double value; } param;
         struct { tb_proto_name action, scene; bool has_scene; } action;
         struct { bool on; } contacts;

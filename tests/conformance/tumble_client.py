@@ -23,8 +23,8 @@ ERR = {
 CLIENT = {
     'hello': (1, ['version', 'room', 'kind', 'scene', 'name', 'watch']),
     'throw': (2, ['seq', 'origin', 'velocity', 'shape']),
-    'poke': (3, ['seq', 'body', 'point', 'impulse']),
-    'grab_start': (4, ['seq', 'pointer', 'point', 'body']),
+    'poke': (3, ['seq', 'body', 'point', 'impulse', 'view_tick']),
+    'grab_start': (4, ['seq', 'pointer', 'point', 'body', 'view_tick']),
     'grab_move': (5, ['seq', 'pointer', 'point']),
     'grab_end': (6, ['seq', 'pointer']),
     'param': (7, ['seq', 'name', 'value']),
@@ -36,7 +36,7 @@ CLIENT = {
 }
 CLIENT_BY_TYPE = {t: (name, fields) for name, (t, fields) in CLIENT.items()}
 # §2: optional fields at the end of a message may be left out
-TRAILING_OPTIONAL = {'grab_start': 1, 'action': 1, 'ping': 3, 'hello': 1}
+TRAILING_OPTIONAL = {'grab_start': 2, 'action': 1, 'ping': 3, 'hello': 1, 'poke': 1}
 # §13: a ping carries its link report (all three fields) or none of it
 REPORT_FIELDS = ('ack_tick', 'rtt_ms', 'recv_bytes')
 
@@ -83,6 +83,8 @@ def encode_client(msg):
         fields = fields[:1]  # §13: a ping without a report stays [10, t]
     if msg['type'] == 'hello' and not msg.get('watch'):
         fields = fields[:5]  # "Watchers": only a watcher's hello has the 7th field
+    if msg['type'] in ('poke', 'grab_start') and msg.get('view_tick') is None:
+        fields = fields[:4]  # "Lag compensation": view_tick written only when given
     out = [t] + [_num_form(msg.get(f)) for f in fields]
     return msgpack.packb(out, use_bin_type=True)
 
@@ -171,6 +173,8 @@ def decode_client(data):
         out[f] = v[i + 1] if i + 1 < len(v) else None
     if name == 'hello' and out['watch'] is not None and not isinstance(out['watch'], bool):
         fail('bad_message', 'hello.watch: expected a bool')
+    if name in ('poke', 'grab_start') and out['view_tick'] is not None:
+        _uint(out['view_tick'], 2 ** 32 - 1, 'view_tick')
     return out
 
 

@@ -103,11 +103,13 @@ static void dump_client(js *j, const tb_proto_client_msg *m)
             js_key(j, "body"); if (m->u.poke.has_body) js_u(j, m->u.poke.body); else js_null(j);
             js_key(j, "point"); js_dv(j, m->u.poke.point, 3);
             js_key(j, "impulse"); js_dv(j, m->u.poke.impulse, 3);
+            if (m->u.poke.has_view_tick) KU("view_tick", m->u.poke.view_tick); /* only when sent */
             break;
         case TB_MSG_GRAB_START: case TB_MSG_GRAB_MOVE: case TB_MSG_GRAB_END:
             KU("pointer", m->u.grab.pointer);
             if (m->type != TB_MSG_GRAB_END) { js_key(j, "point"); js_dv(j, m->u.grab.point, 3); }
             if (m->type == TB_MSG_GRAB_START) { js_key(j, "body"); if (m->u.grab.has_body) js_u(j, m->u.grab.body); else js_null(j); }
+            if (m->type == TB_MSG_GRAB_START && m->u.grab.has_view_tick) KU("view_tick", m->u.grab.view_tick);
             break;
         case TB_MSG_PARAM: KS("name", m->u.param.name); KD("value", m->u.param.value); break;
         case TB_MSG_ACTION:
@@ -467,12 +469,18 @@ static void client_messages(void)
     client_vector("c_poke", &m);
     m.u.poke.has_body = false; m.u.poke.body = 0;
     client_vector("c_poke_vertex", &m);
+    /* lag compensation: the tick the player was looking at */
+    m.u.poke.has_body = true; m.u.poke.body = 17; m.u.poke.has_view_tick = true; m.u.poke.view_tick = 70001;
+    client_vector("c_poke_view_tick", &m);
 
     memset(&m, 0, sizeof m); m.type = TB_MSG_GRAB_START; m.seq = 3; m.u.grab.pointer = 1;
     m.u.grab.point[0] = 0.3; m.u.grab.point[1] = 1.2; m.u.grab.point[2] = 0.05;
     client_vector("c_grab_start", &m);
     m.u.grab.has_body = true; m.u.grab.body = 4; m.seq = 4;
     client_vector("c_grab_start_body", &m);
+    m.u.grab.has_view_tick = true; m.u.grab.view_tick = 4242;
+    client_vector("c_grab_start_view_tick", &m);
+    m.u.grab.has_view_tick = false; m.u.grab.view_tick = 0;
     m.type = TB_MSG_GRAB_MOVE; m.seq = 5; m.u.grab.point[0] = 0.45;
     client_vector("c_grab_move", &m);
     m.type = TB_MSG_GRAB_END; m.seq = 6;
@@ -568,6 +576,10 @@ static void hostile_client(void)
     /* [1, 1, "tower", nil, nil, "Eve", 1]: hello.watch must be a bool */
     static const uint8_t watch_int[] = {0x97, 0x01, 0x01, 0xa5, 't', 'o', 'w', 'e', 'r', 0xc0, 0xc0, 0xa3, 'E', 'v', 'e', 0x01};
     raw_client_vector("x_hello_watch_not_bool", watch_int, sizeof watch_int, TB_ERR_BAD_MESSAGE);
+    /* [3, 2, 17, [0, 1, 0], [0, 0, -4], 1.5]: poke.view_tick must be an unsigned integer */
+    static const uint8_t view_float[] = {0x96, 0x03, 0x02, 0x11, 0x93, 0x00, 0x01, 0x00, 0x93, 0x00, 0x00, 0xfc,
+                                         0xcb, 0x3f, 0xf8, 0, 0, 0, 0, 0, 0};
+    raw_client_vector("x_poke_view_tick_float", view_float, sizeof view_float, TB_ERR_BAD_MESSAGE);
     /* [1, 1, "tower", nil, nil, "Ada", nil]: a nil watch is a player's hello */
     static const uint8_t watch_nil[] = {0x97, 0x01, 0x01, 0xa5, 't', 'o', 'w', 'e', 'r', 0xc0, 0xc0, 0xa3, 'A', 'd', 'a', 0xc0};
     raw_client_vector("x_hello_watch_nil", watch_nil, sizeof watch_nil, TB_OK);
