@@ -83,6 +83,7 @@ static int tb__decode_input(const tb_proto_client_msg *m, tb_input *in, tb_proto
         in->target = m->u.poke.has_body ? (int32_t)(m->u.poke.body & 0x7fffffff) : -1;
         tb__f3(in->pos, m->u.poke.point);
         tb__f3(in->vec, m->u.poke.impulse);
+        in->view_tick = m->u.poke.has_view_tick ? m->u.poke.view_tick : 0;
         return TB_OK;
     case TB_MSG_GRAB_START:
     case TB_MSG_GRAB_MOVE:
@@ -93,6 +94,7 @@ static int tb__decode_input(const tb_proto_client_msg *m, tb_input *in, tb_proto
         in->pointer = m->u.grab.pointer;
         in->target = m->u.grab.has_body ? (int32_t)(m->u.grab.body & 0x7fffffff) : -1;
         tb__f3(in->pos, m->u.grab.point);
+        in->view_tick = m->type == TB_MSG_GRAB_START && m->u.grab.has_view_tick ? m->u.grab.view_tick : 0;
         return TB_OK;
     case TB_MSG_PARAM:
         in->type = TB_INPUT_PARAM;

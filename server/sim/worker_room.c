@@ -185,10 +185,26 @@ static int tb__set_param(tb_worker *w, tb_room *room, const tb_input *in)
     return rc;
 }
 
-static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *in)
+/* Lag compensation (PROTOCOL.md "Lag compensation"): the steps between the
+ * tick the player was looking at and now, for the world to look up in its
+ * pose history. Set before the input is recorded, so a replay resolves it
+ * alike. A tick from the future, or none, is now; the world caps the age at
+ * what its history holds. */
+static uint16_t tb__view_age(const tb_room *room, const tb_input *in)
+{
+    if (in->view_tick == 0 || in->view_tick >= (uint32_t)room->tick)
+        return 0;
+    uint32_t age = (uint32_t)room->tick - in->view_tick;
+    return age > UINT16_MAX ? UINT16_MAX : (uint16_t)age;
+}
+
+static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *given)
 {
     tb_metrics *m = w->sched->metrics;
     int rc = 0;
+    tb_input lagged = *given;
+    lagged.view_age = tb__view_age(room, given);
+    const tb_input *in = &lagged;
     if (room->record)
         tb_record_input(room->record, room->tick, in);
     room->applied_serial = in->serial;
@@ -343,6 +359,8 @@ void tb_worker_step_room(tb_worker *w, tb_room *room, int64_t now)
                         room->ops->poll_event(room->world, &ev) > 0; k++)
             if (ev.kind == TB_WORLD_EVENT_DICE)
                 tb_worker_emit(w, TB_OUT_BROADCAST, 0, room, tb_wire_dice((uint32_t)room->tick, ev.values, ev.count));
+            else if (ev.kind == TB_WORLD_EVENT_POKE && w->sched->poke_cb)
+                w->sched->poke_cb(room, room->tick, &ev);
         if (room->record && room->tick % TB_RECORD_HASH_EVERY == 0)
             tb_record_hash(room->record, room->tick, room->ops->hash(room->world));
 
