@@ -136,6 +136,17 @@ test('a watcher: its hello says watch, the watcher count comes from the welcome 
   assert.deepEqual(a.decode(bytes('s_watchers')), [{ type: 'watchers', count: 3 }]);
 });
 
+test('a poke or grab start carries the tick of the picture it was aimed at (lag compensation)', () => {
+  const a = createAdapter({ roomId: 'tower', kind: 'rigid', scene: 'tower', name: 'T' });
+  a.decode(bytes('seq_tower_00_welcome'));
+  const p = decodeClient(a.encode({ type: 'poke', body: 3, point: [0, 1, 0], impulse: [0, 0, -1], viewTime: 1010 / 120 }));
+  assert.equal(p.view_tick, 1010);
+  const g = decodeClient(a.encode({ type: 'grab', phase: 'start', pointer: 0, point: [0, 1, 0], viewTime: 8.5 }));
+  assert.equal(g.view_tick, 1020);
+  const old = decodeClient(a.encode({ type: 'poke', body: 3, point: [0, 1, 0], impulse: [0, 0, -1] }));
+  assert.equal(old.view_tick, undefined, 'no picture time: the poke is the one it always was');
+});
+
 test('pings carry the link report: newest applied tick, RTT, bytes received', () => {
   const a = createAdapter({ roomId: 'tower', kind: 'rigid', scene: 'tower', name: 'T' });
   const before = decodeClient(a.encode({ type: 'ping', sent: 1.5, rtt: NaN }));

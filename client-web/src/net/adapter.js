@@ -245,6 +245,13 @@ export function createAdapter({ roomId, kind, scene, name, watch = false }) {
     get desc() { return desc; },
   };
 
+  // The tick of the picture the person aimed at (PROTOCOL.md §15): room.js stamps a poke or
+  // grab with the server time it was drawing (seconds; a snapshot's time is tick / tickRate).
+  function viewTick(i) {
+    const t = Math.round(i.viewTime * tickRate);
+    return Number.isFinite(t) && t > 0 && t <= 0xffffffff ? t : null;
+  }
+
   function toMessage(i) {
     const next = () => ++seq;
     const s3 = (v) => v.map((x) => +x);
@@ -258,7 +265,7 @@ export function createAdapter({ roomId, kind, scene, name, watch = false }) {
         recv_bytes: recvBytes,
       };
       case 'resync': return { type: 'resync' };
-      case 'poke': return { type: 'poke', seq: next(), body: i.body, point: s3(i.point), impulse: s3(i.impulse) };
+      case 'poke': return { type: 'poke', seq: next(), body: i.body, point: s3(i.point), impulse: s3(i.impulse), view_tick: viewTick(i) };
       case 'press': return { type: 'poke', seq: next(), body: null, point: s3(i.point), impulse: s3(i.direction).map((x) => x * PRESS_IMPULSE) };
       case 'throw': return { type: 'throw', seq: next(), origin: s3(i.from), velocity: s3(i.velocity), shape: i.shape === 'die' ? 'die' : 'ball' };
       case 'grab': {
@@ -268,7 +275,7 @@ export function createAdapter({ roomId, kind, scene, name, watch = false }) {
           deadPointers.delete(pointer);
           grabStarts.set(n, pointer);
           if (grabStarts.size > 64) grabStarts.delete(grabStarts.keys().next().value);
-          return { type: 'grab_start', seq: n, pointer, point: s3(i.point), body: i.body ?? null };
+          return { type: 'grab_start', seq: n, pointer, point: s3(i.point), body: i.body ?? null, view_tick: viewTick(i) };
         }
         // The server refused this pointer's grab: its moves and release would only be refused too.
         if (deadPointers.has(pointer)) { if (i.phase === 'end') deadPointers.delete(pointer); return null; }
