@@ -43,7 +43,8 @@ typedef struct {
     tb_proto_contact *contacts;               /* TB_PROTO_MAX_CONTACTS: the contacts overlay */
     bool last_step_idle; /* the last step found every body asleep and moved nothing */
     tb_pose_history *history; /* the last 0.53 s of poses, for lag compensation */
-    struct { bool pending; uint32_t client; int body; uint16_t age; tb_vec3 point; } poked; /* the last poke, told once */
+    /* the last poke or grab start on a body and where it landed, told once (rigid_poll_event) */
+    struct { bool pending; uint8_t type; uint32_t client; int body; uint16_t age; tb_vec3 point; } poked;
     bool checked;        /* rigid_check has looked at every body at least once */
 } tb__rigid;
 
@@ -241,6 +242,17 @@ static void tb__record_poses(tb__rigid *r)
     }
 }
 
+/* Where a poke or grab landed, told after the next step (rigid_poll_event). */
+static void tb__note(tb__rigid *r, const tb_input *in, int body, tb_vec3 point)
+{
+    r->poked.pending = true;
+    r->poked.type = in->type;
+    r->poked.client = in->client;
+    r->poked.body = body;
+    r->poked.age = in->view_age;
+    r->poked.point = point;
+}
+
 static int rigid_apply_input(void *world, const tb_input *in)
 {
     tb__rigid *r = world;
@@ -270,13 +282,8 @@ static int rigid_apply_input(void *world, const tb_input *in)
                 impulse = tb_v3_scale(impulse, TB__POKE_MAX_DV / dv);
         }
         int rc = tb_rigid_body_apply_impulse(r->world, body, impulse, point);
-        if (rc >= 0) { /* told after the next step (rigid_poll_event): where it landed */
-            r->poked.pending = true;
-            r->poked.client = in->client;
-            r->poked.body = body;
-            r->poked.age = in->view_age;
-            r->poked.point = point;
-        }
+        if (rc >= 0)
+            tb__note(r, in, body, point);
         return rc < 0 ? tb_world_error(rc) : 0;
     }
     case TB_INPUT_GRAB_START: {
@@ -287,9 +294,11 @@ static int rigid_apply_input(void *world, const tb_input *in)
         int body = in->target >= 0 ? in->target : tb__nearest_body(r, at, 0.6f);
         if (body < 0)
             return TB_ENOBODY;
-        grab = tb_rigid_world_grab_start(r->world, body, tb__point_now(r, body, at, in->view_age));
+        at = tb__point_now(r, body, at, in->view_age);
+        grab = tb_rigid_world_grab_start(r->world, body, at);
         if (grab < 0)
             return tb_world_error(grab);
+        tb__note(r, in, body, at);
         tb_world_grabs_add(&r->grabs, in->client, in->pointer, grab);
         return 0;
     }
@@ -471,7 +480,8 @@ static int rigid_poll_event(void *world, tb_world_event *out)
         r->poked.pending = false;
         float p[3] = {r->poked.point.x, r->poked.point.y, r->poked.point.z};
         out->kind = TB_WORLD_EVENT_POKE;
-        out->count = 6;
+        out->count = 7;
+        out->values[6] = r->poked.type;
         out->values[0] = r->poked.client;
         out->values[1] = (uint32_t)r->poked.body;
         out->values[2] = r->poked.age;

@@ -6,7 +6,8 @@
 // through the air at a steady 1 m/s. A second player joins through
 // build/tumble-netem (75 ms each way: 150 ms RTT), picks a point on the
 // plank in the newest snapshot it has, and pokes it there: once naming the
-// snapshot's tick (view_tick), once without. The server says at debug level
+// snapshot's tick (view_tick), once without; then grabs it (view_tick) the
+// same way. The server says at debug level
 // where each poke was applied and to the state of which tick; the test puts
 // that world point into the plank's frame with the plank's pose at that tick
 // as the loopback player received it, and compares with the clicked point.
@@ -42,9 +43,9 @@ function poseAt(client, n) {
   return { pos: pa.pos.map((x, i) => x + (pb.pos[i] - x) * t), rot: rot.map((x) => x / len) };
 }
 
-// The server's debug line for this client's poke number k.
-async function pokeLanded(srv, clientId, k) {
-  const re = new RegExp(`poke by client ${clientId} on body ${PLANK} applied at \\((\\S+), (\\S+), (\\S+)\\) to the state of tick (\\d+), view (\\d+) steps back`, 'g');
+// The server's debug line for this client's poke (or grab) number k.
+async function pokeLanded(srv, clientId, k, what = 'poke') {
+  const re = new RegExp(`${what} by client ${clientId} on body ${PLANK} applied at \\((\\S+), (\\S+), (\\S+)\\) to the state of tick (\\d+), view (\\d+) steps back`, 'g');
   for (let i = 0; i < 40; i++) {
     const all = [...srv.stderr.matchAll(re)];
     if (all.length > k) {
@@ -53,7 +54,7 @@ async function pokeLanded(srv, clientId, k) {
     }
     await sleep(50);
   }
-  throw new Error(`no debug line for poke ${k} of client ${clientId}`);
+  throw new Error(`no debug line for ${what} ${k} of client ${clientId}`);
 }
 
 test('a poke aimed at a moving plank 150 ms away lands within 1 cm of the clicked point; without view_tick it lands far off', async () => {
@@ -82,24 +83,30 @@ test('a poke aimed at a moving plank 150 ms away lands within 1 cm of the clicke
   })();
 
   // Aim from the remote player's newest snapshot while the plank is in steady flight.
-  const aim = async (withTick) => {
+  const aim = async (withTick, grab = false) => {
     remote.dropSnapshots();
     const snap = await remote.snapshot();
     const pose = snap.state.bodies.get(PLANK);
     const seen = add(pose.pos, rotate(pose.rot, CLICKED));
-    remote.send({ type: 'poke', body: PLANK, point: seen, impulse: [0, 0.002, 0], ...(withTick ? { view_tick: snap.state.tick } : {}) });
+    const view = withTick ? { view_tick: snap.state.tick } : {};
+    if (grab) remote.send({ type: 'grab_start', pointer: 7, point: seen, body: PLANK, ...view });
+    else remote.send({ type: 'poke', body: PLANK, point: seen, impulse: [0, 0.002, 0], ...view });
     return snap.state.tick;
   };
   await sleep(1100); // lifted, then moving sideways for 0.7 s
   const seenWith = await aim(true);
   await sleep(250);
   const seenWithout = await aim(false);
+  await sleep(250);
+  const seenGrab = await aim(true, true); // a grab point is resolved the same way
   await sleep(400);
   carrying = false;
   await carry;
   carrier.send({ type: 'grab_end', pointer: 0 });
+  remote.send({ type: 'grab_end', pointer: 7 });
 
-  const landed = [await pokeLanded(srv, welcome.client_id, 0), await pokeLanded(srv, welcome.client_id, 1)];
+  const landed = [await pokeLanded(srv, welcome.client_id, 0), await pokeLanded(srv, welcome.client_id, 1),
+    await pokeLanded(srv, welcome.client_id, 0, 'grab')];
   const local = landed.map((l) => {
     const pose = poseAt(carrier, l.tick);
     return rotate(conj(pose.rot), sub(l.point, pose.pos));
@@ -108,10 +115,11 @@ test('a poke aimed at a moving plank 150 ms away lands within 1 cm of the clicke
     const a = poseAt(carrier, landed[1].tick - 12), b = poseAt(carrier, landed[1].tick);
     return dist(a.pos, b.pos) / (12 / 120);
   })();
-  const errWith = dist(local[0], CLICKED), errWithout = dist(local[1], CLICKED);
+  const errWith = dist(local[0], CLICKED), errWithout = dist(local[1], CLICKED), errGrab = dist(local[2], CLICKED);
   const note = `seen at ticks ${seenWith} / ${seenWithout}, applied to ${landed[0].tick} / ${landed[1].tick} ` +
     `(${landed[0].back} / ${landed[1].back} steps back told to the server); plank at ${speed.toFixed(2)} m/s; ` +
     `landed ${(errWith * 100).toFixed(2)} cm / ${(errWithout * 100).toFixed(1)} cm from the clicked point ` +
+    `(a grab seen at ${seenGrab}, ${landed[2].back} steps back: ${(errGrab * 100).toFixed(2)} cm) ` +
     `(local ${local.map((v) => `[${v.map((x) => x.toFixed(3)).join(', ')}]`).join(' / ')})`;
   console.log(`# ${note}`);
   assert.ok(speed > 0.6, `the plank was moving: ${note}`);
@@ -119,6 +127,7 @@ test('a poke aimed at a moving plank 150 ms away lands within 1 cm of the clicke
   assert.equal(landed[1].back, 0, note);
   assert.ok(landed[0].tick - seenWith >= 12, `the poke came >= 100 ms after the state it aimed at: ${note}`);
   assert.ok(errWith < 0.01, `with view_tick: within 1 cm of the clicked point: ${note}`);
+  assert.ok(landed[2].back >= 12 && errGrab < 0.01, `a grab with view_tick holds the clicked point: ${note}`);
   // Without it the point the player clicked is where the plank was: the plank has moved on by
   // its speed times the lag (here about 0.1 m), so the poke lands that far from the spot.
   assert.ok(errWithout > 0.05, `without view_tick the poke lands far off: ${note}`);
