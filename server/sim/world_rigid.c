@@ -253,39 +253,44 @@ static void tb__note(tb__rigid *r, const tb_input *in, int body, tb_vec3 point)
     r->poked.point = point;
 }
 
+/* A poke on a body (lag compensated), or along a ray from `pos` when it names none. */
+static int tb__poke(tb__rigid *r, const tb_input *in)
+{
+    tb_vec3 point = tb__v(in->pos), impulse = tb__v(in->vec);
+    int body = in->target;
+    if (body < 0) {
+        tb_rigid_ray_hit hit;
+        tb_vec3 dir = tb_v3_len(impulse) > 1e-6f ? impulse : tb_v3(0, -1, 0);
+        if (tb_rigid_world_ray_cast(r->world, tb_v3_mad(point, tb_v3_norm(dir), -0.5f), dir, 20.0f, &hit) != 1)
+            return TB_ENOBODY;
+        body = hit.body;
+        point = hit.point;
+    } else {
+        point = tb__point_now(r, body, point, in->view_age);
+    }
+    /* A poke nudges: it changes the body's speed by at most TB__POKE_MAX_DV
+     * whatever its mass (a 3 N s tap sent a 0.4 kg plank from the top of
+     * the tower to 7.6 m); the impulse keeps its direction. */
+    tb_rigid_body_info info;
+    if (tb_rigid_body_get_info(r->world, body, &info) == 0 && info.mass > 0.0f) {
+        float dv = tb_v3_len(impulse) / info.mass;
+        if (dv > TB__POKE_MAX_DV)
+            impulse = tb_v3_scale(impulse, TB__POKE_MAX_DV / dv);
+    }
+    int rc = tb_rigid_body_apply_impulse(r->world, body, impulse, point);
+    if (rc >= 0)
+        tb__note(r, in, body, point);
+    return rc < 0 ? tb_world_error(rc) : 0;
+}
+
 static int rigid_apply_input(void *world, const tb_input *in)
 {
     tb__rigid *r = world;
     switch (in->type) {
     case TB_INPUT_THROW:
         return tb__throw(r, in);
-    case TB_INPUT_POKE: {
-        tb_vec3 point = tb__v(in->pos), impulse = tb__v(in->vec);
-        int body = in->target;
-        if (body < 0) {
-            tb_rigid_ray_hit hit;
-            tb_vec3 dir = tb_v3_len(impulse) > 1e-6f ? impulse : tb_v3(0, -1, 0);
-            if (tb_rigid_world_ray_cast(r->world, tb_v3_mad(point, tb_v3_norm(dir), -0.5f), dir, 20.0f, &hit) != 1)
-                return TB_ENOBODY;
-            body = hit.body;
-            point = hit.point;
-        } else {
-            point = tb__point_now(r, body, point, in->view_age);
-        }
-        /* A poke nudges: it changes the body's speed by at most TB__POKE_MAX_DV
-         * whatever its mass (a 3 N s tap sent a 0.4 kg plank from the top of
-         * the tower to 7.6 m); the impulse keeps its direction. */
-        tb_rigid_body_info info;
-        if (tb_rigid_body_get_info(r->world, body, &info) == 0 && info.mass > 0.0f) {
-            float dv = tb_v3_len(impulse) / info.mass;
-            if (dv > TB__POKE_MAX_DV)
-                impulse = tb_v3_scale(impulse, TB__POKE_MAX_DV / dv);
-        }
-        int rc = tb_rigid_body_apply_impulse(r->world, body, impulse, point);
-        if (rc >= 0)
-            tb__note(r, in, body, point);
-        return rc < 0 ? tb_world_error(rc) : 0;
-    }
+    case TB_INPUT_POKE:
+        return tb__poke(r, in);
     case TB_INPUT_GRAB_START: {
         int grab;
         if (tb_world_grabs_find(&r->grabs, in->client, in->pointer, &grab))
