@@ -159,7 +159,7 @@ WASM_CC     ?= clang
 WASM_INC    := $(BUILD)/wasm/include
 WASM_CFLAGS := --target=wasm32-wasi --sysroot=/usr $(WARN) $(MATH) -O2 -DNDEBUG -fvisibility=default \
                -Iserver -Itests -Iproto/c -I$(WASM_INC)
-WASM_SIM    := room.c ring.c record.c replay.c room_image.c scenes.c error.c \
+WASM_SIM    := room.c ring.c record.c replay.c room_image.c scenes.c error.c pose_history.c \
                world_common.c world_rigid.c world_cloth.c world_soft.c
 WASM_PROTO  := tb_snap_encoder.c tb_snap_quant.c tb_proto_server.c tb_proto_mp.c
 WASM_SRC    := $(wildcard server/physics/*.c) tests/bench/bench_world_hash.c server/wasm/viewer.c server/wasm/predict.c \

@@ -147,6 +147,19 @@ static void tb__fault(const tb_room *room, int faults)
                 faults == 1 ? "y" : "ies");
 }
 
+/* Where a poke (or grab start) landed (debug): the world point it was applied at, to the
+ * state of tick-1, and how many steps back its player's view was (lag
+ * compensation, PROTOCOL.md "Lag compensation"). Tests read it. */
+static void tb__poke(const tb_room *room, uint64_t tick, const tb_world_event *ev)
+{
+    float p[3];
+    memcpy(p, &ev->values[3], sizeof p);
+    tb_log_debug("room %s: %s by client %u on body %u applied at (%.5f, %.5f, %.5f) to the state of tick %llu, "
+                 "view %u steps back",
+                 room->id, ev->values[6] == TB_INPUT_GRAB_START ? "grab" : "poke", ev->values[0], ev->values[1], p[0],
+                 p[1], p[2], (unsigned long long)(tick - 1), ev->values[2]);
+}
+
 static void tb__record_fail(const tb_room *room, const char *why)
 {
     tb_log_warn("room %s: not recorded: %s", room->id, why);
@@ -274,6 +287,7 @@ int main(int argc, char **argv)
     snprintf(app.sched.record_dir, sizeof app.sched.record_dir, "%s", cfg->record_dir);
     app.sched.fault_cb = tb__fault;
     app.sched.record_fail_cb = tb__record_fail;
+    app.sched.poke_cb = tb__poke;
     tb_registry_init(&app.registry, &app.sched, &app.metrics, cfg->max_rooms,
                      (int64_t)cfg->room_idle_timeout * TB_NS_PER_SEC, (uint64_t)time(NULL));
     tb_server_attach(&app.server, &app.sched, &app.registry);

@@ -143,6 +143,7 @@ function makeCard(r0) {
   nums.append(nPlayers, nBodies);
   const row = h('div', 'card-actions');
   const join = h('a', 'primary join', 'Join');
+  const watch = h('a', 'ghost watch', 'Watch'); // ?watch=1: see the room without playing (PROTOCOL.md §14)
   const link = h('button', 'ghost', 'Copy link'); link.type = 'button';
   let cur = r0;
   link.addEventListener('click', async (e) => {
@@ -151,7 +152,7 @@ function makeCard(r0) {
     try { await navigator.clipboard.writeText(url); link.textContent = 'Copied'; } catch { prompt('Room link', url); }
     setTimeout(() => (link.textContent = 'Copy link'), 1400);
   });
-  row.append(join, link);
+  row.append(join, watch, link);
   body.append(name, meta, blurb, nums, row);
   card.append(art, body);
   card.addEventListener('click', (e) => { if (e.target === card || art.contains(e.target) || e.target === blurb || e.target === name) location.href = roomUrl(cur); });
@@ -166,13 +167,18 @@ function makeCard(r0) {
       text(blurb, BLURB[r.scene] || '');
       const players = r.clients ?? r.players ?? 0;
       nPlayers.className = `n-players${players ? '' : ' none'}`;
-      text(nPlayers, players ? `${players} ${players === 1 ? 'player' : 'players'}` : 'nobody here yet');
+      const watchers = r.watchers ?? 0;
+      text(nPlayers, (players ? `${players} ${players === 1 ? 'player' : 'players'}` : 'nobody here yet') +
+        (watchers ? ` · ${watchers} watching` : ''));
       // People's terms: is anything moving (no step times, no point counts).
       const awake = r.awake ?? r.awake_bodies;
       nBodies.hidden = r.kind !== 'rigid' || r.bodies == null;
       if (!nBodies.hidden) text(nBodies, awake ? `${awake} of ${r.bodies} moving` : `${r.bodies} pieces, all at rest`);
       const href = roomUrl(r);
       if (join.getAttribute('href') !== href) join.href = href;
+      const watchHref = `${href}${href.includes('?') ? '&' : '?'}watch=1`;
+      if (watch.getAttribute('href') !== watchHref) watch.href = watchHref;
+      watch.setAttribute('aria-label', `Watch ${r.id} without playing`);
       join.setAttribute('aria-label', `Join ${r.id} (${r.scene})`);
       link.setAttribute('aria-label', `Copy a link to ${r.id}`);
     },

@@ -1,7 +1,8 @@
 // Entry point: `/` is the lobby, `/r/<room-id>` a room (the server serves the same
 // index.html for both, and for any `/r/<name>`, so a bad name gets a page that says
 // what is wrong with it). ?kind=&scene= on a room link say what to create if the room
-// does not exist yet. `/replay` and `/replay/<record>` are the replay viewer, a
+// does not exist yet; ?watch=1 joins as a watcher (PROTOCOL.md §14: sees everything,
+// sends no inputs, not counted as a player). `/replay` and `/replay/<record>` are the replay viewer, a
 // separate chunk loaded only there (with the physics as WebAssembly).
 import { startLobby, fetchRoomList } from './lobby.js';
 import { startRoom } from './room.js';
@@ -18,6 +19,7 @@ if (replay) {
   import('./replay/viewer.js').then(({ startViewer }) => startViewer(app, { name }));
 } else if (m) {
   const roomId = m[1], kind = q.get('kind') || undefined, scene = q.get('scene') || undefined;
+  const watch = q.get('watch') === '1';
   // The room id in the path lets a router in front of several servers hash it (DESIGN.md).
   // ?ws-port=N: the WebSocket goes to another port of the same host (tests put the link
   // emulator, build/tumble-netem, there while the page itself loads directly).
@@ -28,7 +30,7 @@ if (replay) {
     const r = (await fetchRoomList()).find((x) => x.id === id);
     return r && { stepMs: r.step_us != null ? r.step_us / 1000 : r.step_ms };
   };
-  startRoom({ host: app, roomId, kind, scene, transport: createWsTransport({ roomId, kind, scene, url }), fetchRoomStats, fetchRooms: fetchRoomList });
+  startRoom({ host: app, roomId, kind, scene, watch, transport: createWsTransport({ roomId, kind, scene, url, watch }), fetchRoomStats, fetchRooms: fetchRoomList });
 } else if (location.pathname.startsWith('/r/')) {
   let name = location.pathname.slice(3).replace(/\/$/, '');
   try { name = decodeURIComponent(name); } catch { /* shown as typed */ }

@@ -1,7 +1,7 @@
 // A room page: connection -> snapshot buffer -> view, input -> intents -> connection.
 //
 // The transport delivers the client's internal messages (see README.md):
-//   welcome, snapshot, players, param, dice, body_added, pong, stats, error
+//   welcome, snapshot, players, watchers, param, dice, body_added, pong, stats, error
 // and takes intents. The requestAnimationFrame loop only reads: it samples the
 // buffer at "now minus the interpolation delay", hands that state to the view, and
 // updates the HUD. Nothing here moves a body.
@@ -43,7 +43,11 @@ function errorWords(m) {
 }
 const now = () => performance.now() / 1000;
 
-export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, transport, fetchRoomStats = null, fetchRooms = null }) {
+// What a watcher's page sends (PROTOCOL.md §14: a watcher sends no inputs).
+const WATCHER_SENDS = new Set(['ping', 'resync']);
+
+export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, transport, fetchRoomStats = null, fetchRooms = null,
+  watch = false }) {
   document.body.classList.add('in-room');
   const stageHost = document.createElement('div');
   stageHost.className = 'stage';
@@ -71,6 +75,8 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
   let insetObserver = null;
   let hud = null, view = null, input = null, panel = null, desc = null, scene = askedScene;
   let you = null, players = [], dice = null, contacts = [], showContacts = false;
+  let watchers = 0; // how many watch the room (PROTOCOL.md §14)
+  hook.watching = watch;
   let lastState = null;
   const rate = { snaps: [], bytes: [] };   // arrival times and sizes over the last second
   let stepMs = NaN;
@@ -86,6 +92,10 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
   let offlineToldAt = 0;
 
   function send(intent) {
+    if (watch && !WATCHER_SENDS.has(intent.type)) { hud?.toast('You are watching: controls are off'); return false; }
+    // What the person aimed at is the picture on screen: the server resolves a poke or grab
+    // against the poses of that moment (lag compensation, PROTOCOL.md §15).
+    if (intent.type === 'poke' || (intent.type === 'grab' && intent.phase === 'start')) intent.viewTime = buffer.playTime;
     hook.sent.push(intent);
     if (hook.sent.length > 200) hook.sent.shift();
     const ok = transport.send(intent);
@@ -111,9 +121,9 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
       onAction: (a) => doAction(a),
       onSelectScene: (sc) => send({ type: 'scene', action: 'select', scene: sc }),
       onRename: () => askName(host, { current: you?.name, onSave: (n) => transport.rename?.(n) }),
-      hint: HINTS[scene] || HINTS[KINDS[kind][0]],
+      hint: HINTS[scene] || HINTS[KINDS[kind][0]], watching: watch,
     });
-    hud.setPlayers(players, you?.id);
+    hud.setPlayers(players, you?.id, watchers, watch);
     hud.setConnection(connState);
     hud.setSlow(link.slow);
     panel = createParamsPanel(hud.side, d.params || [], {
@@ -125,7 +135,7 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
     applyOffline();
     const keys = KEYS[kind] + (scene === 'tower' ? ' · K knock it down' : '');
     canvas.setAttribute('aria-label', `${scene} room ${roomId}: ${viewWords(kind, scene, d)}. Keys: ${keys}`);
-    input = attachInput(stage, view, send, {
+    input = watch ? null : attachInput(stage, view, send, {
       onAim: (a) => aim.set(a),
       onNote: (text) => hud?.toast(text),
       onSelect: (id) => { marker.target = id; },
@@ -148,7 +158,8 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
     for (const p of d.params || []) hook.params[p.name] = p.value ?? p.default;
     // The address bar names the room as it is now (a switched scene, a link to share).
     if (d.room?.kind && d.room?.scene) {
-      const url = roomUrl({ id: roomId, kind: d.room.kind, scene: d.room.scene });
+      const base = roomUrl({ id: roomId, kind: d.room.kind, scene: d.room.scene });
+      const url = watch ? `${base}${base.includes('?') ? '&' : '?'}watch=1` : base; // a reload still watches
       if (location.pathname + location.search !== url) history.replaceState(null, '', url);
     }
   }
@@ -162,7 +173,7 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
   function applyOffline() {
     const off = connState.state !== 'open';
     hud?.setOffline(off);
-    panel?.setEnabled(!off);
+    panel?.setEnabled(!off && !watch);
     hook.offline = off;
   }
   function onStatus(st) {
@@ -192,6 +203,8 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
       case 'welcome':
         you = m.you || you;
         players = m.players || players;
+        if (m.watchers !== undefined) watchers = m.watchers;
+        hook.watchers = watchers;
         dice = null; contacts = [];
         setupRoom(m.desc);
         if (showContacts) { view.setShowContacts(true); }
@@ -211,9 +224,14 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
         hook.arrived.snapshot = t; hook.arrived.tick = m.snap.tick; hook.arrived.awake = m.snap.awake;
         hook.snapshots++;
         break;
+      case 'watchers':
+        watchers = m.count;
+        hook.watchers = watchers;
+        hud?.setPlayers(players, you?.id, watchers, watch);
+        break;
       case 'players':
         players = m.players;
-        hud?.setPlayers(players, you?.id);
+        hud?.setPlayers(players, you?.id, watchers, watch);
         if (m.joined && m.joined.id !== you?.id) hud?.toast(`${m.joined.name} joined`);
         if (m.left) hud?.toast(`${m.left.name || 'Someone'} left`);
         break;

@@ -86,7 +86,7 @@ enum tb_proto_type {
     TB_MSG_WELCOME = 32, TB_MSG_SNAP_KEY = 33, TB_MSG_SNAP_DELTA = 34,
     TB_MSG_CONTACTS = 35, TB_MSG_DICE = 36, TB_MSG_PARAM_CHANGED = 37,
     TB_MSG_PEER_JOINED = 38, TB_MSG_PEER_LEFT = 39, TB_MSG_RESET = 40,
-    TB_MSG_SCENE = 41, TB_MSG_PONG = 42, TB_MSG_ERROR = 43, TB_MSG_LOBBY = 44,
+    TB_MSG_SCENE = 41, TB_MSG_PONG = 42, TB_MSG_ERROR = 43, TB_MSG_LOBBY = 44, TB_MSG_WATCHERS = 45,
 };
 
 /* ---- error codes (sent in ERROR messages; also returned by decoders) -------- */
@@ -112,6 +112,7 @@ enum tb_proto_code {
     TB_ERR_SHUTTING_DOWN = 18,   /* server going away (close 1001) */
     TB_ERR_INTERNAL = 19,
     TB_ERR_TEXT_FRAME = 20,      /* a WebSocket text frame: only binary frames carry messages */
+    TB_ERR_WATCH_ONLY = 21,      /* an input from a watcher: watchers send none */
     TB_ERR__COUNT
 };
 
@@ -132,11 +133,16 @@ typedef struct tb_proto_client_msg {
     int type;            /* enum tb_proto_type, 1..12 */
     uint32_t seq;        /* input sequence number (0 for hello/ping/resync/lobby_req) */
     union {
+        /* watch: join as a watcher (PROTOCOL.md "Watchers"); false when absent or nil */
         struct { uint32_t version; tb_proto_name room, kind, scene, name;
-                 bool has_kind, has_scene; } hello;
+                 bool has_kind, has_scene, watch; } hello;
         struct { double origin[3], velocity[3]; tb_proto_name shape; } throw_;
-        struct { bool has_body; uint32_t body; double point[3], impulse[3]; } poke;
-        struct { uint32_t pointer; double point[3]; bool has_body; uint32_t body; } grab; /* start/move/end */
+        /* view_tick (poke, grab_start; PROTOCOL.md "Lag compensation"): the tick the player was
+         * looking at; has_view_tick false when absent or nil (= now) */
+        struct { bool has_body; uint32_t body; double point[3], impulse[3];
+                 bool has_view_tick; uint32_t view_tick; } poke;
+        struct { uint32_t pointer; double point[3]; bool has_body; uint32_t body;
+                 bool has_view_tick; uint32_t view_tick; } grab; /* start/move/end */
         struct { tb_proto_name name; double value; } param;
         struct { tb_proto_name action, scene; bool has_scene; } action;
         struct { bool on; } contacts;
@@ -277,6 +283,7 @@ typedef struct tb_proto_welcome {
     uint32_t version, client_id, tick_rate, snap_rate;
     tb_proto_name room, kind, scene, server;
     uint32_t peer_count, param_count;
+    uint32_t watchers;          /* welcome only: watchers in the room (written when > 0; absent reads 0) */
     tb_proto_peer peers[TB_PROTO_MAX_PEERS];
     tb_proto_param params[TB_PROTO_MAX_PARAMS];
     tb_proto_static st;
@@ -285,6 +292,7 @@ typedef struct tb_proto_welcome {
 typedef struct tb_proto_room_info {
     tb_proto_name id, kind, scene;
     uint32_t clients, bodies, awake;
+    uint32_t watchers;          /* written when > 0; absent reads 0 */
 } tb_proto_room_info;
 
 typedef struct tb_proto_contact { float point[3], normal[3], impulse; } tb_proto_contact;
@@ -303,6 +311,7 @@ typedef struct tb_proto_server_msg {
         struct { uint32_t code; tb_proto_name name; char text[TB_PROTO_TEXT_MAX + 1];
                  bool has_seq; uint32_t seq; } error;
         struct { uint32_t count; tb_proto_room_info rooms[TB_PROTO_MAX_ROOMS]; } lobby;
+        struct { uint32_t count; } watchers;
     } u;
 } tb_proto_server_msg;
 
@@ -325,6 +334,8 @@ int tb_proto_encode_pong(msgpack_sbuffer *sb, double client_time, double server_
 /* seq < 0: no input sequence attached. message NULL: the code's name. */
 int tb_proto_encode_error(msgpack_sbuffer *sb, int code, const char *message, int64_t seq);
 int tb_proto_encode_lobby(msgpack_sbuffer *sb, const tb_proto_room_info *rooms, uint32_t n);
+/* The room's watcher count now (PROTOCOL.md "Watchers"). */
+int tb_proto_encode_watchers(msgpack_sbuffer *sb, uint32_t count);
 
 /* WebSocket close code a fatal error asks for (PROTOCOL.md "Closing"), 0 if not fatal. */
 int tb_proto_close_code(int code);

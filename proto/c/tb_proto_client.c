@@ -43,6 +43,9 @@ static int decode_fields(const msgpack_object *root, tb_proto_client_msg *m, tb_
         m->u.hello.has_scene = !tb_proto__is_nil(&f[4]);
         if (m->u.hello.has_scene) TRY(tb_proto__str(&f[4], TB_STR_TOKEN, m->u.hello.scene, TB_PROTO_NAME_MAX, "hello.scene", err));
         TRY(tb_proto__str(&f[5], TB_STR_TEXT, m->u.hello.name, TB_PROTO_NAME_MAX, "hello.name", err));
+        /* watch? (PROTOCOL.md "Watchers"): true joins as a watcher; nil, false or left out as a player */
+        if (root->via.array.size > 6 && !tb_proto__is_nil(&f[6]))
+            TRY(tb_proto__bool(&f[6], &m->u.hello.watch, "hello.watch", err));
         if (m->u.hello.version != TB_PROTO_VERSION)
             return tb_proto__fail(err, TB_ERR_VERSION, "protocol version %u not supported; this server speaks %d (tumble.v1)",
                                   m->u.hello.version, TB_PROTO_VERSION);
@@ -83,6 +86,8 @@ static int decode_fields(const msgpack_object *root, tb_proto_client_msg *m, tb_
         TRY(opt_uint(&f[2], &m->u.poke.has_body, &m->u.poke.body, 0xffff, "poke.body", err));
         TRY(tb_proto__vec(&f[3], 3, TB_PROTO_MAX_COORD, m->u.poke.point, "poke.point", err));
         TRY(tb_proto__vec(&f[4], 3, TB_PROTO_MAX_IMPULSE, m->u.poke.impulse, "poke.impulse", err));
+        if (root->via.array.size > 5) /* view_tick? (PROTOCOL.md "Lag compensation") */
+            TRY(opt_uint(&f[5], &m->u.poke.has_view_tick, &m->u.poke.view_tick, UINT32_MAX, "poke.view_tick", err));
         return TB_OK;
     case TB_MSG_GRAB_START: /* body: optional at the end, may be left out (PROTOCOL.md §2) */
         TRY(need(root, 4, name, err));
@@ -90,6 +95,8 @@ static int decode_fields(const msgpack_object *root, tb_proto_client_msg *m, tb_
         TRY(tb_proto__vec(&f[3], 3, TB_PROTO_MAX_COORD, m->u.grab.point, "grab.point", err));
         if (root->via.array.size > 4)
             TRY(opt_uint(&f[4], &m->u.grab.has_body, &m->u.grab.body, 0xffff, "grab.body", err));
+        if (root->via.array.size > 5) /* view_tick? (PROTOCOL.md "Lag compensation") */
+            TRY(opt_uint(&f[5], &m->u.grab.has_view_tick, &m->u.grab.view_tick, UINT32_MAX, "grab.view_tick", err));
         return TB_OK;
     case TB_MSG_GRAB_MOVE:
         TRY(need(root, 4, name, err));
@@ -165,13 +172,15 @@ int tb_proto_encode_client(msgpack_sbuffer *sb, const tb_proto_client_msg *m)
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
     switch (m->type) {
     case TB_MSG_HELLO:
-        msgpack_pack_array(&pk, 6);
+        /* watch is written only for a watcher: a player's hello stays 6 fields, as the JS codec writes it */
+        msgpack_pack_array(&pk, m->u.hello.watch ? 7 : 6);
         msgpack_pack_int(&pk, m->type);
         msgpack_pack_uint32(&pk, m->u.hello.version);
         tb_proto__pack_str(&pk, m->u.hello.room);
         if (m->u.hello.has_kind) tb_proto__pack_str(&pk, m->u.hello.kind); else msgpack_pack_nil(&pk);
         if (m->u.hello.has_scene) tb_proto__pack_str(&pk, m->u.hello.scene); else msgpack_pack_nil(&pk);
         tb_proto__pack_str(&pk, m->u.hello.name);
+        if (m->u.hello.watch) msgpack_pack_true(&pk);
         return TB_OK;
     case TB_MSG_PING: {
         /* with any link report field, all three are written (nil where absent), as the JS codec does */
@@ -194,7 +203,10 @@ int tb_proto_encode_client(msgpack_sbuffer *sb, const tb_proto_client_msg *m)
     }
     static const uint8_t nfields[13] = {0, 0, 5, 5, 5, 4, 3, 4, 4, 3, 0, 0, 0};
     if (m->type < 2 || m->type > 9) return TB_ERR_UNKNOWN_TYPE;
-    msgpack_pack_array(&pk, nfields[m->type]);
+    /* view_tick is written only when given: an input without it is the one it always was */
+    bool view = (m->type == TB_MSG_POKE && m->u.poke.has_view_tick) ||
+                (m->type == TB_MSG_GRAB_START && m->u.grab.has_view_tick);
+    msgpack_pack_array(&pk, nfields[m->type] + (view ? 1 : 0));
     msgpack_pack_int(&pk, m->type);
     msgpack_pack_uint32(&pk, m->seq);
     switch (m->type) {
@@ -207,11 +219,13 @@ int tb_proto_encode_client(msgpack_sbuffer *sb, const tb_proto_client_msg *m)
         pack_opt_uint(&pk, m->u.poke.has_body, m->u.poke.body);
         pack_vec(&pk, m->u.poke.point);
         pack_vec(&pk, m->u.poke.impulse);
+        if (view) msgpack_pack_uint32(&pk, m->u.poke.view_tick);
         break;
     case TB_MSG_GRAB_START:
         msgpack_pack_uint32(&pk, m->u.grab.pointer);
         pack_vec(&pk, m->u.grab.point);
         pack_opt_uint(&pk, m->u.grab.has_body, m->u.grab.body);
+        if (view) msgpack_pack_uint32(&pk, m->u.grab.view_tick);
         break;
     case TB_MSG_GRAB_MOVE:
         msgpack_pack_uint32(&pk, m->u.grab.pointer);

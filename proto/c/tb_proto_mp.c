@@ -33,6 +33,7 @@ static const char *const code_names[TB_ERR__COUNT] = {
     "already_joined", "bad_room", "room_full", "too_many_rooms", "bad_value",
     "unknown_param", "unknown_body", "rate_limited", "too_big", "projectile_cap",
     "not_allowed", "bad_snapshot", "shutting_down", "internal", "text_frame",
+    "watch_only",
 };
 
 const char *tb_proto_code_name(int code)
@@ -45,9 +46,9 @@ const char *tb_proto_type_name(int type)
     static const char *const client[] = {NULL, "hello", "throw", "poke", "grab_start", "grab_move",
         "grab_end", "param", "action", "contacts_view", "ping", "resync", "lobby_req"};
     static const char *const server[] = {"welcome", "snap_key", "snap_delta", "contacts", "dice",
-        "param_changed", "peer_joined", "peer_left", "reset", "scene", "pong", "error", "lobby"};
+        "param_changed", "peer_joined", "peer_left", "reset", "scene", "pong", "error", "lobby", "watchers"};
     if (type >= 1 && type <= 12) return client[type];
-    if (type >= 32 && type <= 44) return server[type - 32];
+    if (type >= 32 && type <= TB_MSG_WATCHERS) return server[type - 32];
     return NULL;
 }
 

@@ -235,6 +235,9 @@ int tb_proto__read_welcome_like(const msgpack_object *root, int type, tb_proto_w
     TRY(read_params(&f[10], w, err));
     TRY(tb_proto__read_static(&f[11], &w->st, err));
     *state = &f[12];
+    /* watchers? (PROTOCOL.md "Watchers"): left out when the room has none */
+    if (root->via.array.size > 13 && !tb_proto__is_nil(&f[13]))
+        TRY(tb_proto__uint(&f[13], UINT32_MAX, &w->watchers, "welcome.watchers", err));
     return TB_OK;
 }
 
@@ -250,7 +253,7 @@ int tb_proto_encode_welcome(msgpack_sbuffer *sb, const tb_proto_welcome *w, cons
 {
     msgpack_packer pk;
     pk_init(&pk, sb);
-    msgpack_pack_array(&pk, 13);
+    msgpack_pack_array(&pk, w->watchers ? 14 : 13);
     msgpack_pack_int(&pk, TB_MSG_WELCOME);
     msgpack_pack_uint32(&pk, TB_PROTO_VERSION);
     msgpack_pack_uint32(&pk, w->client_id);
@@ -268,7 +271,10 @@ int tb_proto_encode_welcome(msgpack_sbuffer *sb, const tb_proto_welcome *w, cons
     }
     pack_params(&pk, w->params, w->param_count);
     tb_proto__pack_static(&pk, &w->st);
-    return pack_state(sb, key);
+    TRY(pack_state(sb, key));
+    if (w->watchers) /* a trailing field, left out when 0: a room without watchers sends what it always did */
+        msgpack_pack_uint32(&pk, w->watchers);
+    return TB_OK;
 }
 
 int tb_proto_encode_scene(msgpack_sbuffer *sb, const tb_proto_welcome *w, const tb_snap_blob *key)
@@ -420,14 +426,26 @@ int tb_proto_encode_lobby(msgpack_sbuffer *sb, const tb_proto_room_info *rooms, 
     msgpack_pack_int(&pk, TB_MSG_LOBBY);
     msgpack_pack_array(&pk, n);
     for (uint32_t i = 0; i < n; i++) {
-        msgpack_pack_array(&pk, 6);
+        msgpack_pack_array(&pk, rooms[i].watchers ? 7 : 6);
         tb_proto__pack_str(&pk, rooms[i].id);
         tb_proto__pack_str(&pk, rooms[i].kind);
         tb_proto__pack_str(&pk, rooms[i].scene);
         msgpack_pack_uint32(&pk, rooms[i].clients);
         msgpack_pack_uint32(&pk, rooms[i].bodies);
         msgpack_pack_uint32(&pk, rooms[i].awake);
+        if (rooms[i].watchers)
+            msgpack_pack_uint32(&pk, rooms[i].watchers);
     }
+    return TB_OK;
+}
+
+int tb_proto_encode_watchers(msgpack_sbuffer *sb, uint32_t count)
+{
+    msgpack_packer pk;
+    pk_init(&pk, sb);
+    msgpack_pack_array(&pk, 2);
+    msgpack_pack_int(&pk, TB_MSG_WATCHERS);
+    msgpack_pack_uint32(&pk, count);
     return TB_OK;
 }
 
@@ -547,7 +565,14 @@ static int decode_server_fields(const msgpack_object *root, tb_proto_server_msg 
             TRY(tb_proto__uint(&g[3], UINT32_MAX, &o->clients, "room.clients", err));
             TRY(tb_proto__uint(&g[4], UINT32_MAX, &o->bodies, "room.bodies", err));
             TRY(tb_proto__uint(&g[5], UINT32_MAX, &o->awake, "room.awake", err));
+            o->watchers = 0;
+            if (r->via.array.size > 6 && !tb_proto__is_nil(&g[6]))
+                TRY(tb_proto__uint(&g[6], UINT32_MAX, &o->watchers, "room.watchers", err));
         }
+        return TB_OK;
+    case TB_MSG_WATCHERS:
+        TRY(need(root, 2, "watchers", err));
+        TRY(tb_proto__uint(&f[1], UINT32_MAX, &m->u.watchers.count, "watchers.count", err));
         return TB_OK;
     default:
         return tb_proto__fail(err, TB_ERR_UNKNOWN_TYPE, "unknown message type %d", m->type);
@@ -567,7 +592,7 @@ int tb_proto_decode_server(const uint8_t *buf, size_t len, tb_proto_server_msg *
         rc = tb_proto__fail(err, TB_ERR_BAD_MESSAGE, "message must be an array [type, ...]");
     uint32_t type = 0;
     if (!rc) rc = tb_proto__uint(&root->via.array.ptr[0], UINT32_MAX, &type, "type", err);
-    if (rc == TB_ERR_BAD_VALUE || (!rc && !(type >= 32 && type <= 44)))
+    if (rc == TB_ERR_BAD_VALUE || (!rc && !(type >= 32 && type <= TB_MSG_WATCHERS)))
         rc = tb_proto__fail(err, TB_ERR_UNKNOWN_TYPE, "unknown message type");
     if (!rc) {
         out->type = (int)type;

@@ -20,6 +20,7 @@ export const MSG = Object.freeze({
   contacts_view: 9, ping: 10, resync: 11, lobby_req: 12,
   welcome: 32, snap_key: 33, snap_delta: 34, contacts: 35, dice: 36, param_changed: 37,
   peer_joined: 38, peer_left: 39, reset: 40, scene: 41, pong: 42, error: 43, lobby: 44,
+  watchers: 45,
 });
 export const MSG_NAME = Object.freeze(Object.fromEntries(Object.entries(MSG).map(([k, v]) => [v, k])));
 
@@ -27,7 +28,7 @@ export const ERR = Object.freeze({
   malformed: 1, bad_message: 2, unknown_type: 3, bad_version: 4, not_joined: 5, already_joined: 6,
   bad_room: 7, room_full: 8, too_many_rooms: 9, bad_value: 10, unknown_param: 11, unknown_body: 12,
   rate_limited: 13, too_big: 14, projectile_cap: 15, not_allowed: 16, bad_snapshot: 17,
-  shutting_down: 18, internal: 19, text_frame: 20,
+  shutting_down: 18, internal: 19, text_frame: 20, watch_only: 21,
 });
 export const ERR_NAME = Object.freeze(Object.fromEntries(Object.entries(ERR).map(([k, v]) => [v, k])));
 
@@ -218,6 +219,11 @@ const CLIENT_FIELDS = {
 };
 /** Optional trailing fields (absent or nil), written all together when any is given. */
 const CLIENT_OPTIONAL = {
+  // lag compensation (PROTOCOL.md "Lag compensation"): the tick the player was looking at
+  poke: [['view_tick', (v) => optUint(v, 0xffffffff, 'poke.view_tick')]],
+  grab_start: [['view_tick', (v) => optUint(v, 0xffffffff, 'grab.view_tick')]],
+  // a watcher's hello (PROTOCOL.md "Watchers"): true, else not written (false and nil read as a player)
+  hello: [['watch', (v) => (v === null ? null : (bool(v, 'hello.watch') || null))]],
   // the link report (PROTOCOL.md "Link reports")
   ping: [['ack_tick', (v) => optUint(v, 0xffffffff, 'ping.ack_tick')],
     ['rtt_ms', (v) => {
@@ -246,8 +252,8 @@ export function encodeClient(msg) {
     if (v === undefined && ['kind', 'scene', 'body'].includes(name)) v = null;
     out.push(name === 'seq' ? readSeq(v) : read(v));
   }
-  const opt = CLIENT_OPTIONAL[msg.type];
-  if (opt && opt.some(([name]) => msg[name] != null)) for (const [name, read] of opt) out.push(read(msg[name] ?? null));
+  const opt = (CLIENT_OPTIONAL[msg.type] ?? []).map(([name, read]) => read(msg[name] ?? null));
+  if (opt.some((x) => x !== null)) out.push(...opt);
   return encode(out);
 }
 
@@ -378,6 +384,10 @@ function readState(v) {
 }
 
 const SERVER_READERS = {
+  watchers(v) {
+    arr(v, 2, Infinity, 'watchers');
+    return { type: 'watchers', count: uint(v[1], 0xffffffff, 'watchers.count') };
+  },
   welcome(v) {
     arr(v, 13, Infinity, 'welcome');
     const m = {
@@ -391,6 +401,9 @@ const SERVER_READERS = {
       }),
       params: readParams(v[10]), static: readStatic(v[11]), state: readState(v[12]),
     };
+    // watchers? (PROTOCOL.md "Watchers"): left out when the room has none
+    const watchers = optUint(v[13] ?? null, 0xffffffff, 'welcome.watchers');
+    if (watchers) m.watchers = watchers;
     if (m.version !== VERSION) fail(ERR.bad_version, `server speaks protocol version ${m.version}`);
     return m;
   },
@@ -485,10 +498,13 @@ const SERVER_READERS = {
       type: 'lobby',
       rooms: arr(v[1], 0, L.rooms, 'lobby.rooms').map((r) => {
         arr(r, 6, Infinity, 'lobby.rooms[]');
-        return {
+        const room = {
           id: str(r[0], 'id', L.name, 'room.id'), kind: str(r[1], 'token', L.name, 'room.kind'), scene: str(r[2], 'token', L.name, 'room.scene'),
           clients: uint(r[3], 0xffffffff, 'room.clients'), bodies: uint(r[4], 0xffffffff, 'room.bodies'), awake: uint(r[5], 0xffffffff, 'room.awake'),
         };
+        const watchers = optUint(r[6] ?? null, 0xffffffff, 'room.watchers'); // left out when 0
+        if (watchers) room.watchers = watchers;
+        return room;
       }),
     };
   },

@@ -35,7 +35,9 @@ static const tb__opt tb__opts[] = {
      "snapshots per second per room (must divide 120)"},
     {"max-rooms", "TUMBLE_MAX_ROOMS", TB__INT, OFF(max_rooms), 0, 1, 100000, "rooms open at once"},
     {"max-clients-per-room", "TUMBLE_MAX_CLIENTS_PER_ROOM", TB__INT, OFF(max_clients_per_room), 0, 1, 10000,
-     "clients joined to one room"},
+     "players joined to one room (watchers not counted)"},
+    {"max-watchers-per-room", "TUMBLE_MAX_WATCHERS_PER_ROOM", TB__INT, OFF(max_watchers_per_room), 0, 0, 10000,
+     "watchers joined to one room (hello with watch: receive, send no inputs; 0: none allowed)"},
     {"room-idle-timeout", "TUMBLE_ROOM_IDLE_TIMEOUT", TB__INT, OFF(room_idle_timeout), 0, 1, 86400 * 7,
      "seconds a room without clients is kept (default rooms are never closed)"},
     {"log-level", "TUMBLE_LOG_LEVEL", TB__LEVEL, OFF(log_level), 0, 0, 0, "error, warn, info or debug"},
@@ -98,6 +100,7 @@ static void tb__defaults(tb_config *cfg)
     cfg->snapshot_rate = 60;
     cfg->max_rooms = 256;
     cfg->max_clients_per_room = 32;
+    cfg->max_watchers_per_room = 64;
     cfg->room_idle_timeout = 300;
     cfg->log_level = TB_LOG_INFO;
     if (gethostname(cfg->instance, sizeof cfg->instance - 1) != 0 || !cfg->instance[0])

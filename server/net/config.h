@@ -23,6 +23,7 @@ typedef struct tb_config {
     int snapshot_rate;       /* Hz, divides 120 */
     int max_rooms;
     int max_clients_per_room;
+    int max_watchers_per_room;
     int room_idle_timeout;   /* seconds */
     int log_level;           /* TB_LOG_* */
     char instance[64];

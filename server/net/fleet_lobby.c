@@ -59,9 +59,9 @@ static void tb__own_rows(tb_fleet *fleet, tb_strbuf *b)
         tb_strbuf_printf(b, ",\"scene\":");
         tb_strbuf_json_str(b, r->scene);
         tb_strbuf_printf(b,
-                      ",\"clients\":%d,\"bodies\":%d,\"awake\":%d,\"step_us\":%.2f,\"steps\":%llu,\"worker\":%d,"
+                      ",\"clients\":%d,\"watchers\":%d,\"bodies\":%d,\"awake\":%d,\"step_us\":%.2f,\"steps\":%llu,\"worker\":%d,"
                       "\"default\":%s,\"instance\":",
-                      r->clients, r->bodies, r->awake, r->step_us, (unsigned long long)r->steps, r->worker,
+                      r->clients, r->watchers, r->bodies, r->awake, r->step_us, (unsigned long long)r->steps, r->worker,
                       r->keep ? "true" : "false");
         tb_strbuf_json_str(b, fleet->instance);
         tb_strbuf_printf(b, "}");

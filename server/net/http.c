@@ -45,7 +45,7 @@ static const char tb__lobby_html[] =
     "table{border-collapse:collapse}td,th{padding:.3em .8em;text-align:left;border-bottom:1px solid #ddd}</style>\n"
     "</head><body>\n<h1>Tumble</h1>\n"
     "<p>The web client is not built yet (<code>make</code> builds it into client-web/dist). Open rooms:</p>\n"
-    "<table id=\"rooms\"><thead><tr><th>room</th><th>kind</th><th>scene</th><th>clients</th><th>bodies</th>"
+    "<table id=\"rooms\"><thead><tr><th>room</th><th>kind</th><th>scene</th><th>clients</th><th>watching</th><th>bodies</th>"
     "<th>awake</th><th>step (&micro;s)</th></tr></thead><tbody></tbody></table>\n"
     "<script>\n"
     "fetch('/api/rooms').then(r => r.json()).then(rooms => {\n"
@@ -54,7 +54,7 @@ static const char tb__lobby_html[] =
     "    const tr = document.createElement('tr');\n"
     "    const a = document.createElement('a'); a.href = '/r/' + encodeURIComponent(r.id); a.textContent = r.id;\n"
     "    const td = document.createElement('td'); td.appendChild(a); tr.appendChild(td);\n"
-    "    for (const v of [r.kind, r.scene, r.clients, r.bodies, r.awake, r.step_us.toFixed(1)]) {\n"
+    "    for (const v of [r.kind, r.scene, r.clients, r.watchers, r.bodies, r.awake, r.step_us.toFixed(1)]) {\n"
     "      const c = document.createElement('td'); c.textContent = v; tr.appendChild(c);\n"
     "    }\n"
     "    body.appendChild(tr);\n"
@@ -113,8 +113,8 @@ static int tb__api_rooms(tb_server *server, struct lws *wsi, tb_http_session *h)
         tb_strbuf_json_str(&b, r->kind);
         tb_strbuf_printf(&b, ",\"scene\":");
         tb_strbuf_json_str(&b, r->scene);
-        tb_strbuf_printf(&b, ",\"clients\":%d,\"bodies\":%d,\"awake\":%d,\"step_us\":%.2f,\"steps\":%llu,\"worker\":%d,\"default\":%s,\"instance\":",
-                      r->clients, r->bodies, r->awake, r->step_us, (unsigned long long)r->steps, r->worker,
+        tb_strbuf_printf(&b, ",\"clients\":%d,\"watchers\":%d,\"bodies\":%d,\"awake\":%d,\"step_us\":%.2f,\"steps\":%llu,\"worker\":%d,\"default\":%s,\"instance\":",
+                      r->clients, r->watchers, r->bodies, r->awake, r->step_us, (unsigned long long)r->steps, r->worker,
                       r->keep ? "true" : "false");
         tb_strbuf_json_str(&b, server->cfg->instance); /* which server holds it, for a router's merged lobby */
         tb_strbuf_printf(&b, "}");

@@ -125,6 +125,27 @@ static tb_room *tb__create_room(tb_session *s, const tb_client_msg *m)
     return room;
 }
 
+/* Players count against --max-clients-per-room, watchers against
+ * --max-watchers-per-room, and neither against the other's: a room full of
+ * players can still be watched, and watchers never keep a player out.
+ * false when refused (the client is told which limit it met). */
+static bool tb__room_has_place(tb_session *s, tb_room *room, bool watch)
+{
+    const tb_config *cfg = s->server->cfg;
+    if (!watch && atomic_load(&room->clients) >= cfg->max_clients_per_room) {
+        tb__refuse(s, TB_REFUSE_ROOM_FULL, TB_ERR_ROOM_FULL, tb_strerror(TB_EROOMFULL));
+        return false;
+    }
+    if (watch && atomic_load(&room->watchers) >= cfg->max_watchers_per_room) {
+        char why[160];
+        snprintf(why, sizeof why, "room has its %d watchers (--max-watchers-per-room); join as a player or try later",
+                 cfg->max_watchers_per_room);
+        tb__refuse(s, TB_REFUSE_ROOM_FULL, TB_ERR_ROOM_FULL, why);
+        return false;
+    }
+    return true;
+}
+
 static void tb__join(tb_session *s, const tb_client_msg *m)
 {
     tb_server *server = s->server;
@@ -163,14 +184,14 @@ static void tb__join(tb_session *s, const tb_client_msg *m)
         return;
     if (!room && !(room = tb__create_room(s, m)))
         return;
-    if (atomic_load(&room->clients) >= server->cfg->max_clients_per_room) {
+    if (!tb__room_has_place(s, room, m->watch)) {
         tb_room_unref(room);
-        tb__refuse(s, TB_REFUSE_ROOM_FULL, TB_ERR_ROOM_FULL, tb_strerror(TB_EROOMFULL));
         return;
     }
     tb_input in;
     memset(&in, 0, sizeof in);
     in.type = TB_INPUT_JOIN;
+    in.flags = m->watch ? 1 : 0;
     in.client = s->id;
     in.target = -1;
     in.recv_ns = tb_clock_now_ns();
@@ -188,7 +209,8 @@ static void tb__join(tb_session *s, const tb_client_msg *m)
     if (s->room_next)
         s->room_next->room_prev = s;
     room->net = s;
-    atomic_fetch_add(&room->clients, 1);
+    s->watcher = m->watch;
+    atomic_fetch_add(m->watch ? &room->watchers : &room->clients, 1);
     atomic_fetch_add(&server->metrics->clients, 1);
     room->idle_since_ns = 0;
 }
@@ -336,6 +358,10 @@ static void tb__on_message(tb_session *s, const unsigned char *data, size_t len)
     }
     if (!s->room) {
         tb_inbound_send_error(s, TB_ERR_NOT_JOINED, "send hello first", m.input.seq);
+        return;
+    }
+    if (s->watcher) { /* it watches: refused, not applied, and it stays (PROTOCOL.md "Watchers") */
+        tb_inbound_send_error(s, TB_ERR_WATCH_ONLY, "this connection watches the room: it sends no inputs", m.input.seq);
         return;
     }
     int throw_rate = server->cfg->throw_rate;

@@ -98,14 +98,16 @@ void tb_session_leave_room(tb_session *s)
     tb_input in;
     memset(&in, 0, sizeof in);
     in.type = TB_INPUT_LEAVE;
+    in.flags = s->watcher ? 1 : 0;
     in.client = s->id;
     in.target = -1;
     in.recv_ns = tb_clock_now_ns();
     in.serial = ++room->next_serial;
     tb__push_leave(s->server, room, &in);
-    atomic_fetch_sub(&room->clients, 1);
+    atomic_fetch_sub(s->watcher ? &room->watchers : &room->clients, 1);
     atomic_fetch_sub(&s->server->metrics->clients, 1);
     s->room = NULL;
+    s->watcher = false;
     s->welcomed = false;
     tb_outbox_clear_slots(s);
     tb_outbox_clear_contacts(s);

@@ -49,6 +49,7 @@ typedef struct tb_session {
     tb_room *room;
     struct tb_session *room_next, *room_prev; /* room->net list */
     bool welcomed;
+    bool watcher;         /* joined as a watcher: receives the room, its inputs are refused (watch_only) */
 
     tb_msg *ctl[TB__CTL_CAP];
     int ctl_head, ctl_count;

@@ -12,8 +12,8 @@
 #include <stdint.h>
 
 typedef enum tb_input_type {
-    TB_INPUT_JOIN = 1,   /* client enters: the worker answers with welcome */
-    TB_INPUT_LEAVE,      /* client left: release its grabs */
+    TB_INPUT_JOIN = 1,   /* client enters: the worker answers with welcome; flags = 1: a watcher */
+    TB_INPUT_LEAVE,      /* client left: release its grabs; flags = 1: a watcher (holds none) */
     TB_INPUT_THROW,      /* pos = origin, vec = velocity, flags = shape */
     TB_INPUT_POKE,       /* target = body/vertex (-1: ray), pos = point, vec = impulse */
     TB_INPUT_GRAB_START, /* pointer, target, pos = grab point */
@@ -34,13 +34,16 @@ typedef enum tb_input_type {
 typedef struct tb_input {
     uint8_t type;   /* tb_input_type */
     uint8_t flags;
-    uint16_t _pad;
+    uint16_t view_age; /* POKE, GRAB_START: steps between the state the player saw and now
+                          (the worker sets it from view_tick before applying and recording) */
     uint32_t client;  /* session id */
     uint32_t pointer; /* grab pointer id, unique per client */
     uint32_t seq;     /* client's sequence number (echoed in acks) */
     int32_t target;   /* body or vertex index; -1: none */
     float pos[3];
     float vec[3];
+    uint32_t view_tick; /* POKE, GRAB_START: the room tick the player was looking at; 0 = now
+                           (PROTOCOL.md "Lag compensation"); fills what was padding before value_d */
     double value_d;   /* PARAM: the value as sent */
     char name[TB_INPUT_NAME_MAX]; /* parameter or scene, NUL terminated */
     int64_t recv_ns;  /* arrival, monotonic (input-to-snapshot latency) */

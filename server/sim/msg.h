@@ -45,6 +45,7 @@ enum {
     TB_SUPERSEDE_RESET,       /* reset / knock / rebuild / throw_dice announcements */
     TB_SUPERSEDE_DICE,        /* dice results */
     TB_SUPERSEDE_CONTACTS,    /* the contacts view of a tick */
+    TB_SUPERSEDE_WATCHERS,    /* the room's watcher count */
 };
 
 /* A message of `len` bytes with one reference, or NULL. */

@@ -198,7 +198,7 @@ int tb_registry_sweep(tb_registry *reg, int64_t now_ns)
     pthread_mutex_lock(&reg->lock);
     for (int i = 0; i < reg->count;) {
         tb_room *room = reg->rooms[i];
-        if (room->keep || atomic_load(&room->clients) > 0) {
+        if (room->keep || atomic_load(&room->clients) > 0 || atomic_load(&room->watchers) > 0) {
             room->idle_since_ns = 0;
             i++;
             continue;
@@ -252,6 +252,7 @@ int tb_registry_rows(tb_registry *reg, tb_room_row *rows, int cap)
         snprintf(row->kind, sizeof row->kind, "%s", scene->kind);
         snprintf(row->scene, sizeof row->scene, "%s", scene->name);
         row->clients = atomic_load(&room->clients);
+        row->watchers = atomic_load(&room->watchers);
         row->bodies = atomic_load(&room->bodies);
         row->awake = atomic_load(&room->awake);
         row->worker = room->worker;

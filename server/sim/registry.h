@@ -42,6 +42,7 @@ typedef struct tb_room_row {
     char kind[16];
     char scene[24];
     int clients, bodies, awake, worker;
+    int watchers;
     double step_us;
     uint64_t steps;
     bool keep;

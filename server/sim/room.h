@@ -51,7 +51,8 @@ typedef struct tb_room {
     uint64_t seed;
 
     atomic_int refs;
-    atomic_int clients;   /* sessions joined (network thread writes) */
+    atomic_int clients;   /* players joined (network thread writes); --max-clients-per-room */
+    atomic_int watchers;  /* watchers joined (network thread writes); --max-watchers-per-room */
     atomic_bool retire;   /* set by the registry; the worker drops the room */
     int worker;           /* index of the owning worker */
     tb_ring inputs;       /* tb_input records, network -> worker */
@@ -64,8 +65,9 @@ typedef struct tb_room {
     int snapshot_every;   /* steps per snapshot (120 / snapshot rate) */
     tb_snap_encoder *encoder;  /* quantized state of the last snapshot tick */
     uint32_t encoder_tick;     /* the tick that state is from */
-    tb_peer peers[TB_ROOM_MAX_PEERS];
+    tb_peer peers[TB_ROOM_MAX_PEERS]; /* the players; watchers are only counted */
     int peer_count;
+    int watcher_count;         /* watchers joined, as the worker has seen their JOIN/LEAVE */
     uint64_t applied_serial;   /* last input (by arrival number) applied */
     int64_t unsent_input_ns;   /* arrival of the oldest input no snapshot has shown yet */
     atomic_bool key_wanted;    /* a client skipped: add a keyframe next snapshot */

@@ -120,6 +120,8 @@ typedef struct tb_sched {
     char record_dir[1024];  /* --record: each room's input log goes here */
     void (*fault_cb)(const tb_room *room, int faults); /* a world check fixed something */
     void (*record_fail_cb)(const tb_room *room, const char *why);
+    /* a poke was applied before step `tick` (TB_WORLD_EVENT_POKE: who, where) */
+    void (*poke_cb)(const tb_room *room, uint64_t tick, const struct tb_world_event *ev);
     /* shared by every room's world (tb_world_env): settled towers */
     tb_tower_memo tower_memo;
     tb_world_env env;

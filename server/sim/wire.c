@@ -37,6 +37,7 @@ static int tb__decode_session(const tb_proto_client_msg *m, tb_client_msg *out)
         if (m->u.hello.has_kind)
             snprintf(out->wanted_kind, sizeof out->wanted_kind, "%s", m->u.hello.kind);
         snprintf(out->name, sizeof out->name, "%s", m->u.hello.name);
+        out->watch = m->u.hello.watch;
         return 1;
     case TB_MSG_PING:
         out->kind = TB_CLIENT_PING;
@@ -82,6 +83,7 @@ static int tb__decode_input(const tb_proto_client_msg *m, tb_input *in, tb_proto
         in->target = m->u.poke.has_body ? (int32_t)(m->u.poke.body & 0x7fffffff) : -1;
         tb__f3(in->pos, m->u.poke.point);
         tb__f3(in->vec, m->u.poke.impulse);
+        in->view_tick = m->u.poke.has_view_tick ? m->u.poke.view_tick : 0;
         return TB_OK;
     case TB_MSG_GRAB_START:
     case TB_MSG_GRAB_MOVE:
@@ -92,6 +94,7 @@ static int tb__decode_input(const tb_proto_client_msg *m, tb_input *in, tb_proto
         in->pointer = m->u.grab.pointer;
         in->target = m->u.grab.has_body ? (int32_t)(m->u.grab.body & 0x7fffffff) : -1;
         tb__f3(in->pos, m->u.grab.point);
+        in->view_tick = m->type == TB_MSG_GRAB_START && m->u.grab.has_view_tick ? m->u.grab.view_tick : 0;
         return TB_OK;
     case TB_MSG_PARAM:
         in->type = TB_INPUT_PARAM;
@@ -216,6 +219,7 @@ tb_msg *tb_wire_welcome(tb_room *room, uint32_t client, const char *instance, in
         w->peers[i].id = room->peers[i].id;
         snprintf(w->peers[i].name, sizeof w->peers[i].name, "%s", room->peers[i].name);
     }
+    w->watchers = (uint32_t)room->watcher_count;
     room->ops->describe(room->world, w);
     const tb_snap_blob *key = tb_snap_encoder_key(room->encoder);
     if (!key)
@@ -282,6 +286,8 @@ tb_msg *tb_wire_peer_joined(uint32_t id, const char *name)
 
 tb_msg *tb_wire_peer_left(uint32_t id) { TB__ENCODE_AS(TB_SUPERSEDE_PEER_LEFT, id, tb_proto_encode_peer_left(&sb, id)); }
 
+tb_msg *tb_wire_watchers(uint32_t count) { TB__ENCODE_AS(TB_SUPERSEDE_WATCHERS, 0, tb_proto_encode_watchers(&sb, count)); }
+
 tb_msg *tb_wire_contacts(uint32_t tick, const tb_proto_contact *contacts, uint32_t n)
 {
     TB__ENCODE_AS(TB_SUPERSEDE_CONTACTS, 0, tb_proto_encode_contacts(&sb, tick, contacts, n));
@@ -299,6 +305,7 @@ tb_msg *tb_wire_lobby(const tb_room_row *rows, int n)
         infos[i].clients = (uint32_t)rows[i].clients;
         infos[i].bodies = (uint32_t)rows[i].bodies;
         infos[i].awake = (uint32_t)rows[i].awake;
+        infos[i].watchers = (uint32_t)rows[i].watchers;
     }
     TB__ENCODE(tb_proto_encode_lobby(&sb, infos, (uint32_t)n));
 }

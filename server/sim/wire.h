@@ -33,6 +33,7 @@ typedef struct tb_client_msg {
     char scene[TB_PROTO_NAME_MAX + 1]; /* "" when the hello names none */
     char wanted_kind[TB_PROTO_NAME_MAX + 1];
     char name[TB_PROTO_NAME_MAX + 1];
+    bool watch;             /* JOIN as a watcher (PROTOCOL.md "Watchers") */
     double ping_time;
     /* PING's link report (PROTOCOL.md "Link reports"); has_* false when the client sent none.
      * Decoded here; the network layer does not use it yet (issue 17, points 2-3). */
@@ -64,6 +65,7 @@ tb_msg *tb_wire_reset(const char *action, uint32_t by, const char *by_name);
 tb_msg *tb_wire_dice(uint32_t tick, const uint32_t *faces, uint32_t n);
 tb_msg *tb_wire_peer_joined(uint32_t id, const char *name);
 tb_msg *tb_wire_peer_left(uint32_t id);
+tb_msg *tb_wire_watchers(uint32_t count);
 tb_msg *tb_wire_contacts(uint32_t tick, const tb_proto_contact *contacts, uint32_t n);
 tb_msg *tb_wire_lobby(const struct tb_room_row *rows, int n);
 

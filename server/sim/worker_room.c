@@ -115,17 +115,22 @@ static void tb__checkpoint(tb_worker *w, tb_room *room, bool final)
 }
 
 /* A client joins: its welcome (the room's static description and a
- * keyframe), and the others hear of it. */
+ * keyframe), and the others hear of it: of a player by peer_joined, of a
+ * watcher by the room's new watcher count (watchers are not peers). */
 static void tb__join(tb_worker *w, tb_room *room, const tb_input *in)
 {
+    bool watcher = in->flags == 1;
     /* An empty room is not encoded (tb__snapshot): the first one in
      * gets the current state from a fresh encoder, and later deltas
      * chain from it. Fresh, because an encoder stepped from a state
      * minutes old would put the whole way since into the keyframe's
      * velocities (the predictor of the next delta). */
-    if (room->peer_count == 0 && room->encoder && room->encoder_tick != (uint32_t)room->tick)
+    if (room->peer_count == 0 && room->watcher_count == 0 && room->encoder &&
+        room->encoder_tick != (uint32_t)room->tick)
         tb_worker_start_encoder(room);
-    if (!tb__peer(room, in->client) && room->peer_count < TB_ROOM_MAX_PEERS) {
+    if (watcher) {
+        room->watcher_count++;
+    } else if (!tb__peer(room, in->client) && room->peer_count < TB_ROOM_MAX_PEERS) {
         tb_peer *p = &room->peers[room->peer_count++];
         p->id = in->client;
         snprintf(p->name, sizeof p->name, "%s", in->by_name);
@@ -138,7 +143,27 @@ static void tb__join(tb_worker *w, tb_room *room, const tb_input *in)
         return;
     }
     tb_worker_emit(w, TB_OUT_WELCOME, in->client, room, welcome);
-    tb_worker_emit(w, TB_OUT_BROADCAST, in->client, room, tb_wire_peer_joined(in->client, in->by_name));
+    tb_worker_emit(w, TB_OUT_BROADCAST, in->client, room,
+                   watcher ? tb_wire_watchers((uint32_t)room->watcher_count)
+                           : tb_wire_peer_joined(in->client, in->by_name));
+}
+
+/* A client leaves: a player's grabs end and the others hear peer_left; a
+ * watcher (holds nothing) only changes the count. */
+static void tb__leave(tb_worker *w, tb_room *room, const tb_input *in)
+{
+    if (in->flags == 1) {
+        if (room->watcher_count > 0)
+            room->watcher_count--;
+        tb_worker_emit(w, TB_OUT_BROADCAST, in->client, room, tb_wire_watchers((uint32_t)room->watcher_count));
+        return;
+    }
+    room->ops->apply_input(room->world, in);
+    tb_peer *p = tb__peer(room, in->client);
+    if (p) {
+        *p = room->peers[--room->peer_count];
+        tb_worker_emit(w, TB_OUT_BROADCAST, in->client, room, tb_wire_peer_left(in->client));
+    }
 }
 
 /* A slider: set, then everyone hears the value as the world took it. */
@@ -160,10 +185,26 @@ static int tb__set_param(tb_worker *w, tb_room *room, const tb_input *in)
     return rc;
 }
 
-static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *in)
+/* Lag compensation (PROTOCOL.md "Lag compensation"): the steps between the
+ * tick the player was looking at and now, for the world to look up in its
+ * pose history. Set before the input is recorded, so a replay resolves it
+ * alike. A tick from the future, or none, is now; the world caps the age at
+ * what its history holds. */
+static uint16_t tb__view_age(const tb_room *room, const tb_input *in)
+{
+    if (in->view_tick == 0 || in->view_tick >= (uint32_t)room->tick)
+        return 0;
+    uint32_t age = (uint32_t)room->tick - in->view_tick;
+    return age > UINT16_MAX ? UINT16_MAX : (uint16_t)age;
+}
+
+static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *given)
 {
     tb_metrics *m = w->sched->metrics;
     int rc = 0;
+    tb_input lagged = *given;
+    lagged.view_age = tb__view_age(room, given);
+    const tb_input *in = &lagged;
     if (room->record)
         tb_record_input(room->record, room->tick, in);
     room->applied_serial = in->serial;
@@ -174,15 +215,9 @@ static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *in)
     case TB_INPUT_JOIN:
         tb__join(w, room, in);
         return;
-    case TB_INPUT_LEAVE: {
-        room->ops->apply_input(room->world, in);
-        tb_peer *p = tb__peer(room, in->client);
-        if (p) {
-            *p = room->peers[--room->peer_count];
-            tb_worker_emit(w, TB_OUT_BROADCAST, in->client, room, tb_wire_peer_left(in->client));
-        }
+    case TB_INPUT_LEAVE:
+        tb__leave(w, room, in);
         return;
-    }
     case TB_INPUT_PARAM:
         rc = tb__set_param(w, room, in);
         break;
@@ -227,7 +262,7 @@ static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *in)
 static void tb__snapshot(tb_worker *w, tb_room *room)
 {
     tb_metrics *m = w->sched->metrics;
-    if (room->peer_count == 0) /* nobody to send it to; a join encodes afresh */
+    if (room->peer_count == 0 && room->watcher_count == 0) /* nobody to send it to; a join encodes afresh */
         return;
     if (!room->encoder || tb__encode_state(room) < 0)
         return;
@@ -324,6 +359,8 @@ void tb_worker_step_room(tb_worker *w, tb_room *room, int64_t now)
                         room->ops->poll_event(room->world, &ev) > 0; k++)
             if (ev.kind == TB_WORLD_EVENT_DICE)
                 tb_worker_emit(w, TB_OUT_BROADCAST, 0, room, tb_wire_dice((uint32_t)room->tick, ev.values, ev.count));
+            else if (ev.kind == TB_WORLD_EVENT_POKE && w->sched->poke_cb)
+                w->sched->poke_cb(room, room->tick, &ev);
         if (room->record && room->tick % TB_RECORD_HASH_EVERY == 0)
             tb_record_hash(room->record, room->tick, room->ops->hash(room->world));
 

@@ -33,6 +33,9 @@ typedef struct tb_world_info {
  * turns each kind into its message (sim/wire.h). */
 enum {
     TB_WORLD_EVENT_DICE = 1, /* the thrown dice came to rest: values = their top faces */
+    TB_WORLD_EVENT_POKE,     /* a poke or grab start was applied before this step: client, body, view
+                                age (steps), the world point it was applied at as 3 float32 bit
+                                patterns, then the input type (TB_INPUT_POKE / TB_INPUT_GRAB_START) */
 };
 #define TB_WORLD_EVENT_VALUES 8
 #define TB_WORLD_EVENTS_PER_STEP 4

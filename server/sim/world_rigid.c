@@ -5,6 +5,10 @@
  * Grabs: physics holds a body at a point and drives it (tb_rigid_world_grab_*,
  * a velocity servo); which client's pointer holds which grab handle is the
  * shared map of sim (tb_world_grabs), as for cloth and soft.
+ *
+ * Lag compensation: every second step the poses go into a half-second ring
+ * (sim/pose_history.h); a poke or grab that names the tick its player saw
+ * is applied at the body-local point it aimed at, where that point is now.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -13,6 +17,7 @@
 #include "physics/rigid.h"
 #include "physics/rigid_scenes.h"
 #include "sim/error.h"
+#include "sim/pose_history.h"
 #include "sim/world.h"
 
 enum { TB__TOWER, TB__DICE, TB__PILE };
@@ -37,6 +42,9 @@ typedef struct {
     tb_rigid_contact_info *contacts_scratch;  /* TB_PROTO_MAX_CONTACTS: the physics' contacts */
     tb_proto_contact *contacts;               /* TB_PROTO_MAX_CONTACTS: the contacts overlay */
     bool last_step_idle; /* the last step found every body asleep and moved nothing */
+    tb_pose_history *history; /* the last 0.53 s of poses, for lag compensation */
+    /* the last poke or grab start on a body and where it landed, told once (rigid_poll_event) */
+    struct { bool pending; uint8_t type; uint32_t client; int body; uint16_t age; tb_vec3 point; } poked;
     bool checked;        /* rigid_check has looked at every body at least once */
 } tb__rigid;
 
@@ -65,6 +73,7 @@ static int tb__build(tb__rigid *r)
     r->grabs.count = 0; /* every scene clears the world, which ends its grabs */
     r->dice_pending = false;
     r->checked = false; /* new poses: the next fault check looks at every body even after an idle step */
+    tb_pose_history_clear(r->history); /* poses from before the rebuild name other bodies */
     int rc; /* every scene clears the world and puts in the tray itself */
     switch (r->scene) {
     case TB__TOWER:
@@ -88,6 +97,7 @@ static void rigid_destroy(void *world)
     if (!r)
         return;
     tb_rigid_world_destroy(r->world);
+    tb_pose_history_destroy(r->history);
     free(r->bodies);
     free(r->contacts_scratch);
     free(r->contacts);
@@ -114,7 +124,8 @@ static int rigid_create(const char *scene, uint64_t seed, const tb_world_env *en
     r->bodies = calloc((size_t)r->capacity, sizeof *r->bodies);
     r->contacts_scratch = calloc(TB_PROTO_MAX_CONTACTS, sizeof *r->contacts_scratch);
     r->contacts = calloc(TB_PROTO_MAX_CONTACTS, sizeof *r->contacts);
-    if (!r->world || !r->bodies || !r->contacts_scratch || !r->contacts || tb__build(r) < 0) {
+    r->history = tb_pose_history_create(r->capacity);
+    if (!r->world || !r->bodies || !r->contacts_scratch || !r->contacts || !r->history || tb__build(r) < 0) {
         rigid_destroy(r);
         return TB_ENOMEM;
     }
@@ -167,6 +178,7 @@ static int tb__throw(tb__rigid *r, const tb_input *in)
                             tb__inside_tray(tb__v(in->pos)), v, spin, r->next_color++ % 8);
     if (id < 0)
         return tb_world_error(id);
+    tb_pose_history_forget(r->history, id); /* the id may have been a recycled projectile's */
     r->projectiles[r->projectile_count++] = id;
     return recycled ? TB_ECAP : 0;
 }
@@ -188,35 +200,97 @@ static int tb__nearest_body(const tb__rigid *r, tb_vec3 p, float reach)
     return best;
 }
 
+/* Lag compensation (PROTOCOL.md "Lag compensation"). The player aimed at
+ * `seen`, a world point on the body as it stood `age` steps ago (the state
+ * its screen showed). With that pose (p_then, q_then) from the history and
+ * the pose now (p_now, q_now):
+ *     local = q_then^-1 (seen - p_then)       the point in the body's frame
+ *     point = p_now + q_now local             where that point is now
+ * so the input lands on the spot of the body the player clicked, however
+ * far the body has moved since. An age beyond the history (0.53 s) is
+ * capped at what it holds (0.5 s); without a pose then (a body newer than
+ * that), `seen` is used as it is. */
+static tb_vec3 tb__point_now(const tb__rigid *r, int body, tb_vec3 seen, int age)
+{
+    tb_vec3 p_now, p_then;
+    tb_quat q_now, q_then;
+    if (age <= 0 || tb_rigid_body_get_pose(r->world, body, &p_now, &q_now) < 0)
+        return seen;
+    if (age > TB_POSE_HISTORY_STEPS - 4)
+        age = TB_POSE_HISTORY_STEPS - 4;
+    uint64_t now = tb_rigid_world_step_count(r->world);
+    if ((uint64_t)age >= now ||
+        !tb_pose_history_at(r->history, body, now - (uint64_t)age, now, p_now, q_now, &p_then, &q_then))
+        return seen;
+    tb_vec3 local = tb_q_inv_rotate(q_then, tb_v3_sub(seen, p_then));
+    return tb_v3_add(p_now, tb_q_rotate(q_now, local));
+}
+
+/* Every second step, every body's pose into the history; an idle step
+ * moved nothing, so the newest slot still holds the truth. */
+static void tb__record_poses(tb__rigid *r)
+{
+    uint64_t step = tb_rigid_world_step_count(r->world);
+    if (r->last_step_idle || step % TB_POSE_HISTORY_EVERY != 0)
+        return;
+    tb_pose_history_begin(r->history, step);
+    for (int id = tb_rigid_world_next_body(r->world, -1); id >= 0; id = tb_rigid_world_next_body(r->world, id)) {
+        tb_vec3 p;
+        tb_quat q;
+        if (tb_rigid_body_get_pose(r->world, id, &p, &q) == 0)
+            tb_pose_history_put(r->history, id, p, q);
+    }
+}
+
+/* Where a poke or grab landed, told after the next step (rigid_poll_event). */
+static void tb__note(tb__rigid *r, const tb_input *in, int body, tb_vec3 point)
+{
+    r->poked.pending = true;
+    r->poked.type = in->type;
+    r->poked.client = in->client;
+    r->poked.body = body;
+    r->poked.age = in->view_age;
+    r->poked.point = point;
+}
+
+/* A poke on a body (lag compensated), or along a ray from `pos` when it names none. */
+static int tb__poke(tb__rigid *r, const tb_input *in)
+{
+    tb_vec3 point = tb__v(in->pos), impulse = tb__v(in->vec);
+    int body = in->target;
+    if (body < 0) {
+        tb_rigid_ray_hit hit;
+        tb_vec3 dir = tb_v3_len(impulse) > 1e-6f ? impulse : tb_v3(0, -1, 0);
+        if (tb_rigid_world_ray_cast(r->world, tb_v3_mad(point, tb_v3_norm(dir), -0.5f), dir, 20.0f, &hit) != 1)
+            return TB_ENOBODY;
+        body = hit.body;
+        point = hit.point;
+    } else {
+        point = tb__point_now(r, body, point, in->view_age);
+    }
+    /* A poke nudges: it changes the body's speed by at most TB__POKE_MAX_DV
+     * whatever its mass (a 3 N s tap sent a 0.4 kg plank from the top of
+     * the tower to 7.6 m); the impulse keeps its direction. */
+    tb_rigid_body_info info;
+    if (tb_rigid_body_get_info(r->world, body, &info) == 0 && info.mass > 0.0f) {
+        float dv = tb_v3_len(impulse) / info.mass;
+        if (dv > TB__POKE_MAX_DV)
+            impulse = tb_v3_scale(impulse, TB__POKE_MAX_DV / dv);
+    }
+    int rc = tb_rigid_body_apply_impulse(r->world, body, impulse, point);
+    if (rc >= 0)
+        tb__note(r, in, body, point);
+    return rc < 0 ? tb_world_error(rc) : 0;
+}
+
 static int rigid_apply_input(void *world, const tb_input *in)
 {
     tb__rigid *r = world;
     switch (in->type) {
     case TB_INPUT_THROW:
         return tb__throw(r, in);
-    case TB_INPUT_POKE: {
-        tb_vec3 point = tb__v(in->pos), impulse = tb__v(in->vec);
-        int body = in->target;
-        if (body < 0) {
-            tb_rigid_ray_hit hit;
-            tb_vec3 dir = tb_v3_len(impulse) > 1e-6f ? impulse : tb_v3(0, -1, 0);
-            if (tb_rigid_world_ray_cast(r->world, tb_v3_mad(point, tb_v3_norm(dir), -0.5f), dir, 20.0f, &hit) != 1)
-                return TB_ENOBODY;
-            body = hit.body;
-            point = hit.point;
-        }
-        /* A poke nudges: it changes the body's speed by at most TB__POKE_MAX_DV
-         * whatever its mass (a 3 N s tap sent a 0.4 kg plank from the top of
-         * the tower to 7.6 m); the impulse keeps its direction. */
-        tb_rigid_body_info info;
-        if (tb_rigid_body_get_info(r->world, body, &info) == 0 && info.mass > 0.0f) {
-            float dv = tb_v3_len(impulse) / info.mass;
-            if (dv > TB__POKE_MAX_DV)
-                impulse = tb_v3_scale(impulse, TB__POKE_MAX_DV / dv);
-        }
-        int rc = tb_rigid_body_apply_impulse(r->world, body, impulse, point);
-        return rc < 0 ? tb_world_error(rc) : 0;
-    }
+    case TB_INPUT_POKE:
+        return tb__poke(r, in);
     case TB_INPUT_GRAB_START: {
         int grab;
         if (tb_world_grabs_find(&r->grabs, in->client, in->pointer, &grab))
@@ -225,9 +299,11 @@ static int rigid_apply_input(void *world, const tb_input *in)
         int body = in->target >= 0 ? in->target : tb__nearest_body(r, at, 0.6f);
         if (body < 0)
             return TB_ENOBODY;
+        at = tb__point_now(r, body, at, in->view_age);
         grab = tb_rigid_world_grab_start(r->world, body, at);
         if (grab < 0)
             return tb_world_error(grab);
+        tb__note(r, in, body, at);
         tb_world_grabs_add(&r->grabs, in->client, in->pointer, grab);
         return 0;
     }
@@ -271,6 +347,7 @@ static void rigid_step(void *world, float dt)
     uint64_t idle = tb_rigid_world_idle_steps(r->world);
     tb_rigid_world_step(r->world, dt);
     r->last_step_idle = tb_rigid_world_idle_steps(r->world) != idle;
+    tb__record_poses(r);
 }
 
 static void rigid_info(const void *world, tb_world_info *out)
@@ -404,6 +481,18 @@ static int rigid_poll_event(void *world, tb_world_event *out)
 {
     _Static_assert(TB_DICE_COUNT <= TB_WORLD_EVENT_VALUES, "dice fit an event");
     tb__rigid *r = world;
+    if (r->poked.pending) { /* a poke and where it landed: for the server's debug log */
+        r->poked.pending = false;
+        float p[3] = {r->poked.point.x, r->poked.point.y, r->poked.point.z};
+        out->kind = TB_WORLD_EVENT_POKE;
+        out->count = 7;
+        out->values[6] = r->poked.type;
+        out->values[0] = r->poked.client;
+        out->values[1] = (uint32_t)r->poked.body;
+        out->values[2] = r->poked.age;
+        memcpy(&out->values[3], p, sizeof p);
+        return 1;
+    }
     if (!r->dice_pending || r->scene != TB__DICE)
         return 0;
     for (int i = 0; i < TB_DICE_COUNT; i++)

@@ -112,6 +112,27 @@ test('players choose their name: remembered locally, sent on join, shown to othe
   await ben.page.waitForFunction(() => document.querySelector('.players').title.includes('Zed'), null, { polling: 250 });
 });
 
+test('a watcher (?watch=1) sees the room with its controls off and a "watching" label; the player sees "1 watching"', { skip }, async () => {
+  const room = uniq('watch');
+  const player = await open(room, 'rigid', 'tower', { name: 'Ana' });
+  const page = await browser.newPage({ viewport: { width: 900, height: 560 } });
+  pages.push({ page, errors: trackErrors(page) });
+  await page.goto(`${server.url}/r/${room}?watch=1`, { waitUntil: 'domcontentloaded', timeout: 120000 });
+  await page.waitForFunction(() => window.__tumble?.connected && window.__tumble.state && window.__tumble.frames > 2, null, { timeout: 150000, polling: 250 });
+  assert.equal(await page.locator('.players .watching').textContent(), 'watching');
+  assert.equal(await page.evaluate(() => window.__tumble.watchers), 1);
+  for (const b of await page.locator('.actions .action').all()) assert.ok(await b.isDisabled(), 'action buttons are off');
+  await player.page.locator('.players .watchers', { hasText: '1 watching' }).waitFor({ timeout: 30000 });
+  // a tap on the tower sends nothing (no gesture input), and the address still says watch
+  const box = await page.locator('canvas').boundingBox();
+  await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
+  await page.waitForTimeout(300);
+  assert.deepEqual(await page.evaluate(() => window.__tumble.sent.filter((i) => i.type !== 'ping').map((i) => i.type)), []);
+  assert.match(new URL(page.url()).search, /watch=1/);
+  await page.close();
+  await player.page.locator('.players .watchers').waitFor({ state: 'detached', timeout: 30000 });
+});
+
 test('offline: inputs are paused and say so, the players pill is not green, the reason is in words; back online they work', { skip }, async () => {
   const own = await startTumble();
   try {

@@ -16,6 +16,7 @@ end whatever happens) it checks:
     same cells; awake per kind (§7.4); a scene takes a tick of its own (§3);
     a room nobody watched gives a keyframe without stale velocities (§7.7);
   - every §8 error a client can cause, and the flood policy;
+  - a watcher (hello.watch): sent the room, counted, its input refused;
   - one client's 1,000-param burst beside 31 bystanders (§5, §8).
 Prints TAP ("ok N - ...", "# pass N", "# fail N"); exit status 1 on a failure.
 Run: /usr/bin/python3 tests/conformance/conformance.py  (python3-msgpack, python3-websockets);
@@ -159,8 +160,9 @@ class Client:
         await self.ws.send(encode_client(msg))
         return msg.get('seq')
 
-    async def join(self, room, scene=None, kind=None):
-        await self.send({'type': 'hello', 'version': 1, 'room': room, 'kind': kind, 'scene': scene, 'name': self.name})
+    async def join(self, room, scene=None, kind=None, watch=False):
+        await self.send({'type': 'hello', 'version': 1, 'room': room, 'kind': kind, 'scene': scene, 'name': self.name,
+                         'watch': watch})
         m = await self.next(lambda x: x['type'] in ('welcome', 'error'), 30)
         assert m['type'] == 'welcome', f'{self.name}: join {room}: {m}'
         return m
@@ -557,6 +559,8 @@ async def every_error_a_client_can_cause(ctx):
     await expect(11, join('conf-err', 'tower'), send({'type': 'param', 'name': 'gravity', 'value': 1}))
     await expect(12, join('conf-err', 'tower'), send({'type': 'poke', 'body': 60000, 'point': [0, 1, 0], 'impulse': [0, 1, 0]}))
     await expect(12, join('conf-err', 'tower'), send({'type': 'grab_end', 'pointer': 9}))
+    # watch_only: any input from a watcher
+    await expect(21, lambda c: c.join('conf-err', 'tower', watch=True), send({'type': 'param', 'name': 'friction', 'value': 1}))
 
     async def pings(c):
         for _ in range(300):
@@ -577,9 +581,40 @@ async def every_error_a_client_can_cause(ctx):
     assert lim.proc.wait(10) == 0
     done.append(18)
     # 17 bad_snapshot is the receiver's own (the y_ vectors); 19 internal has no client trigger
-    missing = sorted(set(range(1, 21)) - set(done) - {17, 19})
+    missing = sorted(set(range(1, 22)) - set(done) - {17, 19})
     assert not missing, f'not covered: {missing}'
     return f'codes {sorted(set(done))}'
+
+
+@check
+async def a_watcher_is_sent_the_room_and_counted_but_moves_nothing(ctx):
+    """Watchers: hello.watch; snapshots flow; an input gets watch_only (21), not applied; the count reaches the players."""
+    srv = ctx['srv']
+    player = await joined(srv, 'conf-watch', 'tower', 'player')
+    w = await Client.open(srv, 'watcher')
+    welcome = await w.join('conf-watch', watch=True)
+    assert welcome['watchers'] == 1 and [p['name'] for p in welcome['peers']] == ['player'], welcome['peers']
+    count = await player.next(lambda m: m['type'] == 'watchers')
+    assert count['count'] == 1, count
+    start = len(w.inbox)
+    await w.next(lambda m: m['type'] == 'snap_delta', start=start)
+    bodies = len(w.state.bodies)
+    seq = await w.send({'type': 'throw', 'origin': [0, 1.5, 6], 'velocity': [0, 2, -12], 'shape': 'ball'})
+    e = await w.next(lambda m: m['type'] == 'error' and m.get('seq') == seq)
+    assert e['code'] == ERR['watch_only'] and e['name'] == 'watch_only', e
+    await asyncio.sleep(0.3)
+    mark = len(w.inbox)
+    await w.next(lambda m: m['type'] == 'snap_delta', start=mark)
+    assert len(w.state.bodies) == bodies, 'the refused throw added a body'
+    await player.send({'type': 'lobby_req'})
+    lobby = await player.next(lambda m: m['type'] == 'lobby')
+    row = next(r for r in lobby['rooms'] if r['id'] == 'conf-watch')
+    assert (row['clients'], row['watchers']) == (1, 1), row
+    await w.close()
+    assert (await player.next(lambda m: m['type'] == 'watchers' and m['count'] == 0))['count'] == 0
+    assert not any(m['type'] in ('peer_joined', 'peer_left') for m in player.inbox), 'a watcher is no peer'
+    await player.close()
+    return f'{bodies} bodies unchanged, watch_only seq {seq}'
 
 
 @check

@@ -16,14 +16,15 @@ ERR = {
     'already_joined': 6, 'bad_room': 7, 'room_full': 8, 'too_many_rooms': 9, 'bad_value': 10,
     'unknown_param': 11, 'unknown_body': 12, 'rate_limited': 13, 'too_big': 14, 'projectile_cap': 15,
     'not_allowed': 16, 'bad_snapshot': 17, 'shutting_down': 18, 'internal': 19, 'text_frame': 20,
+    'watch_only': 21,
 }
 
 # §4: client message types and their fields after [type]
 CLIENT = {
-    'hello': (1, ['version', 'room', 'kind', 'scene', 'name']),
+    'hello': (1, ['version', 'room', 'kind', 'scene', 'name', 'watch']),
     'throw': (2, ['seq', 'origin', 'velocity', 'shape']),
-    'poke': (3, ['seq', 'body', 'point', 'impulse']),
-    'grab_start': (4, ['seq', 'pointer', 'point', 'body']),
+    'poke': (3, ['seq', 'body', 'point', 'impulse', 'view_tick']),
+    'grab_start': (4, ['seq', 'pointer', 'point', 'body', 'view_tick']),
     'grab_move': (5, ['seq', 'pointer', 'point']),
     'grab_end': (6, ['seq', 'pointer']),
     'param': (7, ['seq', 'name', 'value']),
@@ -35,12 +36,13 @@ CLIENT = {
 }
 CLIENT_BY_TYPE = {t: (name, fields) for name, (t, fields) in CLIENT.items()}
 # §2: optional fields at the end of a message may be left out
-TRAILING_OPTIONAL = {'grab_start': 1, 'action': 1, 'ping': 3}
+TRAILING_OPTIONAL = {'grab_start': 2, 'action': 1, 'ping': 3, 'hello': 1, 'poke': 1}
 # §13: a ping carries its link report (all three fields) or none of it
 REPORT_FIELDS = ('ack_tick', 'rtt_ms', 'recv_bytes')
 
 SERVER = {32: 'welcome', 33: 'snap_key', 34: 'snap_delta', 35: 'contacts', 36: 'dice', 37: 'param_changed',
-          38: 'peer_joined', 39: 'peer_left', 40: 'reset', 41: 'scene', 42: 'pong', 43: 'error', 44: 'lobby'}
+          38: 'peer_joined', 39: 'peer_left', 40: 'reset', 41: 'scene', 42: 'pong', 43: 'error', 44: 'lobby',
+          45: 'watchers'}
 
 POS_SCALE = 2048  # §7.2 rigid bodies
 VERT_SCALE = 1024  # §7.2 mesh vertices
@@ -79,6 +81,10 @@ def encode_client(msg):
     t, fields = CLIENT[msg['type']]
     if msg['type'] == 'ping' and not any(f in msg for f in REPORT_FIELDS):
         fields = fields[:1]  # §13: a ping without a report stays [10, t]
+    if msg['type'] == 'hello' and not msg.get('watch'):
+        fields = fields[:5]  # "Watchers": only a watcher's hello has the 7th field
+    if msg['type'] in ('poke', 'grab_start') and msg.get('view_tick') is None:
+        fields = fields[:4]  # "Lag compensation": view_tick written only when given
     out = [t] + [_num_form(msg.get(f)) for f in fields]
     return msgpack.packb(out, use_bin_type=True)
 
@@ -165,6 +171,10 @@ def decode_client(data):
     out = {'type': name}
     for i, f in enumerate(fields):
         out[f] = v[i + 1] if i + 1 < len(v) else None
+    if name == 'hello' and out['watch'] is not None and not isinstance(out['watch'], bool):
+        fail('bad_message', 'hello.watch: expected a bool')
+    if name in ('poke', 'grab_start') and out['view_tick'] is not None:
+        _uint(out['view_tick'], 2 ** 32 - 1, 'view_tick')
     return out
 
 
@@ -214,11 +224,13 @@ def decode_server(data):
     U = lambda x, w, m=2 ** 32 - 1: _uint(x, m, w)  # noqa: E731
     if name == 'welcome':
         _list(v, 13, name)
+        watchers = _opt_uint(v[13] if len(v) > 13 else None, 2 ** 32 - 1, 'watchers')  # left out when 0
         return {'type': name, 'version': U(v[1], 'version'), 'client_id': U(v[2], 'client_id'), 'room': _str(v[3], 'room'),
                 'kind': _str(v[4], 'kind'), 'scene': _str(v[5], 'scene'), 'server': _str(v[6], 'server'),
                 'tick_rate': U(v[7], 'tick_rate'), 'snap_rate': U(v[8], 'snap_rate'),
                 'peers': [{'id': U(p[0], 'peer.id'), 'name': _str(p[1], 'peer.name')} for p in _list(v[9], 0, 'peers')],
-                'params': _params(v[10]), 'static': _static(v[11]), '_state': _snap(_list(v[12], 6, 'state'), True)}
+                'params': _params(v[10]), 'static': _static(v[11]), '_state': _snap(_list(v[12], 6, 'state'), True),
+                'watchers': watchers or 0}
     if name == 'scene':
         _list(v, 6, name)
         return {'type': name, 'kind': _str(v[1], 'kind'), 'scene': _str(v[2], 'scene'), 'params': _params(v[3]),
@@ -267,8 +279,12 @@ def decode_server(data):
                 'seq': _opt_uint(v[4] if len(v) > 4 else None, 2 ** 32 - 1, 'seq')}
     if name == 'lobby':
         _list(v, 2, name)
-        return {'type': name, 'rooms': [{'id': r[0], 'kind': r[1], 'scene': r[2], 'clients': r[3], 'bodies': r[4], 'awake': r[5]}
+        return {'type': name, 'rooms': [{'id': r[0], 'kind': r[1], 'scene': r[2], 'clients': r[3], 'bodies': r[4], 'awake': r[5],
+                                         'watchers': _opt_uint(r[6] if len(r) > 6 else None, 2 ** 32 - 1, 'watchers') or 0}
                                         for r in _list(v[1], 0, 'rooms')]}
+    if name == 'watchers':
+        _list(v, 2, name)
+        return {'type': name, 'count': U(v[1], 'count')}
     raise AssertionError(name)
 
 

@@ -125,6 +125,28 @@ test('intents become protocol messages with increasing seq', () => {
   assert.equal(a.encode({ type: 'param', name: 'friction', value: NaN }), null, 'a value the protocol refuses is not sent');
 });
 
+test('a watcher: its hello says watch, the watcher count comes from the welcome and the watchers message', () => {
+  const player = createAdapter({ roomId: 'tower', kind: 'rigid', scene: 'tower', name: 'T' });
+  assert.equal(decodeClient(player.onOpen()[0]).watch, undefined, "a player's hello is the one it always was");
+  assert.equal(player.decode(bytes('seq_tower_00_welcome'))[0].watchers, 0);
+  const a = createAdapter({ roomId: 'tower', kind: 'rigid', scene: 'tower', name: 'T', watch: true });
+  assert.equal(decodeClient(a.onOpen()[0]).watch, true);
+  const [w] = a.decode(bytes('s_welcome_watchers'));
+  assert.deepEqual([w.type, w.watchers], ['welcome', 2]);
+  assert.deepEqual(a.decode(bytes('s_watchers')), [{ type: 'watchers', count: 3 }]);
+});
+
+test('a poke or grab start carries the tick of the picture it was aimed at (lag compensation)', () => {
+  const a = createAdapter({ roomId: 'tower', kind: 'rigid', scene: 'tower', name: 'T' });
+  a.decode(bytes('seq_tower_00_welcome'));
+  const p = decodeClient(a.encode({ type: 'poke', body: 3, point: [0, 1, 0], impulse: [0, 0, -1], viewTime: 1010 / 120 }));
+  assert.equal(p.view_tick, 1010);
+  const g = decodeClient(a.encode({ type: 'grab', phase: 'start', pointer: 0, point: [0, 1, 0], viewTime: 8.5 }));
+  assert.equal(g.view_tick, 1020);
+  const old = decodeClient(a.encode({ type: 'poke', body: 3, point: [0, 1, 0], impulse: [0, 0, -1] }));
+  assert.equal(old.view_tick, undefined, 'no picture time: the poke is the one it always was');
+});
+
 test('pings carry the link report: newest applied tick, RTT, bytes received', () => {
   const a = createAdapter({ roomId: 'tower', kind: 'rigid', scene: 'tower', name: 'T' });
   const before = decodeClient(a.encode({ type: 'ping', sent: 1.5, rtt: NaN }));

@@ -31,7 +31,7 @@ test('there are vectors of every message type', () => {
   }
   for (const t of ['hello', 'throw', 'poke', 'grab_start', 'grab_move', 'grab_end', 'param', 'action', 'contacts_view', 'ping',
     'resync', 'lobby_req', 'welcome', 'snap_key', 'snap_delta', 'contacts', 'dice', 'param_changed', 'peer_joined', 'peer_left',
-    'reset', 'scene', 'pong', 'error', 'lobby']) {
+    'reset', 'scene', 'pong', 'error', 'lobby', 'watchers']) {
     assert.ok(types.has(t), `no vector for ${t}`);
   }
 });

@@ -139,9 +139,16 @@ static void events_round_trip(void **s)
     assert_string_equal(smsg.u.reset.action, "rebuild");
     tb_proto_encode_pong(&sb, 1.5, 2.25); DEC();
     assert_true(smsg.u.pong.server_time == 2.25);
-    tb_proto_room_info r = {"x", "soft", "dough", 1, 2, 3};
+    tb_proto_room_info r = {"x", "soft", "dough", 1, 2, 3, 0};
     tb_proto_encode_lobby(&sb, &r, 1); DEC();
     assert_int_equal(smsg.u.lobby.rooms[0].awake, 3);
+    assert_int_equal(smsg.u.lobby.rooms[0].watchers, 0);
+    r.watchers = 7; /* PROTOCOL.md §14: a seventh field, read back */
+    tb_proto_encode_lobby(&sb, &r, 1); DEC();
+    assert_int_equal(smsg.u.lobby.rooms[0].watchers, 7);
+    tb_proto_encode_watchers(&sb, 5); DEC();
+    assert_int_equal(smsg.type, TB_MSG_WATCHERS);
+    assert_int_equal(smsg.u.watchers.count, 5);
     tb_proto_contact c = {{1, 2, 3}, {0, 0, 1}, 0.5f};
     tb_proto_encode_contacts(&sb, 3, &c, 1); DEC();
     tb_proto_contact back;

@@ -80,6 +80,7 @@ static void dump_client(js *j, const tb_proto_client_msg *m)
         js_key(j, "kind"); if (m->u.hello.has_kind) js_str(j, m->u.hello.kind); else js_null(j);
         js_key(j, "scene"); if (m->u.hello.has_scene) js_str(j, m->u.hello.scene); else js_null(j);
         KS("name", m->u.hello.name);
+        if (m->u.hello.watch) js_key(j, "watch"), js_bool(j, true); /* only a watcher's hello has it */
         break;
     case TB_MSG_PING:
         KD("client_time", m->u.ping.client_time);
@@ -102,11 +103,13 @@ static void dump_client(js *j, const tb_proto_client_msg *m)
             js_key(j, "body"); if (m->u.poke.has_body) js_u(j, m->u.poke.body); else js_null(j);
             js_key(j, "point"); js_dv(j, m->u.poke.point, 3);
             js_key(j, "impulse"); js_dv(j, m->u.poke.impulse, 3);
+            if (m->u.poke.has_view_tick) KU("view_tick", m->u.poke.view_tick); /* only when sent */
             break;
         case TB_MSG_GRAB_START: case TB_MSG_GRAB_MOVE: case TB_MSG_GRAB_END:
             KU("pointer", m->u.grab.pointer);
             if (m->type != TB_MSG_GRAB_END) { js_key(j, "point"); js_dv(j, m->u.grab.point, 3); }
             if (m->type == TB_MSG_GRAB_START) { js_key(j, "body"); if (m->u.grab.has_body) js_u(j, m->u.grab.body); else js_null(j); }
+            if (m->type == TB_MSG_GRAB_START && m->u.grab.has_view_tick) KU("view_tick", m->u.grab.view_tick);
             break;
         case TB_MSG_PARAM: KS("name", m->u.param.name); KD("value", m->u.param.value); break;
         case TB_MSG_ACTION:
@@ -195,6 +198,7 @@ static void dump_server(js *j, const tb_proto_server_msg *m)
         js_close(j, ']');
         dump_params(j, w);
         dump_static(j, &w->st);
+        if (w->watchers) KU("watchers", w->watchers); /* left out when the room has none */
         break;
     }
     case TB_MSG_SCENE:
@@ -236,12 +240,15 @@ static void dump_server(js *j, const tb_proto_server_msg *m)
         KU("code", m->u.error.code); KS("name", m->u.error.name); KS("message", m->u.error.text);
         js_key(j, "seq"); if (m->u.error.has_seq) js_u(j, m->u.error.seq); else js_null(j);
         break;
+    case TB_MSG_WATCHERS: KU("count", m->u.watchers.count); break;
     case TB_MSG_LOBBY:
         js_key(j, "rooms"); js_open(j, '[');
         for (uint32_t i = 0; i < m->u.lobby.count; i++) {
             const tb_proto_room_info *r = &m->u.lobby.rooms[i];
             js_open(j, '{'); KS("id", r->id); KS("kind", r->kind); KS("scene", r->scene);
-            KU("clients", r->clients); KU("bodies", r->bodies); KU("awake", r->awake); js_close(j, '}');
+            KU("clients", r->clients); KU("bodies", r->bodies); KU("awake", r->awake);
+            if (r->watchers) KU("watchers", r->watchers);
+            js_close(j, '}');
         }
         js_close(j, ']');
         break;
@@ -443,6 +450,10 @@ static void client_messages(void)
     strcpy(m.u.hello.room, "my-room_2"); strcpy(m.u.hello.kind, "cloth"); strcpy(m.u.hello.scene, "cape");
     strcpy(m.u.hello.name, "Jürgen 한");
     client_vector("c_hello_create", &m);
+    /* a watcher's hello (PROTOCOL.md "Watchers") */
+    memset(&m, 0, sizeof m); m.type = TB_MSG_HELLO; m.u.hello.version = 1; m.u.hello.watch = true;
+    strcpy(m.u.hello.room, "tower"); strcpy(m.u.hello.name, "Eve");
+    client_vector("c_hello_watch", &m);
 
     memset(&m, 0, sizeof m); m.type = TB_MSG_THROW; m.seq = 1;
     m.u.throw_.origin[0] = 0; m.u.throw_.origin[1] = 1.5; m.u.throw_.origin[2] = 6;
@@ -458,12 +469,18 @@ static void client_messages(void)
     client_vector("c_poke", &m);
     m.u.poke.has_body = false; m.u.poke.body = 0;
     client_vector("c_poke_vertex", &m);
+    /* lag compensation: the tick the player was looking at */
+    m.u.poke.has_body = true; m.u.poke.body = 17; m.u.poke.has_view_tick = true; m.u.poke.view_tick = 70001;
+    client_vector("c_poke_view_tick", &m);
 
     memset(&m, 0, sizeof m); m.type = TB_MSG_GRAB_START; m.seq = 3; m.u.grab.pointer = 1;
     m.u.grab.point[0] = 0.3; m.u.grab.point[1] = 1.2; m.u.grab.point[2] = 0.05;
     client_vector("c_grab_start", &m);
     m.u.grab.has_body = true; m.u.grab.body = 4; m.seq = 4;
     client_vector("c_grab_start_body", &m);
+    m.u.grab.has_view_tick = true; m.u.grab.view_tick = 4242;
+    client_vector("c_grab_start_view_tick", &m);
+    m.u.grab.has_view_tick = false; m.u.grab.view_tick = 0;
     m.type = TB_MSG_GRAB_MOVE; m.seq = 5; m.u.grab.point[0] = 0.45;
     client_vector("c_grab_move", &m);
     m.type = TB_MSG_GRAB_END; m.seq = 6;
@@ -556,6 +573,16 @@ static void hostile_client(void)
     /* [10, 1, 5, nil, "x"]: recv_bytes must be an unsigned integer */
     static const uint8_t ping_bytes[] = {0x95, 0x0a, 0x01, 0x05, 0xc0, 0xa1, 'x'};
     raw_client_vector("x_ping_report_str_bytes", ping_bytes, sizeof ping_bytes, TB_ERR_BAD_MESSAGE);
+    /* [1, 1, "tower", nil, nil, "Eve", 1]: hello.watch must be a bool */
+    static const uint8_t watch_int[] = {0x97, 0x01, 0x01, 0xa5, 't', 'o', 'w', 'e', 'r', 0xc0, 0xc0, 0xa3, 'E', 'v', 'e', 0x01};
+    raw_client_vector("x_hello_watch_not_bool", watch_int, sizeof watch_int, TB_ERR_BAD_MESSAGE);
+    /* [3, 2, 17, [0, 1, 0], [0, 0, -4], 1.5]: poke.view_tick must be an unsigned integer */
+    static const uint8_t view_float[] = {0x96, 0x03, 0x02, 0x11, 0x93, 0x00, 0x01, 0x00, 0x93, 0x00, 0x00, 0xfc,
+                                         0xcb, 0x3f, 0xf8, 0, 0, 0, 0, 0, 0};
+    raw_client_vector("x_poke_view_tick_float", view_float, sizeof view_float, TB_ERR_BAD_MESSAGE);
+    /* [1, 1, "tower", nil, nil, "Ada", nil]: a nil watch is a player's hello */
+    static const uint8_t watch_nil[] = {0x97, 0x01, 0x01, 0xa5, 't', 'o', 'w', 'e', 'r', 0xc0, 0xc0, 0xa3, 'A', 'd', 'a', 0xc0};
+    raw_client_vector("x_hello_watch_nil", watch_nil, sizeof watch_nil, TB_OK);
     /* [6, 1.0, 1]: grab_end whose seq is the float 1.0, not an integer */
     static const uint8_t float_seq[] = {0x93, 0x06, 0xcb, 0x3f, 0xf0, 0, 0, 0, 0, 0, 0, 0x01};
     raw_client_vector("x_float_for_uint", float_seq, sizeof float_seq, TB_ERR_BAD_MESSAGE);
@@ -610,9 +637,14 @@ static void server_messages(void)
     server_vector("s_error", &sb, NULL);
     tb_proto_encode_error(&sb, TB_ERR_VERSION, "protocol version 2 not supported; this server speaks 1 (tumble.v1)", -1);
     server_vector("s_error_version", &sb, NULL);
-    tb_proto_room_info rooms[2] = {{"tower", "rigid", "tower", 3, 25, 0}, {"r-42", "soft", "dough", 1, 0, 0}};
+    tb_proto_room_info rooms[2] = {{"tower", "rigid", "tower", 3, 25, 0, 0}, {"r-42", "soft", "dough", 1, 0, 0, 0}};
     tb_proto_encode_lobby(&sb, rooms, 2);
     server_vector("s_lobby", &sb, NULL);
+    rooms[0].watchers = 3; /* a room being watched: a seventh field */
+    tb_proto_encode_lobby(&sb, rooms, 2);
+    server_vector("s_lobby_watchers", &sb, NULL);
+    tb_proto_encode_watchers(&sb, 3);
+    server_vector("s_watchers", &sb, NULL);
     msgpack_sbuffer_destroy(&sb);
 }
 
@@ -778,6 +810,15 @@ static void tower_sequence(void)
     in.body_count = n; in.tick = 1014; in.awake = 2;
     seq_delta(&q, &in, 301, "seq_tower_08_replace");
     seq_end(&q);
+
+    /* the same room's welcome to a watcher while two watch: a trailing `watchers` */
+    seq w;
+    seq_begin(&w, 16);
+    wel.watchers = 2;
+    in.tick = 1100;
+    seq_welcome(&w, &in, "s_welcome_watchers");
+    wel.watchers = 0;
+    seq_end(&w);
 }
 
 static void cloth_sequence(void)

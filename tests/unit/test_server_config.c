@@ -38,8 +38,27 @@ static void defaults_match_the_documentation(void **state)
     assert_string_equal(cfg.client_dir, "client-web/dist");
     assert_int_equal(cfg.snapshot_rate, 60);
     assert_int_equal(cfg.slow_reader_timeout, 10);
+    assert_int_equal(cfg.max_clients_per_room, 32);
+    assert_int_equal(cfg.max_watchers_per_room, 64);
     assert_int_equal(cfg.log_level, TB_LOG_INFO);
     assert_true(cfg.instance[0] != 0);
+}
+
+static void watcher_limit_is_its_own_option(void **state)
+{
+    (void)state;
+    tb_config cfg;
+    char err[256];
+    const char *env[] = {"TUMBLE_MAX_WATCHERS_PER_ROOM", "5", NULL};
+    const char *argv[] = {"tumble-server", "--max-clients-per-room", "3"};
+    assert_int_equal(parse(&cfg, env, 3, argv, err), TB_CONFIG_OK);
+    assert_int_equal(cfg.max_clients_per_room, 3);
+    assert_int_equal(cfg.max_watchers_per_room, 5);
+    const char *none[] = {"tumble-server", "--max-watchers-per-room", "0"}; /* 0: nobody may watch */
+    assert_int_equal(parse(&cfg, NULL, 3, none, err), TB_CONFIG_OK);
+    assert_int_equal(cfg.max_watchers_per_room, 0);
+    const char *bad[] = {"tumble-server", "--max-watchers-per-room", "-1"};
+    assert_int_not_equal(parse(&cfg, NULL, 3, bad, err), TB_CONFIG_OK);
 }
 
 static void flag_beats_environment_beats_default(void **state)
@@ -132,6 +151,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(defaults_match_the_documentation),
+        cmocka_unit_test(watcher_limit_is_its_own_option),
         cmocka_unit_test(flag_beats_environment_beats_default),
         cmocka_unit_test(snapshot_rate_must_divide_120),
         cmocka_unit_test(invalid_values_are_clear_errors),

@@ -116,6 +116,38 @@ static void ping_link_report_reaches_the_server(void **state)
     assert_int_equal(decode_vector("x_ping_report_negative_rtt", &m, &err), TB_ERR_BAD_VALUE);
 }
 
+static void a_watchers_hello_reaches_the_server(void **state)
+{
+    (void)state;
+    tb_client_msg m;
+    tb_proto_err err;
+    assert_int_equal(decode_vector("c_hello_watch", &m, &err), TB_OK);
+    assert_int_equal(m.kind, TB_CLIENT_JOIN);
+    assert_true(m.watch);
+    assert_string_equal(m.name, "Eve");
+    assert_int_equal(decode_vector("c_hello", &m, &err), TB_OK);
+    assert_false(m.watch); /* an old client's hello joins as a player */
+    assert_int_equal(decode_vector("x_hello_watch_nil", &m, &err), TB_OK);
+    assert_false(m.watch);
+    assert_int_equal(decode_vector("x_hello_watch_not_bool", &m, &err), TB_ERR_BAD_MESSAGE);
+}
+
+static void a_view_tick_reaches_the_input(void **state)
+{
+    (void)state;
+    tb_client_msg m;
+    tb_proto_err err;
+    assert_int_equal(decode_vector("c_poke_view_tick", &m, &err), TB_OK);
+    assert_int_equal(m.input.type, TB_INPUT_POKE);
+    assert_int_equal(m.input.view_tick, 70001);
+    assert_int_equal(m.input.view_age, 0); /* the worker works it out against its tick */
+    assert_int_equal(decode_vector("c_grab_start_view_tick", &m, &err), TB_OK);
+    assert_int_equal(m.input.view_tick, 4242);
+    assert_int_equal(decode_vector("c_poke", &m, &err), TB_OK);
+    assert_int_equal(m.input.view_tick, 0); /* none: now */
+    assert_int_equal(decode_vector("x_poke_view_tick_float", &m, &err), TB_ERR_BAD_MESSAGE);
+}
+
 static void hostile_frames_get_the_protocol_code(void **state)
 {
     (void)state;
@@ -152,6 +184,8 @@ int main(void)
         cmocka_unit_test(hello_becomes_a_join_with_name_and_scene),
         cmocka_unit_test(inputs_map_onto_room_records),
         cmocka_unit_test(ping_link_report_reaches_the_server),
+        cmocka_unit_test(a_watchers_hello_reaches_the_server),
+        cmocka_unit_test(a_view_tick_reaches_the_input),
         cmocka_unit_test(hostile_frames_get_the_protocol_code),
         cmocka_unit_test(server_errors_map_to_protocol_codes),
     };

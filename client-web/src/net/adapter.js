@@ -89,7 +89,7 @@ function nameParts(capsules, ends) {
   });
 }
 
-export function createAdapter({ roomId, kind, scene, name }) {
+export function createAdapter({ roomId, kind, scene, name, watch = false }) {
   let st, seq, desc, tickRate, clientId, awaitingKey, peers, prev, sender, recvBytes, myName = name;
   const actionAlias = new Map();   // learned: protocol action -> the name this server takes
   const pendingActions = new Map(); // seq -> {action, scene} of recent actions
@@ -161,7 +161,8 @@ export function createAdapter({ roomId, kind, scene, name }) {
     st.apply(m);
     awaitingKey = false; prev = null;
     desc = describe(full, roomId);
-    return { type: 'welcome', desc, you: { id: clientId, name: myName }, players: players(), snapshot: snapshot(), scene: isScene };
+    return { type: 'welcome', desc, you: { id: clientId, name: myName }, players: players(), snapshot: snapshot(), scene: isScene,
+      watchers: isScene ? undefined : (m.watchers ?? 0) };
   }
 
   function decodeOne(m) {
@@ -195,6 +196,7 @@ export function createAdapter({ roomId, kind, scene, name }) {
       case 'param_changed': return [{ type: 'param', name: m.name, value: m.value, by: { id: m.by, name: m.by === 0 ? 'the server' : m.by_name } }];
       case 'peer_joined': peers.set(m.id, m.name); return [{ type: 'players', players: players(), joined: { id: m.id, name: m.name } }];
       case 'peer_left': { const n = peers.get(m.id); peers.delete(m.id); return [{ type: 'players', players: players(), left: { id: m.id, name: n } }]; }
+      case 'watchers': return [{ type: 'watchers', count: m.count }]; // PROTOCOL.md §14
       case 'reset': return [{ type: 'reset', action: m.action, by: { id: m.by, name: m.by === clientId ? 'You' : m.by_name || 'The server' } }];
       case 'pong': return [{ type: 'pong', sent: m.client_time / 1000, server: m.server_time / 1000 }];
       case 'error': {
@@ -221,7 +223,7 @@ export function createAdapter({ roomId, kind, scene, name }) {
     reset,
     setSender(fn) { sender = fn; },
     onOpen() {
-      return [encodeClient({ type: 'hello', version: VERSION, room: roomId, kind: kind ?? null, scene: scene ?? null, name: myName })];
+      return [encodeClient({ type: 'hello', version: VERSION, room: roomId, kind: kind ?? null, scene: scene ?? null, name: myName, watch })];
     },
     decode(bytes) {
       recvBytes = (recvBytes + bytes.byteLength) >>> 0; // for the link report (PROTOCOL.md §13)
@@ -243,6 +245,13 @@ export function createAdapter({ roomId, kind, scene, name }) {
     get desc() { return desc; },
   };
 
+  // The tick of the picture the person aimed at (PROTOCOL.md §15): room.js stamps a poke or
+  // grab with the server time it was drawing (seconds; a snapshot's time is tick / tickRate).
+  function viewTick(i) {
+    const t = Math.round(i.viewTime * tickRate);
+    return Number.isFinite(t) && t > 0 && t <= 0xffffffff ? t : null;
+  }
+
   function toMessage(i) {
     const next = () => ++seq;
     const s3 = (v) => v.map((x) => +x);
@@ -256,7 +265,7 @@ export function createAdapter({ roomId, kind, scene, name }) {
         recv_bytes: recvBytes,
       };
       case 'resync': return { type: 'resync' };
-      case 'poke': return { type: 'poke', seq: next(), body: i.body, point: s3(i.point), impulse: s3(i.impulse) };
+      case 'poke': return { type: 'poke', seq: next(), body: i.body, point: s3(i.point), impulse: s3(i.impulse), view_tick: viewTick(i) };
       case 'press': return { type: 'poke', seq: next(), body: null, point: s3(i.point), impulse: s3(i.direction).map((x) => x * PRESS_IMPULSE) };
       case 'throw': return { type: 'throw', seq: next(), origin: s3(i.from), velocity: s3(i.velocity), shape: i.shape === 'die' ? 'die' : 'ball' };
       case 'grab': {
@@ -266,7 +275,7 @@ export function createAdapter({ roomId, kind, scene, name }) {
           deadPointers.delete(pointer);
           grabStarts.set(n, pointer);
           if (grabStarts.size > 64) grabStarts.delete(grabStarts.keys().next().value);
-          return { type: 'grab_start', seq: n, pointer, point: s3(i.point), body: i.body ?? null };
+          return { type: 'grab_start', seq: n, pointer, point: s3(i.point), body: i.body ?? null, view_tick: viewTick(i) };
         }
         // The server refused this pointer's grab: its moves and release would only be refused too.
         if (deadPointers.has(pointer)) { if (i.phase === 'end') deadPointers.delete(pointer); return null; }

@@ -28,8 +28,8 @@ export function setPlayerName(name) {
   return n;
 }
 
-export function createWsTransport({ roomId, kind, scene, url, name = playerName() }) {
-  const adapter = createAdapter({ roomId, kind, scene, name });
+export function createWsTransport({ roomId, kind, scene, url, name = playerName(), watch = false }) {
+  const adapter = createAdapter({ roomId, kind, scene, name, watch });
   let conn = null;
   return {
     adapter,

@@ -10,9 +10,9 @@ const h = (tag, cls, text) => { const e = document.createElement(tag); if (cls) 
  * @param {HTMLElement} host
  * @param {{roomId:string, kind:string, scene?:string, actions:{action:string,label:string,title?:string}[],
  *   scenes?:string[], onAction(a:string):void, onSelectScene?(s:string):void, onRename?():void,
- *   hint?:{long:string, short:string}}} o
+ *   hint?:{long:string, short:string}, watching?:boolean}} o  watching: a watcher's page (controls off)
  */
-export function createHud(host, { roomId, kind, scene, actions, scenes = [], onAction, onSelectScene, onRename, hint: hintText }) {
+export function createHud(host, { roomId, kind, scene, actions, scenes = [], onAction, onSelectScene, onRename, hint: hintText, watching = false }) {
   const hud = h('div', 'hud');
   const top = h('header', 'bar top');
   const brand = h('a', 'brand', 'Tumble'); brand.href = '/'; brand.title = 'All rooms';
@@ -83,6 +83,7 @@ export function createHud(host, { roomId, kind, scene, actions, scenes = [], onA
   const hint = h('div', 'hint');
   const hintLong = h('span', 'hint-long', hintText?.long ?? '');
   const hintShort = h('span', 'hint-short', hintText?.short ?? hintText?.long ?? '');
+  if (watching) { hintLong.textContent = 'You are watching: the room plays on, your controls are off.'; hintShort.textContent = 'Watching'; }
   hint.append(hintLong, hintShort);
   bottom.append(acts, hint, statsBtn, stats);
   hud.append(top, middle, bottom);
@@ -99,13 +100,20 @@ export function createHud(host, { roomId, kind, scene, actions, scenes = [], onA
   let offline = false;
   return {
     el: hud, side, stats, conn,
-    setPlayers(list, youId) {
+    /** The players, and how many watch (PROTOCOL.md §14); `watching`: this page is one of them. */
+    setPlayers(list, youId, watchers = 0, watching = false) {
       players.textContent = '';
       const n = list.length;
       const dot = h('span', 'dot');
       const names = list.map((p) => (p.id === youId ? 'you' : p.name));
       const shown = names.slice(0, 3).join(', ') + (n > 3 ? ` +${n - 3}` : '');
       players.append(dot, h('span', 'count', `${n} ${n === 1 ? 'player' : 'players'}`), h('span', 'names', shown));
+      if (watchers > 0) players.append(h('span', 'watchers', `${watchers} watching`));
+      if (watching) {
+        const tag = h('span', 'chip watching', 'watching');
+        tag.title = 'You are watching this room: you see everything, your controls are off';
+        players.append(tag);
+      }
       players.title = list.map((p) => (p.id === youId ? `${p.name} (you)` : p.name)).join(', ');
       const me = list.find((p) => p.id === youId);
       if (me && onRename) {
@@ -136,8 +144,8 @@ export function createHud(host, { roomId, kind, scene, actions, scenes = [], onA
     setOffline(on) {
       offline = on;
       hud.classList.toggle('offline', on);
-      for (const b of acts.querySelectorAll('button')) b.disabled = on;
-      if (sceneBtn) sceneBtn.disabled = on;
+      for (const b of acts.querySelectorAll('button')) b.disabled = on || watching;
+      if (sceneBtn) sceneBtn.disabled = on || watching;
       if (on) closeMenu();
     },
     get offline() { return offline; },
