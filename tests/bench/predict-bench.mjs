@@ -73,6 +73,8 @@ async function browserRun(server) {
       viewport: '720x520', drag_s: SECONDS, frames: f1 - f0, predicted_frames: log.frames.length,
       cost_ms: { p50: r2(percentile(log.costMs, 0.5)), p99: r2(percentile(log.costMs, 0.99)), max: r2(Math.max(...log.costMs)) },
       correction_cm: { p50: r2(100 * percentile(log.corrections, 0.5)), p99: r2(100 * percentile(log.corrections, 0.99)) },
+      steps_per_frame: { p50: percentile(log.steps, 0.5), p99: percentile(log.steps, 0.99) },
+      slowest: log.costMs.map((c, i) => ({ frame: i, cost_ms: r2(c), steps: log.steps[i] })).sort((a, b) => b.cost_ms - a.cost_ms).slice(0, 5),
     };
   } finally {
     await browser.close(); await link.stop(); await tumble.stop();
