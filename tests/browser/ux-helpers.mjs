@@ -76,6 +76,15 @@ const HIDE_CSS = `.__hide-text, .__hide-text *, .__hide-text *::before, .__hide-
  * Returns [{ sel, index, label, ratio, fg, bg, textPixels }].
  */
 export async function textContrasts(page, selectors) {
+  // The pair is valid only if nothing it measures changed between the two shots (a HUD
+  // sign that flips, a panel that moves on a slow page): else it is taken again.
+  for (let attempt = 1; ; attempt++) {
+    const r = await contrastPair(page, selectors);
+    if (r.stable || attempt === 3) return r.results;
+  }
+}
+
+async function contrastPair(page, selectors) {
   await page.evaluate((css) => {
     if (!document.getElementById('__hide-text-css')) { const s = document.createElement('style'); s.id = '__hide-text-css'; s.textContent = css; document.head.append(s); }
   }, HIDE_CSS);
@@ -85,15 +94,23 @@ export async function textContrasts(page, selectors) {
       const r = el.getBoundingClientRect(), cs = getComputedStyle(el);
       if (r.width < 2 || r.height < 2 || cs.display === 'none' || cs.visibility === 'hidden') return;
       el.dataset.contrastProbe = `${out.length}`;
-      out.push({ sel, index, label: (el.value || el.textContent || '').trim().slice(0, 30), x: Math.floor(r.left), y: Math.floor(r.top), w: Math.ceil(r.width), h: Math.ceil(r.height) });
+      out.push({ sel, index, label: (el.value || el.textContent || '').trim().slice(0, 30), x: Math.floor(r.left), y: Math.floor(r.top), w: Math.ceil(r.width), h: Math.ceil(r.height),
+        look: `${el.className} ${el.value || el.textContent || ''}` });
     });
     return out;
   }, selectors);
   const shown = await page.screenshot({ animations: 'disabled', caret: 'hide' });
   await page.evaluate(() => document.querySelectorAll('[data-contrast-probe]').forEach((el) => el.classList.add('__hide-text')));
   const hidden = await page.screenshot({ animations: 'disabled', caret: 'hide' });
-  await page.evaluate(() => document.querySelectorAll('[data-contrast-probe]').forEach((el) => { el.classList.remove('__hide-text'); delete el.dataset.contrastProbe; }));
-  return page.evaluate(measure, [shown.toString('base64'), hidden.toString('base64'), boxes]);
+  const after = await page.evaluate(() => [...document.querySelectorAll('[data-contrast-probe]')].map((el) => {
+    el.classList.remove('__hide-text');
+    const r = el.getBoundingClientRect(), i = Number(el.dataset.contrastProbe);
+    delete el.dataset.contrastProbe;
+    return { i, x: Math.floor(r.left), y: Math.floor(r.top), look: `${el.className} ${el.value || el.textContent || ''}` };
+  }));
+  const stable = after.length === boxes.length && after.every((a) => a.x === boxes[a.i].x && a.y === boxes[a.i].y && a.look === boxes[a.i].look);
+  const results = await page.evaluate(measure, [shown.toString('base64'), hidden.toString('base64'), boxes.map(({ look, ...b }) => b)]);
+  return { stable, results };
 }
 
 /** The same for one element (a hovered button). */
