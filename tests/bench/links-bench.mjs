@@ -46,13 +46,14 @@ export const LINK_NAMES = {
 const ROOMS = ['tower', 'pile', 'flag', 'cape', 'dough'];
 
 function args() {
-  const a = process.argv.slice(2), o = { window: 20, warmup: 3, links: Object.keys(LINKS), rooms: ROOMS, json: false };
+  const a = process.argv.slice(2), o = { window: 20, warmup: 3, links: Object.keys(LINKS), rooms: ROOMS, json: false, reports: true };
   for (let i = 0; i < a.length; i++) {
     const v = a[i + 1];
     if (a[i] === '--window') { o.window = +v; i++; } else if (a[i] === '--warmup') { o.warmup = +v; i++; }
     else if (a[i] === '--links') { o.links = v.split(','); i++; } else if (a[i] === '--rooms') { o.rooms = v.split(','); i++; }
     else if (a[i] === '--json') o.json = true;
-    else { console.error(`usage: links-bench.mjs [--window S] [--warmup S] [--links ${Object.keys(LINKS).join(',')}] [--rooms ${ROOMS.join(',')}] [--json]`); process.exit(2); }
+    else if (a[i] === '--no-reports') o.reports = false;
+    else { console.error(`usage: links-bench.mjs [--window S] [--warmup S] [--links ${Object.keys(LINKS).join(',')}] [--rooms ${ROOMS.join(',')}] [--no-reports] [--json]`); process.exit(2); }
   }
   for (const l of o.links) if (!(l in LINKS)) { console.error(`unknown link ${l}`); process.exit(2); }
   return o;
@@ -158,6 +159,7 @@ async function runOne(srvPort, linkName, scene, o) {
   const w = { snaps: 0, keys: 0, bytes0: 0, lag: [], input: [], refused: 0, pending: new Map() };
   const remote = await player(link ? link.port : srvPort, room, null, 'remote', (p, m, at) => {
     if (m.type === 'error' && m.seq != null && w.pending.delete(m.seq)) w.refused++;
+    if (m.type === 'pong' && p.onPong) p.onPong(m);
     if (m.type !== 'snap_delta' && m.type !== 'snap_key') return;
     if (!measuring) return;
     w.snaps++;
@@ -165,6 +167,15 @@ async function runOne(srvPort, linkName, scene, o) {
     for (const [seq, sent] of w.pending) if (p.st.lastSeq >= seq) { w.input.push(at - sent); w.pending.delete(seq); }
   });
   drive(host, scene, timers);
+  // link reports every 0.5 s, as the browser client sends them (PROTOCOL.md §13); --no-reports: an old client
+  if (o.reports) {
+    let pingAt = 0, rtt = null;
+    remote.onPong = (m) => { rtt = now() - m.client_time; };
+    timers.push(setInterval(() => {
+      pingAt = now();
+      remote.send({ type: 'ping', client_time: pingAt, ack_tick: remote.st.tick || null, rtt_ms: rtt, recv_bytes: remote.bytes % 2 ** 32 });
+    }, 500));
+  }
   // the remote pokes once a second, at a random phase
   timers.push(setTimeout(() => timers.push(setInterval(() => { const s = poke(remote, scene); if (s && measuring) w.pending.set(s, now()); }, 1000)), rand() * 1000));
   // view lag, every 10 ms: how old is the present the remote player can show?
@@ -194,7 +205,7 @@ async function runOne(srvPort, linkName, scene, o) {
     input_to_visible_ms: { p50: r1(quantile(w.input, 0.5)), p99: r1(quantile(w.input, 0.99)), count: w.input.length, unanswered: w.pending.size, refused: w.refused },
     snapshots_per_s: r1(w.snaps / secs), snap_rate: remote.welcome.snap_rate,
     kbit_per_s: r1(((remote.bytes - w.bytes0) * 8) / 1000 / secs),
-    keyframes: w.keys, resyncs: remote.resyncs, disconnected: remote.closed,
+    keyframes: w.keys, resyncs: remote.resyncs, disconnected: remote.closed, reports: o.reports,
   };
   host.ws.close(); remote.ws.close();
   await sleep(200);
@@ -229,7 +240,10 @@ async function main() {
         else console.error(`${l} ${scene}: view lag p50 ${r.view_lag_ms.p50} p99 ${r.view_lag_ms.p99} ms, input ${r.input_to_visible_ms.p50} ms, ${r.snapshots_per_s} snap/s, ${r.kbit_per_s} kbit/s, keyframes ${r.keyframes} (load ${r.load_average})`);
       }
     }
-  } finally { await stopAll(); }
+  } finally {
+    await stopAll();
+    if (process.env.LINKS_BENCH_SERVER_LOG) (await import('node:fs')).writeFileSync(process.env.LINKS_BENCH_SERVER_LOG, srv.stderr);
+  }
   if (!o.json) {
     console.log(markdown(rows));
     console.log(`\n${cpu}, ${os.cpus().length} cores; load average during the runs ${Math.min(...rows.map((r) => r.load_average))}–${Math.max(...rows.map((r) => r.load_average))}; window ${o.window} s after ${o.warmup} s`);
