@@ -275,7 +275,7 @@ void tb_link_check(tb_session *s, int64_t now)
         s->ping_wanted = true;
         tb_outbox_ask_writable(s);
     }
-    if (now - l->rate_since_ns >= 500 * TB_NS_PER_MS) {
+    if (now - l->rate_since_ns >= 250 * TB_NS_PER_MS) {
         double bps = (double)l->rate_bytes * 1e9 / (double)(now - l->rate_since_ns);
         l->sent_bps = l->sent_bps > 0 ? 0.5 * l->sent_bps + 0.5 * bps : bps;
         l->rate_bytes = 0;
@@ -292,6 +292,14 @@ void tb_link_check(tb_session *s, int64_t now)
         frame_ns = 250 * TB_NS_PER_MS;
     int64_t settle = tb__max64(rtt_min + 100 * TB_NS_PER_MS, 300 * TB_NS_PER_MS) + l->settle_ns;
     int stride = tb_room_strides[l->tier];
+    /* known capacity, and what is written now does not fit it: step down
+     * before the queue shows (the scene got busier) */
+    bool known = l->capacity_at_ns && now - l->capacity_at_ns < TB__CAPACITY_KEEP_NS;
+    if (known && l->tier < TB_ROOM_TIERS - 1 && l->sent_bps > l->capacity_bps && now - l->changed_ns >= settle) {
+        l->queue_at_change_ns = q;
+        tb__switch(s, l->tier + 1, now, q, frame_ns);
+        return;
+    }
     if (q > TB__Q_HIGH_NS + frame_ns) {
         l->calm_since_ns = 0;
         if (!l->congested_since_ns)
@@ -308,6 +316,11 @@ void tb_link_check(tb_session *s, int64_t now)
         double want = stride * pow(ratio, 1.0 / TB__RATE_EXPONENT);
         int tier = l->tier + 1;
         while (tier < TB_ROOM_TIERS - 1 && tb_room_strides[tier] < want)
+            tier++;
+        /* a long queue and no word yet of what the link delivers (the start):
+         * a tier more for each further threshold the queue is over */
+        for (int64_t over = q - 2 * (TB__Q_HIGH_NS + frame_ns); over > 0 && tier < TB_ROOM_TIERS - 1;
+             over -= TB__Q_HIGH_NS + frame_ns)
             tier++;
         bool limited = tb__link_limited(l);
         if (limited) { /* the link is the limit: remember what it carries */
@@ -334,7 +347,6 @@ void tb_link_check(tb_session *s, int64_t now)
      * calm; one that was, when the next tier's rate fits what it carried,
      * else after the probe hold */
     double expected = l->sent_bps * pow((double)stride / tb_room_strides[l->tier - 1], TB__RATE_EXPONENT);
-    bool known = l->capacity_at_ns && now - l->capacity_at_ns < TB__CAPACITY_KEEP_NS;
     bool fits = !known || expected <= 0.8 * capacity;
     if ((fits && calm >= TB__CALM_SAFE_NS) || calm >= l->probe_hold_ns) {
         if (!fits && l->last_up_ns && now - l->last_up_ns > 30 * TB_NS_PER_SEC)

@@ -1,0 +1,83 @@
+// link-stream.test.mjs: latency-bounded streaming (issue 17, server/net/link.c).
+// A remote player behind tumble-netem at 64 kbit/s + 40 ms one way, in a flag
+// room that needs about twice that at 60 snapshots/s, while a host on loopback
+// is in the same room (its newest tick is the present). The server must lower
+// the remote player's snapshot rate instead of letting a backlog build in the
+// buffers: its picture stays near the present, its deltas keep chaining across
+// the rate changes, and the server's own ping does not cut it as a slow reader.
+// Short runs with loose bounds (the figures come from tests/bench/links-bench.mjs):
+// without the stream tiers the remote falls ~0.8 s further behind every second
+// and is disconnected by --slow-reader-timeout 3.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import os from 'node:os';
+import { startServer, startLink, stopAll, connect, join, metrics, sleep } from './harness.mjs';
+
+after(stopAll);
+
+const load = () => `load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`;
+
+async function remoteOnSlowLink({ reports }) {
+  const srv = await startServer({ args: ['--slow-reader-timeout', '3'] });
+  const room = `slow-${reports ? 'reports' : 'plain'}`;
+  const host = await connect(srv.port, { name: 'host' });
+  const welcome = await join(host, room, 'flag');
+  const wind = welcome.params.find((p) => p.name === 'wind');
+  const link = await startLink(srv.port, { kbps: 64, delay: 40 });
+  const remote = await connect(link.port, { name: 'remote' });
+  await join(remote, room);
+  let bytes = 0;
+  remote.ws.on('message', (d) => { bytes += d.length; });
+  const timers = [];
+  if (reports) { // as the browser does: every 0.5 s (PROTOCOL.md §13)
+    timers.push(setInterval(() => remote.send({ type: 'ping', client_time: performance.now(), ack_tick: remote.state.tick, rtt_ms: null, recv_bytes: bytes % 2 ** 32 }), 500));
+  }
+  // the host changes the wind now and then, so the flag keeps moving
+  timers.push(setInterval(() => host.send({ type: 'param', name: 'wind', value: wind.min + (wind.max - wind.min) * Math.random() }), 2000));
+  const lags = [];
+  const t0 = performance.now();
+  while (performance.now() - t0 < 9000) {
+    await sleep(100);
+    host.dropSnapshots();
+    remote.dropSnapshots();
+    if (performance.now() - t0 > 5000) lags.push((host.state.tick - remote.state.tick) / 120);
+  }
+  for (const t of timers) clearInterval(t);
+  const m = await metrics(srv.url);
+  const slow = Object.entries(m).filter(([k, v]) => k.startsWith('tumble_clients_by_stream_rate{') && !k.includes('rate="60"') && v > 0);
+  const res = { lags, maxLag: Math.max(...lags), closed: remote.closed, snapErrors: remote.snapErrors, downs: m['tumble_stream_rate_changes_total{direction="down"}'], slow, snaps: remote.snapshots };
+  host.close(); remote.close();
+  await link.stop();
+  return res;
+}
+
+for (const reports of [true, false]) {
+  test(`a player on a 64 kbit/s link gets fewer snapshots, not an old world (${reports ? 'with link reports' : 'an old client: pings only'})`, async () => {
+    const r = await remoteOnSlowLink({ reports });
+    const note = `lags ${r.lags.map((x) => x.toFixed(2)).join(' ')} s; ${load()}`;
+    assert.equal(r.closed, null, `the slow-but-reading player was disconnected: ${JSON.stringify(r.closed)}; ${note}`);
+    assert.ok(r.maxLag < 1.5, `view stays near the present after 5 s: max ${r.maxLag.toFixed(2)} s; ${note}`);
+    assert.deepEqual(r.snapErrors.map(String), [], 'every delta applied across the rate changes');
+    assert.ok(r.downs >= 1, 'the stream rate was lowered');
+    assert.ok(r.slow.length >= 1, `the player is counted at a lower stream rate: ${JSON.stringify(r.slow)}`);
+  });
+}
+
+test('a link report puts the view lag into /metrics', async () => {
+  const srv = await startServer();
+  const c = await connect(srv.port);
+  await join(c, 'lag-metric', 'tower');
+  let snap = await c.snapshot();
+  while (snap.state.tick < 300) { c.dropSnapshots(); snap = await c.snapshot(); } // a room 2.5 s old
+  const before = await metrics(srv.url);
+  // a picture 2 s old: 240 ticks behind the newest snapshot
+  c.send({ type: 'ping', client_time: 1, ack_tick: snap.state.tick - 240, rtt_ms: 0.5, recv_bytes: 1000 });
+  await c.type('pong');
+  const after = await metrics(srv.url);
+  const count = 'tumble_client_view_lag_seconds_count', under1 = 'tumble_client_view_lag_seconds_bucket{le="1"}', under5 = 'tumble_client_view_lag_seconds_bucket{le="5"}';
+  assert.equal(after[count] - before[count], 1);
+  assert.equal(after[under1] - before[under1], 0, 'more than 1 s behind');
+  assert.equal(after[under5] - before[under5], 1, 'less than 5 s behind');
+  assert.ok(after['tumble_clients_by_stream_rate{rate="60"}'] >= 1, 'a loopback client streams every snapshot');
+  c.close();
+});
