@@ -58,7 +58,7 @@ _Static_assert(TB_ROOM_TIERS == TB_METRICS_TIERS, "metrics count every stream ti
 #define TB__Q_LOW_NS (25 * TB_NS_PER_MS)
 #define TB__RTT_WINDOW_NS (5 * TB_NS_PER_SEC)
 #define TB__CAPACITY_KEEP_NS (30 * TB_NS_PER_SEC)
-#define TB__CONGESTED_FOR_NS (100 * TB_NS_PER_MS)
+#define TB__CONGESTED_FOR_NS (250 * TB_NS_PER_MS)
 #define TB__CALM_SAFE_NS (1 * TB_NS_PER_SEC)
 #define TB__PROBE_MIN_NS (4 * TB_NS_PER_SEC)
 #define TB__PROBE_MAX_NS (64 * TB_NS_PER_SEC)
