@@ -3,7 +3,7 @@
  *
  * What the server learns of a link, per session:
  *   - round trips: a WebSocket ping every TB__LINK_PING_NS (one outstanding
- *     at a time); its pong comes back once the client has read every byte
+ *     at a time; every second on a calm link of under 20 ms); its pong comes back once the client has read every byte
  *     written before it, so ping to pong is the round trip *plus the time
  *     the data waited in buffers* on the way (the server's socket, a proxy,
  *     a router queue). The smallest of the last 10-20 s is the path itself
@@ -53,6 +53,7 @@
 _Static_assert(TB_ROOM_TIERS == TB_METRICS_TIERS, "metrics count every stream tier");
 
 #define TB__LINK_PING_NS (250 * TB_NS_PER_MS)
+#define TB__LAN_RTT_NS (20 * TB_NS_PER_MS)
 #define TB__LINK_CHECK_NS (50 * TB_NS_PER_MS)
 #define TB__Q_HIGH_NS (120 * TB_NS_PER_MS)
 #define TB__Q_LOW_NS (25 * TB_NS_PER_MS)
@@ -239,8 +240,10 @@ static void tb__switch(tb_session *s, int tier, int64_t now, int64_t q, int64_t 
 }
 
 /* The queueing delay now: the newest pong's, or the age of the outstanding
- * ping beyond the path's round trip if larger; the backlog of the newest
- * report; a kernel send queue that holds more than it should. */
+ * ping beyond the path's round trip if larger; a kernel send queue that
+ * holds more than it should. (A report's backlog, bytes written - received,
+ * is not used: on a slow stream one frame the client has not counted yet is
+ * a large part of a second's bytes, and reads as a queue it is not.) */
 static int64_t tb__queue_now(tb_session *s, int64_t now)
 {
     tb_link *l = &s->link;
@@ -251,13 +254,6 @@ static int64_t tb__queue_now(tb_session *s, int64_t now)
     double rate = l->delivered_bps > l->sent_bps ? l->delivered_bps : l->sent_bps;
     if (rate < 1000)
         rate = 1000;
-    if (l->has_report_bytes && now - l->report_at_ns < TB_NS_PER_SEC) {
-        /* in flight legitimately: what was written in the last round trip */
-        double backlog = (double)(uint32_t)((uint32_t)l->payload_sent - l->report_bytes);
-        int64_t qr = (int64_t)(backlog / rate * 1e9) - (l->client_rtt_ns ? l->client_rtt_ns : rtt_min) -
-                     (now - l->report_at_ns);
-        q = tb__max64(q, qr);
-    }
     int fd = lws_get_socket_fd(s->wsi), outq = 0;
     if (fd >= 0 && ioctl(fd, SIOCOUTQ, &outq) == 0 && outq > 16384)
         q = tb__max64(q, (int64_t)((double)outq / rate * 1e9) - rtt_min);
@@ -270,7 +266,11 @@ void tb_link_check(tb_session *s, int64_t now)
     if (!s->welcomed || s->closing || !s->room || now - l->last_check_ns < TB__LINK_CHECK_NS)
         return;
     l->last_check_ns = now;
-    if (!s->ping_sent_ns && !s->ping_wanted && now - s->last_ping_ns >= TB__LINK_PING_NS) {
+    /* 4 pings a second where the link matters (a remote client, a queue, a
+     * lowered rate); a calm client on a LAN or loopback keeps the
+     * housekeeping's one a second (load tests: no extra writes) */
+    bool remote = tb__rtt_min(l) > TB__LAN_RTT_NS || l->queue_ns > TB__Q_LOW_NS || l->tier || l->next;
+    if (!s->ping_sent_ns && !s->ping_wanted && now - s->last_ping_ns >= (remote ? TB__LINK_PING_NS : TB_NS_PER_SEC)) {
         s->last_ping_ns = now;
         s->ping_wanted = true;
         tb_outbox_ask_writable(s);
