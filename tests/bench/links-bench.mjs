@@ -156,7 +156,7 @@ async function runOne(srvPort, linkName, scene, o) {
     if (m.type === 'snap_delta' || m.type === 'snap_key' || m.type === 'welcome') { tickAt.set(p.st.tick, at); hostTickMax = p.st.tick; }
   });
   let measuring = false;
-  const w = { snaps: 0, keys: 0, bytes0: 0, lag: [], input: [], refused: 0, pending: new Map() };
+  const w = { snaps: 0, keys: 0, bytes0: 0, lag: [], lagAt: [], input: [], refused: 0, pending: new Map() };
   const remote = await player(link ? link.port : srvPort, room, null, 'remote', (p, m, at) => {
     if (m.type === 'error' && m.seq != null && w.pending.delete(m.seq)) w.refused++;
     if (m.type === 'pong' && p.onPong) p.onPong(m);
@@ -193,11 +193,22 @@ async function runOne(srvPort, linkName, scene, o) {
   measuring = true;
   const t0 = now();
   w.bytes0 = remote.bytes;
-  const sampler = setInterval(() => w.lag.push(lagOf(now())), 10);
+  const sampler = setInterval(() => { const t = now(); w.lag.push(lagOf(t)); w.lagAt.push(t); }, 10);
   await sleep(o.window * 1000);
   measuring = false;
   clearInterval(sampler);
   const secs = (now() - t0) / 1000;
+  // after each excursion over 0.5 s (a stall), the time from its peak until the lag is back under 0.2 s
+  const recoveries = [];
+  for (let i = 0; i < w.lag.length; i++) {
+    if (w.lag[i] <= 500) continue;
+    let peak = i;
+    while (peak + 1 < w.lag.length && w.lag[peak + 1] >= w.lag[peak]) peak++;
+    let j = peak;
+    while (j < w.lag.length && w.lag[j] >= 200) j++;
+    if (j < w.lag.length) recoveries.push(Math.round(w.lagAt[j] - w.lagAt[peak]));
+    i = j;
+  }
   for (const t of timers) { clearTimeout(t); clearInterval(t); }
   const res = {
     link: linkName, room: scene, window_s: r1(secs),
@@ -205,6 +216,7 @@ async function runOne(srvPort, linkName, scene, o) {
     input_to_visible_ms: { p50: r1(quantile(w.input, 0.5)), p99: r1(quantile(w.input, 0.99)), count: w.input.length, unanswered: w.pending.size, refused: w.refused },
     snapshots_per_s: r1(w.snaps / secs), snap_rate: remote.welcome.snap_rate,
     kbit_per_s: r1(((remote.bytes - w.bytes0) * 8) / 1000 / secs),
+    recovery_ms: recoveries.length ? { count: recoveries.length, max: Math.max(...recoveries) } : null,
     keyframes: w.keys, resyncs: remote.resyncs, disconnected: remote.closed, reports: o.reports,
   };
   host.ws.close(); remote.ws.close();
@@ -237,7 +249,7 @@ async function main() {
         r.load_average = r1(Math.max(load0, os.loadavg()[0]));
         rows.push(r);
         if (o.json) console.log(JSON.stringify(r));
-        else console.error(`${l} ${scene}: view lag p50 ${r.view_lag_ms.p50} p99 ${r.view_lag_ms.p99} ms, input ${r.input_to_visible_ms.p50} ms, ${r.snapshots_per_s} snap/s, ${r.kbit_per_s} kbit/s, keyframes ${r.keyframes} (load ${r.load_average})`);
+        else console.error(`${l} ${scene}: view lag p50 ${r.view_lag_ms.p50} p99 ${r.view_lag_ms.p99} max ${r.view_lag_ms.max} ms${r.recovery_ms ? `, back under 0.2 s after ${r.recovery_ms.count} excursion(s) in at most ${r.recovery_ms.max} ms` : ''}, input ${r.input_to_visible_ms.p50} ms, ${r.snapshots_per_s} snap/s, ${r.kbit_per_s} kbit/s, keyframes ${r.keyframes} (load ${r.load_average})`);
       }
     }
   } finally {
