@@ -25,7 +25,7 @@ CC       := gcc
 endif
 CLANG    ?= clang
 BUILD    := build
-PKGS     := libuv libwebsockets msgpack
+PKGS     := libuv libwebsockets msgpack hiredis
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -141,23 +141,44 @@ fuzz: $(FUZZ_BIN)
 #
 # Debian's clang for wasm32-wasi with wasi-libc, lld and the wasm32 compiler-rt
 # (scripts/deps.sh). A WASI reactor: no main runs; the loader (client-web/src/
-# physics/wasm.js) calls _initialize, then any exported function. The physics,
-# the world-hash driver (tests/bench/bench_world_hash.c), malloc and free are exported
-# (default visibility + --export-dynamic). The physics includes no <pthread.h>
-# (wasi-libc has none): the settled-tower memo lives in sim (sim/tower_memo.c).
+# physics/wasm.js) calls _initialize, then any exported function. Exported
+# (default visibility + --export-dynamic): the physics, the world-hash driver
+# (tests/bench/bench_world_hash.c), the replay viewer's calls (server/wasm/
+# viewer.c), malloc and free. Built in but hidden (-fvisibility=hidden, so
+# the linker keeps only what the viewer reaches): sim's replay engine and
+# world adapters (sim/replay.c, world_*.c, room.c ...: the same input
+# application as the server, no libuv, no threads) and proto's snapshot
+# encoder, whose msgpack-c use is header-only (packing; the headers are
+# linked into build/wasm/include, never the host's libc headers). The
+# physics includes no <pthread.h> (wasi-libc has none): the settled-tower
+# memo lives in sim (sim/tower_memo.c) and is not built in (a replay settles
+# each tower anew, with the same bits). --strip-all drops the function-name
+# section (266 kB instead of 490; exports keep their names).
 
 WASM_CC     ?= clang
+WASM_INC    := $(BUILD)/wasm/include
 WASM_CFLAGS := --target=wasm32-wasi --sysroot=/usr $(WARN) $(MATH) -O2 -DNDEBUG -fvisibility=default \
-               -Iserver -Itests
-WASM_SRC    := $(wildcard server/physics/*.c) tests/bench/bench_world_hash.c
+               -Iserver -Itests -Iproto/c -I$(WASM_INC)
+WASM_SIM    := room.c ring.c record.c replay.c room_image.c scenes.c error.c \
+               world_common.c world_rigid.c world_cloth.c world_soft.c
+WASM_PROTO  := tb_snap_encoder.c tb_snap_quant.c tb_proto_server.c tb_proto_mp.c
+WASM_SRC    := $(wildcard server/physics/*.c) tests/bench/bench_world_hash.c server/wasm/viewer.c \
+               $(addprefix server/sim/,$(WASM_SIM)) $(addprefix proto/c/,$(WASM_PROTO))
 WASM_OBJ    := $(patsubst %.c,$(BUILD)/wasm/obj/%.o,$(WASM_SRC))
 
-$(BUILD)/wasm/obj/%.o: %.c
+$(WASM_INC)/msgpack.h:
+	@mkdir -p $(WASM_INC)
+	ln -sfn /usr/include/msgpack $(WASM_INC)/msgpack
+	ln -sf /usr/include/msgpack.h $@
+
+$(BUILD)/wasm/obj/server/sim/%.o $(BUILD)/wasm/obj/proto/c/%.o: WASM_VIS := -fvisibility=hidden
+$(BUILD)/wasm/obj/%.o: %.c $(WASM_INC)/msgpack.h
 	@mkdir -p $(dir $@)
-	$(WASM_CC) $(WASM_CFLAGS) -MMD -MP -c $< -o $@
+	$(WASM_CC) $(WASM_CFLAGS) $(WASM_VIS) -MMD -MP -c $< -o $@
 
 $(BUILD)/wasm/tumble-physics.wasm: $(WASM_OBJ)
-	$(WASM_CC) $(WASM_CFLAGS) -mexec-model=reactor -Wl,--export-dynamic -Wl,--export=malloc -Wl,--export=free $^ -o $@
+	$(WASM_CC) $(WASM_CFLAGS) -mexec-model=reactor -Wl,--export-dynamic -Wl,--export=malloc -Wl,--export=free \
+	  -Wl,--strip-all $^ -o $@
 
 wasm: $(BUILD)/wasm/tumble-physics.wasm
 
@@ -167,7 +188,9 @@ node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
 
-client-web/dist/index.html: node_modules/.package-lock.json $(shell find client-web/src proto/js client-web/build.mjs -type f 2>/dev/null)
+# The client carries the physics as WebAssembly for its replay viewer (copied into dist).
+client-web/dist/index.html: node_modules/.package-lock.json $(BUILD)/wasm/tumble-physics.wasm \
+                            $(shell find client-web/src proto/js client-web/build.mjs -type f 2>/dev/null)
 	node client-web/build.mjs
 
 # ---- running and testing ---------------------------------------------------------

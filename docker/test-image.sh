@@ -10,10 +10,13 @@
 #      itself with status 0 in under 2 s;
 #   6. the image is under 150 MB; started again, the container restores the rooms the
 #      stop saved to its state volume;
+#   0. the Kubernetes manifests rendered with `kubectl kustomize` and validated against
+#      the Kubernetes schemas offline (docker/k8s-validate.mjs);
 #   7. docker/compose.yaml, for real with podman-compose: three servers and the router
-#      image (docker/nginx/Dockerfile) on a published loopback port; rooms joined
-#      through the router land on one server each, the merged lobby names it, and
-#      stopping one server moves only its rooms (docker/compose-smoke.mjs).
+#      image (docker/nginx/Dockerfile) and Redis (docker/redis/Dockerfile) on a published
+#      loopback port; rooms joined through the router land on one server each, the lobby
+#      names it, and stopping one server moves only its rooms, with their worlds (the
+#      tick carries on from its checkpoint) (docker/compose-smoke.mjs).
 # Ends with the line "docker: N passed, M failed". Run by `make test-docker`.
 #
 # Behind a TLS-intercepting proxy, npm inside the build needs the proxy's CA: the script
@@ -46,6 +49,15 @@ finish() {
   echo "docker: $passed passed, $failed failed"
 }
 trap finish EXIT
+
+# The Kubernetes manifests, offline: rendered by `kubectl kustomize`, every object
+# validated against its schema (docker/k8s-validate.mjs); no cluster needed.
+mkdir -p build/test-logs
+if node docker/k8s-validate.mjs >build/test-logs/k8s-validate.log 2>&1; then
+  ok "kubernetes manifests valid ($(tail -1 build/test-logs/k8s-validate.log))"
+else
+  cat build/test-logs/k8s-validate.log; fail "kubernetes manifests (docker/k8s-validate.mjs)"
+fi
 
 t0=$(now)
 tumble_podman_setup
@@ -135,20 +147,28 @@ if podman build --pull=never --format docker -t localhost/tumble-router:latest d
 else
   tail -20 "$clog"; fail "router image build (log: $clog)"; exit 1
 fi
-export TUMBLE_HTTP_PORT
-TUMBLE_HTTP_PORT=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+if podman build --pull=never --format docker -t localhost/tumble-redis:latest docker/redis >>"$clog" 2>&1; then
+  ok "redis image built from docker/redis/Dockerfile"
+else
+  tail -20 "$clog"; fail "redis image build (log: $clog)"; exit 1
+fi
+export TUMBLE_HTTP_PORT TUMBLE_HTTPS_PORT
+free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+TUMBLE_HTTP_PORT=$(free_port)
+TUMBLE_HTTPS_PORT=$(free_port)   # not the compose default 8443: something may hold it
 podman-compose -p "$PROJECT" -f docker/compose.yaml up -d --no-build >>"$clog" 2>&1
-ready=""
+# In a fleet the rooms open where their first player lands: ready once all three
+# servers have answered joins through the router.
 for _ in $(seq 1 100); do
-  ready=$(curl -fsS --max-time 1 "http://127.0.0.1:$TUMBLE_HTTP_PORT/api/rooms" 2>/dev/null | grep -o '"server":"tumble-[0-9]"' | sort -u | wc -l) || true
-  [ "$ready" = 3 ] && break
+  curl -fsS --max-time 1 "http://127.0.0.1:$TUMBLE_HTTP_PORT/router/healthz" >/dev/null 2>&1 && break
   sleep 0.2
 done
-if [ "$ready" = 3 ]; then ok "compose up: router on port $TUMBLE_HTTP_PORT, lobby lists rooms of all three servers"
-else fail "compose up: only ${ready:-0} servers behind the router"; tail -30 "$clog"; exit 1; fi
+if out=$(node docker/compose-smoke.mjs "$TUMBLE_HTTP_PORT" ready 2>&1); then ok "compose up: router on port $TUMBLE_HTTP_PORT, $out"
+else fail "compose up: $out"; tail -30 "$clog"; exit 1; fi
 state=$(mktemp)
 if node docker/compose-smoke.mjs "$TUMBLE_HTTP_PORT" before "$state"; then ok "compose: rooms placed by the router"; else fail "compose: placement"; fi
-victim=$(node -e 'const p=JSON.parse(require("fs").readFileSync(process.argv[1],"utf8")); const n={}; for (const v of Object.values(p)) n[v]=(n[v]||0)+1; console.log(Object.keys(n).sort((a,b)=>n[b]-n[a])[0])' "$state")
+# the server holding the most rooms (the state file is {placement: {room: instance}, ticks})
+victim=$(node -e 'const p=JSON.parse(require("fs").readFileSync(process.argv[1],"utf8")).placement; const n={}; for (const v of Object.values(p)) n[v]=(n[v]||0)+1; console.log(Object.keys(n).sort((a,b)=>n[b]-n[a])[0])' "$state")
 podman stop -t 2 "${PROJECT}_${victim}_1" >>"$clog" 2>&1
 if node docker/compose-smoke.mjs "$TUMBLE_HTTP_PORT" after "$state" "$victim"; then ok "compose: $victim stopped, only its rooms moved"; else fail "compose: after stopping $victim"; fi
 rm -f "$state"

@@ -5,14 +5,17 @@
 set -eu
 what=${1:-test}
 
-pkgs="gcc make pkg-config libc6-dev libuv1-dev libwebsockets-dev libwebsockets-evlib-uv libmsgpack-dev"
+pkgs="gcc make pkg-config libc6-dev libuv1-dev libwebsockets-dev libwebsockets-evlib-uv libmsgpack-dev libhiredis-dev"
+# the physics as WebAssembly (make wasm), which the web client carries for its replay
+# viewer: clang's wasm32-wasi target needs the C library, the linker and the wasm32
+# compiler-rt builtins
+pkgs="$pkgs clang wasi-libc lld-14 libclang-rt-14-dev-wasm32"
 if [ "$what" = test ]; then
   # libclang-rt-dev: the libFuzzer and sanitizer runtimes (clang only recommends it)
   # nginx + njs: the room router in tests/integration/routing.test.mjs (docker/nginx)
   pkgs="$pkgs libcmocka-dev clang libclang-rt-dev valgrind procps curl nginx libnginx-mod-http-js"
-  # the physics as WebAssembly (make wasm): clang's wasm32-wasi target needs the C library,
-  # the linker and the wasm32 compiler-rt builtins
-  pkgs="$pkgs wasi-libc lld-14 libclang-rt-14-dev-wasm32"
+  # redis-server (+ redis-cli): tests/integration/fleet.test.mjs starts its own on a free port
+  pkgs="$pkgs redis-server"
   # Debian's Chromium for the browser tests (playwright-core drives it; it never downloads one)
   pkgs="$pkgs chromium"
   # the conformance client (tests/conformance): a second implementation, in Python
@@ -27,6 +30,9 @@ done
 # some machines carry a newer one from elsewhere, which must not be replaced).
 if ! command -v node >/dev/null 2>&1; then missing="$missing nodejs"; fi
 if ! command -v npm >/dev/null 2>&1; then missing="$missing npm"; fi
+# kubectl renders the Kubernetes manifests for their offline check (make test-docker);
+# any kubectl will do (Debian's is in kubernetes-client)
+if [ "$what" = test ] && ! command -v kubectl >/dev/null 2>&1; then missing="$missing kubernetes-client"; fi
 
 [ -z "$missing" ] && exit 0
 

@@ -20,6 +20,7 @@
 
 #include "net/config.h"
 #include "net/fatal.h"
+#include "net/fleet.h"
 #include "net/log.h"
 #include "net/server.h"
 #include "sim/clock.h"
@@ -38,6 +39,7 @@ typedef struct tb_app {
     tb_registry registry;
     uv_signal_t sigterm, sigint;
     int signals_open;
+    tb_fleet fleet; /* with --redis */
 } tb_app;
 
 static void *tb__watchdog(void *arg)
@@ -102,6 +104,15 @@ static void tb__server_closed(tb_server *server)
     tb_app *app = server->loop->data;
     uv_close((uv_handle_t *)&app->sigterm, tb__signal_closed);
     uv_close((uv_handle_t *)&app->sigint, tb__signal_closed);
+    if (server->fleet)
+        tb_fleet_close(server->fleet, NULL);
+}
+
+/* --redis: every room checkpointed and handed over (or the deadline): stop. */
+static void tb__drained(tb_fleet *fleet)
+{
+    tb_app *app = fleet->loop->data;
+    tb_server_stop(&app->server, tb__server_closed);
 }
 
 static void tb__on_signal(uv_signal_t *handle, int signum)
@@ -113,9 +124,15 @@ static void tb__on_signal(uv_signal_t *handle, int signum)
     char sender[200];
     tb__describe_pid((long)tb__stop_sender, sender, sizeof sender);
     tb_log_warn("signal %d (%s) from %s: stopping", signum, signum == SIGTERM ? "SIGTERM" : "SIGINT", sender);
+    if (app->server.fleet && tb_fleet_draining(app->server.fleet))
+        return; /* a second signal while draining: the drain's deadline stands */
     pthread_t watchdog;
     if (pthread_create(&watchdog, NULL, tb__watchdog, NULL) == 0)
         pthread_detach(watchdog);
+    if (app->server.fleet) { /* hand the rooms over first (at most 1 s) */
+        tb_fleet_drain(app->server.fleet, 1000, tb__drained);
+        return;
+    }
     tb_server_stop(&app->server, tb__server_closed);
 }
 
@@ -153,11 +170,68 @@ static int tb__replay(const char *path)
     return rc == 0 ? 0 : 1;
 }
 
+/* --redis: the fleet (net/fleet.h) on the server's loop; 0, or 2 for a bad URL. */
+static int tb__attach_fleet(tb_app *app)
+{
+    const tb_config *cfg = &app->cfg;
+    char err[256] = "";
+    if (!cfg->redis[0])
+        return 0;
+    if (tb_fleet_init(&app->fleet, &app->loop, cfg->redis, cfg->instance, cfg->checkpoint_interval,
+                      cfg->lease_ttl_ms, cfg->redis_timeout_ms, err, sizeof err) < 0) {
+        fprintf(stderr, "tumble-server: %s\n", err);
+        return 2;
+    }
+    tb_fleet_attach(&app->fleet, &app->server, &app->registry);
+    app->server.fleet = &app->fleet;
+    return 0;
+}
+
+static void tb__watch_signals(tb_app *app)
+{
+    uv_signal_init(&app->loop, &app->sigterm);
+    app->sigterm.data = app;
+    uv_signal_start(&app->sigterm, tb__on_signal, SIGTERM);
+    uv_signal_init(&app->loop, &app->sigint);
+    app->sigint.data = app;
+    uv_signal_start(&app->sigint, tb__on_signal, SIGINT);
+    tb__wrap_signal(SIGTERM, &tb__uv_sigterm);
+    tb__wrap_signal(SIGINT, &tb__uv_sigint);
+}
+
 static void tb__walk_close(uv_handle_t *handle, void *arg)
 {
     (void)arg;
     if (!uv_is_closing(handle))
         uv_close(handle, NULL);
+}
+
+/* The loop has ended (a stop): close what is left, save the rooms with
+ * --state-dir, free everything. The exit code. */
+static int tb__after_loop(tb_app *app, int exit_code)
+{
+    const tb_config *cfg = &app->cfg;
+    if (!app->server.stopping) { /* only a stop may end the loop: say so if anything else did */
+        tb_log_error("event loop ended without a stop request");
+        exit_code = 1;
+    }
+    if (uv_loop_close(&app->loop) == UV_EBUSY) {
+        uv_walk(&app->loop, tb__walk_close, NULL);
+        uv_run(&app->loop, UV_RUN_DEFAULT);
+        uv_loop_close(&app->loop);
+    }
+    /* The workers have stopped (tb_server_stop joined them), so this thread
+     * may read every world: save them before they are freed. */
+    if (cfg->state_dir[0] && exit_code == 0) {
+        int64_t t0 = tb_clock_now_ns();
+        int n = tb_persist_save_all(&app->registry, cfg->state_dir, tb__persist_report);
+        tb_log_info("saved %d room(s) to %s in %.1f ms", n, cfg->state_dir,
+                    (double)(tb_clock_now_ns() - t0) / 1e6);
+    }
+    tb_registry_close(&app->registry);
+    tb_sched_close(&app->sched);
+    tb_log_info("stopped");
+    return exit_code;
 }
 
 int main(int argc, char **argv)
@@ -203,6 +277,8 @@ int main(int argc, char **argv)
     tb_registry_init(&app.registry, &app.sched, &app.metrics, cfg->max_rooms,
                      (int64_t)cfg->room_idle_timeout * TB_NS_PER_SEC, (uint64_t)time(NULL));
     tb_server_attach(&app.server, &app.sched, &app.registry);
+    if (tb__attach_fleet(&app) != 0)
+        return 2;
     if (tb_sched_start(&app.sched) < 0) {
         fprintf(stderr, "tumble-server: cannot start worker threads\n");
         return 1;
@@ -212,50 +288,29 @@ int main(int argc, char **argv)
         if (n > 0)
             tb_log_info("restored %d room(s) from %s", n, cfg->state_dir);
     }
-    rc = tb_registry_open_defaults(&app.registry);
+    /* in a fleet the default rooms open where the router sends their first
+     * player (a hello for "tower" creates it), like any other room */
+    rc = cfg->redis[0] ? 0 : tb_registry_open_defaults(&app.registry);
     if (rc < 0 && rc != TB_EMAXROOMS)
         tb_log_warn("default rooms: %s", tb_strerror(rc));
 
-    uv_signal_init(&app.loop, &app.sigterm);
-    app.sigterm.data = &app;
-    uv_signal_start(&app.sigterm, tb__on_signal, SIGTERM);
-    uv_signal_init(&app.loop, &app.sigint);
-    app.sigint.data = &app;
-    uv_signal_start(&app.sigint, tb__on_signal, SIGINT);
-    tb__wrap_signal(SIGTERM, &tb__uv_sigterm);
-    tb__wrap_signal(SIGINT, &tb__uv_sigint);
+    tb__watch_signals(&app);
 
     int exit_code = 0;
     if (tb_server_start(&app.server) < 0) {
         exit_code = 1;
         tb_server_stop(&app.server, tb__server_closed);
     } else {
-        printf("tumble: listening on http://%s:%d\n", cfg->bind, app.server.port);
+        printf("tumble: listening on %s://%s:%d\n", cfg->tls_cert[0] ? "https" : "http", cfg->bind,
+               app.server.port);
         fflush(stdout);
         tb_log_info("instance %s, %d worker(s), %d snapshots/s, client folder %s", cfg->instance, cfg->workers,
                     cfg->snapshot_rate, app.server.root_real[0] ? app.server.root_real : "(none)");
+        if (app.server.fleet)
+            tb_fleet_start(app.server.fleet);
     }
 
     uv_run(&app.loop, UV_RUN_DEFAULT);
-    if (!app.server.stopping) { /* only a stop may end the loop: say so if anything else did */
-        tb_log_error("event loop ended without a stop request");
-        exit_code = 1;
-    }
-    if (uv_loop_close(&app.loop) == UV_EBUSY) {
-        uv_walk(&app.loop, tb__walk_close, NULL);
-        uv_run(&app.loop, UV_RUN_DEFAULT);
-        uv_loop_close(&app.loop);
-    }
-    /* The workers have stopped (tb_server_stop joined them), so this thread
-     * may read every world: save them before they are freed. */
-    if (cfg->state_dir[0] && exit_code == 0) {
-        int64_t t0 = tb_clock_now_ns();
-        int n = tb_persist_save_all(&app.registry, cfg->state_dir, tb__persist_report);
-        tb_log_info("saved %d room(s) to %s in %.1f ms", n, cfg->state_dir,
-                    (double)(tb_clock_now_ns() - t0) / 1e6);
-    }
-    tb_registry_close(&app.registry);
-    tb_sched_close(&app.sched);
-    tb_log_info("stopped");
+    exit_code = tb__after_loop(&app, exit_code);
     return exit_code;
 }

@@ -96,11 +96,12 @@ done
 # The same suites against the ASan+UBSan server (harness.mjs fails a file whose
 # server printed a sanitizer report). Not all of them: the ones that drive the
 # server's input paths hardest (hostile and malformed messages, the WebSocket
-# edge, room lifecycle, state files read back, shutdown) and finish in about a
-# minute each under ASan. The load, routing, churn, workers and replay files
-# measure rates or run many servers and would only measure ASan's slowness.
+# edge, room lifecycle, state files read back, shutdown, state images from Redis
+# and the drain, TLS) and finish in about a minute each under ASan. The load,
+# routing, churn, workers and replay files measure rates or run many servers and
+# would only measure ASan's slowness.
 ASAN_SERVER=build/asan/tumble-server
-ASAN_SUITES="hostile ws rooms restart persistence shutdown limits flags"
+ASAN_SUITES="hostile ws rooms restart persistence shutdown limits flags fleet tls"
 if [ -x "$ASAN_SERVER" ]; then
   for n in $ASAN_SUITES; do
     f=tests/integration/$n.test.mjs

@@ -10,6 +10,10 @@ export function installHook() {
     state: null,
     welcomes: 0,
     snapshots: 0,
+    // when the newest welcome and snapshot reached the socket (s, performance.now()
+    // clock; stamped by the socket's worker, so a busy page does not delay them),
+    // and that snapshot's tick and bodies awake
+    arrived: { welcome: NaN, snapshot: NaN, tick: NaN, awake: NaN },
     frames: 0,
     frameMs: 0,
     params: {},

@@ -5,6 +5,10 @@
 // A refresh updates the cards in place (one card per room id, reused), so keyboard
 // focus and the scroll position survive it. Creating a room under a name that is in
 // use says so and offers to join that room or pick another name.
+//
+// A server started with --record lists its records (GET /api/records): each opens the
+// replay viewer (/replay/<name>), which loads only then. Without --record that
+// section stays hidden.
 import { KINDS, ROOM_ID, BLURB, roomUrl } from './scenes.js';
 import { playerName, setPlayerName } from './net/transport.js';
 
@@ -81,8 +85,12 @@ export function startLobby(host, { fetchRooms = fetchRoomList, refreshMs = 2000 
   listHead.append(listTitle, status);
   const grid = h('section', 'rooms');
   grid.setAttribute('aria-label', 'Open rooms');
-  page.append(head, create, listHead, grid);
+  const records = h('section', 'records');
+  records.setAttribute('aria-label', 'Recorded sessions');
+  records.hidden = true;
+  page.append(head, create, listHead, grid, records);
   host.append(page);
+  showRecords(records).catch(() => { /* not recording, or an older server: nothing to show */ });
 
   let timer = null, alive = true;
   async function refresh() {
@@ -169,6 +177,28 @@ function makeCard(r0) {
       link.setAttribute('aria-label', `Copy a link to ${r.id}`);
     },
   };
+}
+
+/** The server's records (with --record), newest first, each a link to the replay viewer. */
+async function showRecords(section) {
+  const res = await fetch('/api/records', { cache: 'no-store' });
+  if (!res.ok) return;
+  const list = await res.json();
+  if (!Array.isArray(list) || !list.length) return; // a server without --record lists none
+  const head = h('div', 'list-head');
+  head.append(h('h2', null, 'Recorded sessions'), h('span', 'list-status', `${list.length} record${list.length === 1 ? '' : 's'} · replayed in your browser`));
+  const ul = h('ul', 'record-list');
+  for (const r of list.slice(0, 50)) {
+    const li = h('li');
+    const a = h('a', null, r.room); a.href = `/replay/${encodeURIComponent(r.name)}`;
+    a.setAttribute('aria-label', `Replay ${r.name}`);
+    const when = Number.isFinite(r.modified_ms) ? new Date(r.modified_ms).toLocaleString() : '';
+    li.append(a, h('span', 'record-meta', ` ${when} · ${(r.bytes / 1024).toFixed(0)} KiB`));
+    ul.append(li);
+  }
+  const open = h('a', 'ghost record-open', 'Open a record file…'); open.href = '/replay';
+  section.append(head, ul, open);
+  section.hidden = false;
 }
 
 export async function fetchRoomList() {

@@ -1,7 +1,8 @@
 // Entry point: `/` is the lobby, `/r/<room-id>` a room (the server serves the same
 // index.html for both, and for any `/r/<name>`, so a bad name gets a page that says
 // what is wrong with it). ?kind=&scene= on a room link say what to create if the room
-// does not exist yet.
+// does not exist yet. `/replay` and `/replay/<record>` are the replay viewer, a
+// separate chunk loaded only there (with the physics as WebAssembly).
 import { startLobby, fetchRoomList } from './lobby.js';
 import { startRoom } from './room.js';
 import { showRoomProblem } from './ui/room-problem.js';
@@ -9,8 +10,13 @@ import { createWsTransport } from './net/transport.js';
 
 const app = document.getElementById('app');
 const m = location.pathname.match(/^\/r\/([A-Za-z0-9_-]{1,32})\/?$/);
+const replay = location.pathname.match(/^\/replay(?:\/([^/]*))?\/?$/);
 const q = new URLSearchParams(location.search);
-if (m) {
+if (replay) {
+  let name = replay[1] || null;
+  try { name = name && decodeURIComponent(name); } catch { /* shown as typed */ }
+  import('./replay/viewer.js').then(({ startViewer }) => startViewer(app, { name }));
+} else if (m) {
   const roomId = m[1], kind = q.get('kind') || undefined, scene = q.get('scene') || undefined;
   // The room id in the path lets a router in front of several servers hash it (DESIGN.md).
   // ?ws-port=N: the WebSocket goes to another port of the same host (tests put the link

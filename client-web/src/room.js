@@ -191,6 +191,7 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
         if (showContacts) { view.setShowContacts(true); }
         if (m.snapshot) buffer.push(m.snapshot, t);
         if (!m.scene) link.since = t;
+        hook.arrived.welcome = t;
         hook.welcomes++;
         break;
       case 'snapshot':
@@ -200,6 +201,7 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
         link.excess = t - m.snap.time - buffer.baseLag;
         if (Number.isFinite(m.snap.stepMs)) stepMs = m.snap.stepMs;
         if (Number.isFinite(m.snap.awake)) serverAwake = { awake: m.snap.awake, total: m.snap.ids.length };
+        hook.arrived.snapshot = t; hook.arrived.tick = m.snap.tick; hook.arrived.awake = m.snap.awake;
         hook.snapshots++;
         break;
       case 'players':
@@ -272,7 +274,11 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
   let roomStatsTimer = null;
   if (fetchRoomStats) {
     const poll = async () => {
-      try { const r = await fetchRoomStats(roomId); if (r && Number.isFinite(r.stepMs)) stepMs = r.stepMs; } catch { /* next time */ }
+      // not while the connection is down: the server is gone or unreachable, and a failed
+      // fetch is a console error every 2 s (the socket's reconnect says what is going on)
+      if (connState.state === 'open') {
+        try { const r = await fetchRoomStats(roomId); if (r && Number.isFinite(r.stepMs)) stepMs = r.stepMs; } catch { /* next time */ }
+      }
       roomStatsTimer = setTimeout(poll, 2000);
     };
     poll();

@@ -33,7 +33,8 @@ function rooms(r) {
             if (!health || !Array.isArray(list)) return;
             list.forEach((room) => {
                 if (!room || typeof room.id !== 'string') return;
-                room.server = health.instance;
+                // a fleet server (--redis) lists the fleet's rooms, each with its holder
+                room.server = typeof room.instance === 'string' && room.instance ? room.instance : health.instance;
                 if (!byId[room.id]) { byId[room.id] = []; order.push(room.id); }
                 byId[room.id].push(room);
             });

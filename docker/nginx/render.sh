@@ -13,6 +13,11 @@
 #                          runs (needs nginx >= 1.27.3, e.g. in Kubernetes where a pod's
 #                          address changes when it is recreated). Unset: resolved once at start.
 #   NGINX_MODULES          folder of ngx_http_js_module.so (default /usr/lib/nginx/modules)
+#   TUMBLE_ROUTER_TLS_CERT, TUMBLE_ROUTER_TLS_KEY  PEM files: also serve https and wss (TLS
+#                          ends here; the servers behind stay plain) on TUMBLE_ROUTER_TLS_LISTEN
+#                          (default 8443)
+#   TUMBLE_ROUTER_TLS_SELF_SIGNED=1  make a self-signed certificate at those paths when they
+#                          do not exist (local use; needs openssl)
 set -eu
 out=${1:?usage: render.sh OUTDIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,6 +25,20 @@ here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out/tmp"
 out=$(cd "$out" && pwd)
 cp "$here/lobby.js" "$out/lobby.js"
+tls=""
+if [ -n "${TUMBLE_ROUTER_TLS_CERT:-}" ]; then
+  : "${TUMBLE_ROUTER_TLS_KEY:?set TUMBLE_ROUTER_TLS_KEY with TUMBLE_ROUTER_TLS_CERT}"
+  if [ ! -s "$TUMBLE_ROUTER_TLS_CERT" ] && [ "${TUMBLE_ROUTER_TLS_SELF_SIGNED:-}" = 1 ]; then
+    openssl req -x509 -newkey rsa:2048 -nodes -days 365 -subj /CN=localhost \
+      -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
+      -keyout "$TUMBLE_ROUTER_TLS_KEY" -out "$TUMBLE_ROUTER_TLS_CERT" 2>/dev/null
+    echo "render.sh: made a self-signed certificate $TUMBLE_ROUTER_TLS_CERT (local use only)" >&2
+  fi
+  tls="        listen ${TUMBLE_ROUTER_TLS_LISTEN:-8443} ssl;
+        ssl_certificate $TUMBLE_ROUTER_TLS_CERT;
+        ssl_certificate_key $TUMBLE_ROUTER_TLS_KEY;
+        ssl_protocols TLSv1.2 TLSv1.3;"
+fi
 awk -v ups="$TUMBLE_UPSTREAMS" \
     -v listen="${TUMBLE_ROUTER_LISTEN:-8080}" \
     -v level="${TUMBLE_ROUTER_LOG:-warn}" \
@@ -27,6 +46,7 @@ awk -v ups="$TUMBLE_UPSTREAMS" \
     -v peraddr="${TUMBLE_ROUTER_CONNS_PER_ADDRESS:-32}" \
     -v resolver="${TUMBLE_ROUTER_RESOLVER:-}" \
     -v modules="${NGINX_MODULES:-/usr/lib/nginx/modules}" \
+    -v tls="$tls" \
     -v jsdir="$out" '
 BEGIN {
     n = split(ups, u, /[ ,\n\t]+/); k = 0
@@ -55,6 +75,7 @@ BEGIN {
     if ($0 ~ /^@SERVER_LOCATIONS@$/) { print locs; next }
     if ($0 ~ /^@SERVER_UPSTREAMS@$/) { print ups1; next }
     if ($0 ~ /^@RESOLVER@$/) { if (res != "") print res; next }
+    if ($0 ~ /^@TLS@$/) { if (tls != "") print tls; next }
     if ($0 ~ /^@UPSTREAM_ZONE@$/) { if (zone != "") print zone; next }
     print
 }' "$here/nginx.conf.template" > "$out/nginx.conf"

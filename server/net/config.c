@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "net/config.h"
 #include "net/proxy.h"
+#include "net/redis.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -64,6 +65,18 @@ static const tb__opt tb__opts[] = {
      "folder for per-room input logs with state hashes (empty: off)"},
     {"replay", "TUMBLE_REPLAY", TB__STR, OFF(replay_file), SZ(replay_file), 0, 0,
      "re-simulate a record headless, report whether every hash matches, exit 0/1"},
+    /* a fleet sharing rooms through Redis (net/fleet.h), and TLS */
+    {"redis", "TUMBLE_REDIS", TB__STR, OFF(redis), SZ(redis), 0, 0,
+     "redis://[:password@]host[:port][/db]: checkpoints, leases and lobby shared by a fleet (empty: off)"},
+    {"checkpoint-interval", "TUMBLE_CHECKPOINT_INTERVAL", TB__INT, OFF(checkpoint_interval), 0, 1, 3600,
+     "seconds between checkpoints of a room whose world changed (with --redis)"},
+    {"lease-ttl-ms", "TUMBLE_LEASE_TTL_MS", TB__INT, OFF(lease_ttl_ms), 0, 1500, 600000,
+     "a room's lease expires this long after its server stops renewing it (with --redis)"},
+    {"redis-timeout-ms", "TUMBLE_REDIS_TIMEOUT_MS", TB__INT, OFF(redis_timeout_ms), 0, 50, 60000,
+     "a Redis reply or connect slower than this drops the connection (with --redis)"},
+    {"tls-cert", "TUMBLE_TLS_CERT", TB__STR, OFF(tls_cert), SZ(tls_cert), 0, 0,
+     "PEM certificate: serve https and wss (with --tls-key; empty: plain http and ws)"},
+    {"tls-key", "TUMBLE_TLS_KEY", TB__STR, OFF(tls_key), SZ(tls_key), 0, 0, "PEM private key of --tls-cert"},
 };
 #define TB__NOPTS (sizeof tb__opts / sizeof tb__opts[0])
 
@@ -96,6 +109,9 @@ static void tb__defaults(tb_config *cfg)
     cfg->slow_reader_timeout = 10;
     cfg->room_create_rate = 10;
     cfg->max_grabs_per_client = 4;
+    cfg->checkpoint_interval = 5;
+    cfg->lease_ttl_ms = 3000;
+    cfg->redis_timeout_ms = 1000;
 }
 
 static int tb__set(tb_config *cfg, const tb__opt *o, const char *value, const char *source, char *err,
@@ -184,6 +200,22 @@ int tb_config_parse(tb_config *cfg, int argc, char **argv, tb_config_getenv_fn g
     tb_proxy_list proxies;
     if (tb_proxy_parse(&proxies, cfg->trusted_proxies, err, err_cap) < 0)
         return TB_CONFIG_ERROR;
+    if (cfg->redis[0]) { /* a bad URL is a start-up error, not a retry loop */
+        tb_redis_url url;
+        if (tb_redis_url_parse(cfg->redis, &url, err, err_cap) < 0)
+            return TB_CONFIG_ERROR;
+    }
+    if (!cfg->tls_cert[0] != !cfg->tls_key[0]) {
+        snprintf(err, err_cap, "--tls-cert and --tls-key go together");
+        return TB_CONFIG_ERROR;
+    }
+    for (int i = 0; cfg->tls_cert[0] && i < 2; i++) {
+        const char *file = i ? cfg->tls_key : cfg->tls_cert;
+        if (access(file, R_OK) != 0) {
+            snprintf(err, err_cap, "%s: cannot read %s: %s", i ? "--tls-key" : "--tls-cert", file, strerror(errno));
+            return TB_CONFIG_ERROR;
+        }
+    }
     if (!cfg->bind[0]) {
         snprintf(err, err_cap, "--bind must not be empty");
         return TB_CONFIG_ERROR;

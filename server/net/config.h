@@ -40,6 +40,14 @@ typedef struct tb_config {
     /* reliability */
     char record_dir[TB_CONFIG_PATH_MAX]; /* --record: input logs with state hashes */
     char replay_file[TB_CONFIG_PATH_MAX]; /* --replay: re-simulate a record and exit */
+    /* rooms that outlive their server (net/fleet.h) */
+    char redis[512];         /* --redis URL; "" = no fleet */
+    int checkpoint_interval; /* seconds between checkpoints of a changed room */
+    int lease_ttl_ms;        /* a room's lease lives this long unless renewed (every second) */
+    int redis_timeout_ms;    /* a Redis reply or connect that takes longer drops the connection */
+    /* https and wss through libwebsockets' own TLS (both or neither) */
+    char tls_cert[TB_CONFIG_PATH_MAX]; /* PEM certificate (chain) */
+    char tls_key[TB_CONFIG_PATH_MAX];  /* PEM private key */
 } tb_config;
 
 /* getenv-like lookup, so tests can feed their own environment. */

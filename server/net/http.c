@@ -5,6 +5,12 @@
  *                       built-in lobby page while no client is built
  *   GET /r/<room-id>    the same page: a shareable room link
  *   GET /api/rooms      JSON array of open rooms
+ *   GET /api/records    with --record: JSON array of the record files (name,
+ *                       room, bytes, modified), newest first; 404 without
+ *   GET /records/<name> with --record: one record file, for the browser's
+ *                       replay viewer (names as the server writes them,
+ *                       <room>-<digits>.rec, resolved like static files)
+ *   GET /replay[/<name>] the web client's replay viewer (the same page)
  *   GET /healthz        JSON, 200 while serving, 503 once stopping
  *   GET /metrics        Prometheus text format
  *   GET /<file>         a file under client-dir, through tb_path_resolve()
@@ -13,17 +19,23 @@
  * body on the next HTTP_WRITEABLE (lws wants one write per callback).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
 #include <libwebsockets.h>
-#include <stdarg.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "net/fleet.h"
 #include "net/log.h"
 #include "net/path.h"
 #include "net/server.h"
+#include "net/strbuf.h"
 #include "sim/clock.h"
 #include "sim/error.h"
+#include "sim/room.h"
 
 static const char tb__lobby_html[] =
     "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
@@ -74,62 +86,16 @@ static int tb__respond_text(struct lws *wsi, tb_http_session *h, unsigned status
     return tb__respond(wsi, h, status, "text/plain; charset=utf-8", text, strlen(text));
 }
 
-/* A growable string for JSON and metrics bodies. */
-typedef struct {
-    char *buf;
-    size_t len, cap;
-    bool failed;
-} tb__sb;
-
-static void tb__sb_printf(tb__sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void tb__sb_printf(tb__sb *b, const char *fmt, ...)
-{
-    if (b->len > b->cap) { /* never: but a wrapped size_t below would write anywhere */
-        b->failed = true;
-        return;
-    }
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        size_t room = b->cap - b->len;
-        int n = vsnprintf(b->buf ? b->buf + b->len : NULL, room, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->failed = true;
-            return;
-        }
-        if ((size_t)n < room) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = (b->cap ? b->cap * 2 : 1024) + (size_t)n;
-        char *nb = realloc(b->buf, cap);
-        if (!nb) {
-            b->failed = true;
-            return;
-        }
-        b->buf = nb;
-        b->cap = cap;
-    }
-}
-
-static void tb__sb_json_str(tb__sb *b, const char *s)
-{
-    tb__sb_printf(b, "\"");
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            tb__sb_printf(b, "\\%c", c);
-        else if (c < 0x20)
-            tb__sb_printf(b, "\\u%04x", c);
-        else
-            tb__sb_printf(b, "%c", c);
-    }
-    tb__sb_printf(b, "\"");
-}
-
 static int tb__api_rooms(tb_server *server, struct lws *wsi, tb_http_session *h)
 {
+    if (server->fleet) { /* the whole fleet's rooms */
+        size_t len = 0;
+        char *json = tb_fleet_rooms_json(server->fleet, &len);
+        int rc = json ? tb__respond(wsi, h, 200, "application/json", json, len)
+                      : tb__respond_text(wsi, h, 500, "out of memory\n");
+        free(json);
+        return rc;
+    }
     int cap = server->cfg->max_rooms + 8;
     tb_room_row *rows = calloc((size_t)cap, sizeof *rows);
     if (!rows)
@@ -137,23 +103,23 @@ static int tb__api_rooms(tb_server *server, struct lws *wsi, tb_http_session *h)
     int n = tb_registry_rows(server->registry, rows, cap);
     if (n > cap)
         n = cap;
-    tb__sb b = {0};
-    tb__sb_printf(&b, "[");
+    tb_strbuf b = {0};
+    tb_strbuf_printf(&b, "[");
     for (int i = 0; i < n; i++) {
         const tb_room_row *r = &rows[i];
-        tb__sb_printf(&b, "%s{\"id\":", i ? "," : "");
-        tb__sb_json_str(&b, r->id);
-        tb__sb_printf(&b, ",\"kind\":");
-        tb__sb_json_str(&b, r->kind);
-        tb__sb_printf(&b, ",\"scene\":");
-        tb__sb_json_str(&b, r->scene);
-        tb__sb_printf(&b, ",\"clients\":%d,\"bodies\":%d,\"awake\":%d,\"step_us\":%.2f,\"steps\":%llu,\"worker\":%d,\"default\":%s,\"instance\":",
+        tb_strbuf_printf(&b, "%s{\"id\":", i ? "," : "");
+        tb_strbuf_json_str(&b, r->id);
+        tb_strbuf_printf(&b, ",\"kind\":");
+        tb_strbuf_json_str(&b, r->kind);
+        tb_strbuf_printf(&b, ",\"scene\":");
+        tb_strbuf_json_str(&b, r->scene);
+        tb_strbuf_printf(&b, ",\"clients\":%d,\"bodies\":%d,\"awake\":%d,\"step_us\":%.2f,\"steps\":%llu,\"worker\":%d,\"default\":%s,\"instance\":",
                       r->clients, r->bodies, r->awake, r->step_us, (unsigned long long)r->steps, r->worker,
                       r->keep ? "true" : "false");
-        tb__sb_json_str(&b, server->cfg->instance); /* which server holds it, for a router's merged lobby */
-        tb__sb_printf(&b, "}");
+        tb_strbuf_json_str(&b, server->cfg->instance); /* which server holds it, for a router's merged lobby */
+        tb_strbuf_printf(&b, "}");
     }
-    tb__sb_printf(&b, "]\n");
+    tb_strbuf_printf(&b, "]\n");
     free(rows);
     int rc = b.failed ? tb__respond_text(wsi, h, 500, "out of memory\n")
                       : tb__respond(wsi, h, 200, "application/json", b.buf, b.len);
@@ -163,37 +129,171 @@ static int tb__api_rooms(tb_server *server, struct lws *wsi, tb_http_session *h)
 
 static int tb__healthz(tb_server *server, struct lws *wsi, tb_http_session *h)
 {
-    tb__sb b = {0};
-    tb__sb_printf(&b, "{\"status\":\"%s\",\"instance\":", server->stopping ? "stopping" : "ok");
-    tb__sb_json_str(&b, server->cfg->instance);
-    tb__sb_printf(&b, ",\"rooms\":%d,\"clients\":%d,\"workers\":%d,\"uptime_s\":%.1f}\n",
+    tb_strbuf b = {0};
+    bool draining = server->fleet && tb_fleet_draining(server->fleet);
+    tb_strbuf_printf(&b, "{\"status\":\"%s\",\"instance\":",
+                  server->stopping ? "stopping" : draining ? "draining" : "ok");
+    tb_strbuf_json_str(&b, server->cfg->instance);
+    tb_strbuf_printf(&b, ",\"rooms\":%d,\"clients\":%d,\"workers\":%d,\"uptime_s\":%.1f}\n",
                   atomic_load(&server->metrics->rooms), atomic_load(&server->metrics->clients),
                   server->cfg->workers, (double)(tb_clock_now_ns() - server->started_ns) / 1e9);
-    int rc = b.failed ? -1 : tb__respond(wsi, h, server->stopping ? 503 : 200, "application/json", b.buf, b.len);
+    int rc = b.failed ? -1
+                      : tb__respond(wsi, h, server->stopping || draining ? 503 : 200, "application/json", b.buf, b.len);
     free(b.buf);
     return rc;
 }
 
 static int tb__metrics(tb_server *server, struct lws *wsi, tb_http_session *h)
 {
-    tb__sb b = {0};
+    tb_strbuf b = {0};
     b.buf = tb_metrics_render(server->metrics, 1024, &b.len, &b.cap);
     if (!b.buf)
         return tb__respond_text(wsi, h, 500, "out of memory\n");
     /* per worker: how rooms are spread and how much each one steps */
-    tb__sb_printf(&b, "# HELP tumble_worker_rooms Rooms owned by each worker thread.\n"
+    tb_strbuf_printf(&b, "# HELP tumble_worker_rooms Rooms owned by each worker thread.\n"
                       "# TYPE tumble_worker_rooms gauge\n");
     for (int w = 0; w < server->sched->worker_count; w++)
-        tb__sb_printf(&b, "tumble_worker_rooms{worker=\"%d\"} %d\n", w, tb_sched_worker_load(server->sched, w));
-    tb__sb_printf(&b, "# HELP tumble_worker_steps_total World steps taken by each worker thread.\n"
+        tb_strbuf_printf(&b, "tumble_worker_rooms{worker=\"%d\"} %d\n", w, tb_sched_worker_load(server->sched, w));
+    tb_strbuf_printf(&b, "# HELP tumble_worker_steps_total World steps taken by each worker thread.\n"
                       "# TYPE tumble_worker_steps_total counter\n");
     for (int w = 0; w < server->sched->worker_count; w++)
-        tb__sb_printf(&b, "tumble_worker_steps_total{worker=\"%d\"} %llu\n", w,
+        tb_strbuf_printf(&b, "tumble_worker_steps_total{worker=\"%d\"} %llu\n", w,
                       (unsigned long long)tb_sched_worker_steps(server->sched, w));
+    if (server->fleet) {
+        char *fleet = tb_fleet_metrics_text(server->fleet);
+        tb_strbuf_printf(&b, "%s", fleet ? fleet : "");
+        free(fleet);
+    }
     int rc = b.failed ? tb__respond_text(wsi, h, 500, "out of memory\n")
                       : tb__respond(wsi, h, 200, "text/plain; version=0.0.4; charset=utf-8", b.buf, b.len);
     free(b.buf);
     return rc;
+}
+
+/* POST /admin/drain, from this machine or a trusted proxy only
+ * (the address the request counts as, after X-Forwarded-For from a
+ * trusted proxy: a player behind the router is refused). */
+static int tb__admin_drain(tb_server *server, struct lws *wsi, tb_http_session *h)
+{
+    char peer[48] = "", xff[256] = "", addr[48];
+    lws_get_peer_simple(wsi, peer, sizeof peer);
+    if (server->proxies.count && lws_hdr_copy(wsi, xff, sizeof xff, WSI_TOKEN_X_FORWARDED_FOR) <= 0)
+        xff[0] = 0;
+    tb_proxy_client_addr(&server->proxies, peer, xff, addr, sizeof addr);
+    if (!tb_fleet_admin_allowed(addr, &server->proxies)) {
+        tb_log_warn("POST /admin/drain from %s refused", addr);
+        return tb__respond_text(wsi, h, 403, "forbidden: loopback or trusted proxies only\n");
+    }
+    tb_log_warn("POST /admin/drain from %s: draining", addr);
+    tb_fleet_drain(server->fleet, 5000, NULL);
+    return tb__respond(wsi, h, 202, "application/json", "{\"status\":\"draining\"}\n", 22);
+}
+
+/* ---- records (--record): listed and served for the replay viewer ---------- */
+
+/* A record's file name as sim/record.c makes it: <room id>-<digits>.rec.
+ * Nothing else in the folder is listed or served. */
+static bool tb__record_name(const char *name)
+{
+    size_t n = strlen(name);
+    if (n < 7 || n > 64 || strcmp(name + n - 4, ".rec") != 0)
+        return false;
+    size_t dash = n - 4;
+    while (dash > 0 && name[dash - 1] >= '0' && name[dash - 1] <= '9')
+        dash--;
+    if (dash == n - 4 || dash < 2 || name[dash - 1] != '-')
+        return false;
+    char id[TB_ROOM_ID_MAX + 1];
+    if (dash - 1 > TB_ROOM_ID_MAX)
+        return false;
+    memcpy(id, name, dash - 1);
+    id[dash - 1] = 0;
+    return tb_room_id_valid(id);
+}
+
+typedef struct {
+    char name[72];
+    long long bytes, mtime_ms;
+} tb__record_row;
+
+static int tb__record_newest_first(const void *a, const void *b)
+{
+    const tb__record_row *x = a, *y = b;
+    return x->mtime_ms != y->mtime_ms ? (x->mtime_ms < y->mtime_ms ? 1 : -1) : strcmp(x->name, y->name);
+}
+
+#define TB__RECORDS_LISTED 500
+
+static int tb__api_records(tb_server *server, struct lws *wsi, tb_http_session *h)
+{
+    if (!server->cfg->record_dir[0]) /* nothing recorded: an empty list (the lobby asks every server) */
+        return tb__respond(wsi, h, 200, "application/json", "[]\n", 3);
+    DIR *d = opendir(server->cfg->record_dir);
+    tb__record_row *rows = calloc(TB__RECORDS_LISTED, sizeof *rows);
+    int n = 0;
+    for (struct dirent *e; d && rows && n < TB__RECORDS_LISTED && (e = readdir(d));) {
+        struct stat st;
+        if (!tb__record_name(e->d_name) || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISREG(st.st_mode))
+            continue;
+        memcpy(rows[n].name, e->d_name, strlen(e->d_name) + 1); /* a record name: at most 64 bytes */
+        rows[n].bytes = (long long)st.st_size;
+        rows[n].mtime_ms = (long long)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+        n++;
+    }
+    if (d)
+        closedir(d);
+    if (!rows)
+        return tb__respond_text(wsi, h, 500, "out of memory\n");
+    qsort(rows, (size_t)n, sizeof *rows, tb__record_newest_first);
+    tb_strbuf b = {0};
+    tb_strbuf_printf(&b, "[");
+    for (int i = 0; i < n; i++) {
+        char room[TB_ROOM_ID_MAX + 1];
+        const char *dash = strrchr(rows[i].name, '-');
+        snprintf(room, sizeof room, "%.*s", (int)(dash - rows[i].name), rows[i].name);
+        tb_strbuf_printf(&b, "%s{\"name\":", i ? "," : "");
+        tb_strbuf_json_str(&b, rows[i].name);
+        tb_strbuf_printf(&b, ",\"room\":");
+        tb_strbuf_json_str(&b, room);
+        tb_strbuf_printf(&b, ",\"bytes\":%lld,\"modified_ms\":%lld}", rows[i].bytes, rows[i].mtime_ms);
+    }
+    tb_strbuf_printf(&b, "]\n");
+    free(rows);
+    int rc = b.failed ? tb__respond_text(wsi, h, 500, "out of memory\n")
+                      : tb__respond(wsi, h, 200, "application/json", b.buf, b.len);
+    free(b.buf);
+    return rc;
+}
+
+/* GET /records/<name>: the name checked as a record's, then resolved under
+ * the record folder's real path like any static file (no traversal, no
+ * symlink out of it). */
+static int tb__record_file(tb_server *server, struct lws *wsi, tb_http_session *h, const char *uri)
+{
+    if (!server->cfg->record_dir[0])
+        return tb__respond_text(wsi, h, 404, "not recording (start the server with --record DIR)\n");
+    const char *name = uri + strlen("/records/");
+    char root[PATH_MAX], path[PATH_MAX];
+    if (!tb__record_name(name)) {
+        TB_COUNT(server->metrics, http_refused_paths_total);
+        return tb__respond_text(wsi, h, 403, "not a record name (<room>-<digits>.rec)\n");
+    }
+    if (!realpath(server->cfg->record_dir, root))
+        return tb__respond_text(wsi, h, 404, "no record folder\n");
+    int rc = tb_path_resolve(root, uri + strlen("/records"), path, sizeof path);
+    if (rc == TB_EPATH) {
+        TB_COUNT(server->metrics, http_refused_paths_total);
+        return tb__respond_text(wsi, h, 403, "forbidden\n");
+    }
+    if (rc < 0)
+        return tb__respond_text(wsi, h, 404, "no such record\n");
+    int n = lws_serve_http_file(wsi, path, "application/octet-stream", "cache-control: no-cache\r\n", 25);
+    if (n < 0)
+        return -1;
+    if (n > 0 && lws_http_transaction_completed(wsi))
+        return -1;
+    return 0;
 }
 
 static int tb__serve_file(struct lws *wsi, const char *path)
@@ -208,8 +308,12 @@ static int tb__serve_file(struct lws *wsi, const char *path)
 
 static bool tb__is_app_route(const char *uri)
 {
-    if (strcmp(uri, "/") == 0 || strcmp(uri, "/index.html") == 0)
+    if (strcmp(uri, "/") == 0 || strcmp(uri, "/index.html") == 0 || strcmp(uri, "/replay") == 0 ||
+        strcmp(uri, "/replay/") == 0)
         return true;
+    /* the replay viewer of one record: /replay/<name> (the page checks the name) */
+    if (strncmp(uri, "/replay/", 8) == 0)
+        return strchr(uri + 8, '/') == NULL;
     if (strncmp(uri, "/r/", 3) != 0)
         return false;
     /* Any one-segment room path gets the client, valid id or not: the page
@@ -224,6 +328,8 @@ static bool tb__is_app_route(const char *uri)
 static int tb__on_request(tb_server *server, struct lws *wsi, tb_http_session *h, const char *uri)
 {
     TB_COUNT(server->metrics, http_requests_total);
+    if (server->fleet && strcmp(uri, "/admin/drain") == 0 && lws_hdr_total_length(wsi, WSI_TOKEN_POST_URI) > 0)
+        return tb__admin_drain(server, wsi, h);
     if (lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) <= 0)
         return tb__respond_text(wsi, h, 405, "only GET\n");
     tb_log_debug("GET %s", uri);
@@ -233,6 +339,10 @@ static int tb__on_request(tb_server *server, struct lws *wsi, tb_http_session *h
         return tb__metrics(server, wsi, h);
     if (strcmp(uri, "/api/rooms") == 0)
         return tb__api_rooms(server, wsi, h);
+    if (strcmp(uri, "/api/records") == 0)
+        return tb__api_records(server, wsi, h);
+    if (strncmp(uri, "/records/", 9) == 0)
+        return tb__record_file(server, wsi, h, uri);
     if (server->stopping)
         return tb__respond_text(wsi, h, 503, "shutting down\n");
 

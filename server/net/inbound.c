@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/fleet.h"
 #include "net/log.h"
 #include "sim/clock.h"
 #include "sim/error.h"
@@ -91,6 +92,39 @@ static const char *tb__default_scene(const char *kind)
     return NULL;
 }
 
+/* A hello for a room nobody has: create it from the scene it names (or
+ * its kind's default, or the scene of the room's own name), within the
+ * address's creation rate. NULL when refused (the client is told). */
+static tb_room *tb__create_room(tb_session *s, const tb_client_msg *m)
+{
+    tb_server *server = s->server;
+    const char *scene = m->scene[0]              ? m->scene
+                        : m->wanted_kind[0]      ? tb__default_scene(m->wanted_kind)
+                        : tb_scene_find(m->room) ? m->room
+                                                 : NULL;
+    const tb_scene *sc = scene ? tb_scene_find(scene) : NULL;
+    if (!sc || (m->wanted_kind[0] && strcmp(sc->kind, m->wanted_kind) != 0)) {
+        tb__refuse(s, TB_REFUSE_BAD_SCENE, TB_ERR_BAD_ROOM,
+                   "room does not exist; say which scene to create it with "
+                   "(tower, dice, pile, flag, cape, dough)");
+        return NULL;
+    }
+    if (!tb_rate_take(&server->create_rates, s->addr, server->cfg->room_create_rate, tb_clock_now_ns())) {
+        TB_COUNT(server->metrics, room_creations_refused_total);
+        tb_inbound_send_error(s, TB_ERR_RATE_LIMITED, "room creation limit for this address; join an existing room", -1);
+        return NULL;
+    }
+    tb_room *room = NULL;
+    int rc = tb_registry_get_or_create(server->registry, m->room, sc->name, false, &room, NULL);
+    if (rc < 0) {
+        tb__refuse(s, rc == TB_EMAXROOMS ? TB_REFUSE_MAX_ROOMS : TB_REFUSE_BAD_SCENE, tb_wire_code(rc),
+                   tb_strerror(rc));
+        return NULL;
+    }
+    tb_log_info("room %s created (%s) on worker %d", room->id, room->scene, room->worker);
+    return room;
+}
+
 static void tb__join(tb_session *s, const tb_client_msg *m)
 {
     tb_server *server = s->server;
@@ -123,31 +157,12 @@ static void tb__join(tb_session *s, const tb_client_msg *m)
         tb__refuse(s, TB_REFUSE_BAD_SCENE, TB_ERR_BAD_ROOM, why);
         return;
     }
-    if (!room) {
-        const char *scene = m->scene[0]                            ? m->scene
-                            : m->wanted_kind[0]                    ? tb__default_scene(m->wanted_kind)
-                            : tb_scene_find(m->room)               ? m->room
-                                                                   : NULL;
-        const tb_scene *sc = scene ? tb_scene_find(scene) : NULL;
-        if (!sc || (m->wanted_kind[0] && strcmp(sc->kind, m->wanted_kind) != 0)) {
-            tb__refuse(s, TB_REFUSE_BAD_SCENE, TB_ERR_BAD_ROOM,
-                       "room does not exist; say which scene to create it with "
-                       "(tower, dice, pile, flag, cape, dough)");
-            return;
-        }
-        if (!tb_rate_take(&server->create_rates, s->addr, server->cfg->room_create_rate, tb_clock_now_ns())) {
-            TB_COUNT(server->metrics, room_creations_refused_total);
-            tb_inbound_send_error(s, TB_ERR_RATE_LIMITED, "room creation limit for this address; join an existing room", -1);
-            return;
-        }
-        int rc = tb_registry_get_or_create(server->registry, m->room, sc->name, false, &room, NULL);
-        if (rc < 0) {
-            tb__refuse(s, rc == TB_EMAXROOMS ? TB_REFUSE_MAX_ROOMS : TB_REFUSE_BAD_SCENE, tb_wire_code(rc),
-                       tb_strerror(rc));
-            return;
-        }
-        tb_log_info("room %s created (%s) on worker %d", room->id, room->scene, room->worker);
-    }
+    /* another server of the fleet may hold the room: the fleet answers later
+     * (tb_server_fleet_join) */
+    if (!room && server->fleet && !s->fleet_asked && tb_fleet_claim(server->fleet, s->id, m))
+        return;
+    if (!room && !(room = tb__create_room(s, m)))
+        return;
     if (atomic_load(&room->clients) >= server->cfg->max_clients_per_room) {
         tb_room_unref(room);
         tb__refuse(s, TB_REFUSE_ROOM_FULL, TB_ERR_ROOM_FULL, tb_strerror(TB_EROOMFULL));
@@ -176,6 +191,28 @@ static void tb__join(tb_session *s, const tb_client_msg *m)
     atomic_fetch_add(&room->clients, 1);
     atomic_fetch_add(&server->metrics->clients, 1);
     room->idle_since_ns = 0;
+}
+
+/* The fleet's answer to a hello it held back (server.h). */
+void tb_server_fleet_join(tb_server *server, uint32_t client, const tb_client_msg *hello, int verdict,
+                          const char *why)
+{
+    for (tb_session *s = server->sessions; s; s = s->next) {
+        if (s->id != client)
+            continue;
+        if (s->closing || s->room)
+            return;
+        if (verdict == TB_ESHUTDOWN) {
+            tb_inbound_send_error(s, TB_ERR_SHUTTING_DOWN, why, -1); /* closes with 1001: reconnect elsewhere */
+        } else if (verdict < 0) {
+            tb_inbound_send_error(s, TB_ERR_BAD_ROOM, why, -1);
+        } else {
+            s->fleet_asked = true;
+            tb__join(s, hello);
+            s->fleet_asked = false;
+        }
+        return;
+    }
 }
 
 /* ---- messages --------------------------------------------------------------- */

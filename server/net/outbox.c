@@ -56,9 +56,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/fleet.h"
+#include "net/log.h"
 #include "sim/clock.h"
 #include "sim/wire.h"
-#include "net/log.h"
 
 _Static_assert(TB_MSG_HEADROOM >= LWS_PRE, "tb_msg headroom must hold LWS_PRE");
 
@@ -342,6 +343,10 @@ static void tb__deliver(tb_server *server, tb_out *out)
         for (tb_session *s = room->net; s; s = s->room_next)
             if (s->welcomed && s->id != out->client)
                 tb_outbox_push_ctl(s, tb_msg_ref(out->msg));
+        break;
+    case TB_OUT_CHECKPOINT: /* the room's state image, for Redis (net/fleet.h) */
+        if (server->fleet)
+            tb_fleet_on_checkpoint(server->fleet, room, out->msg, out->client == 1);
         break;
     }
     tb_msg_unref(out->msg);

@@ -89,6 +89,11 @@ int tb_server_start(tb_server *server)
     info.gid = -1;
     info.uid = -1;
     info.timeout_secs = 20;
+    if (cfg->tls_cert[0]) { /* https and wss on the same port (both files checked by config.c) */
+        info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+        info.ssl_cert_filepath = cfg->tls_cert;
+        info.ssl_private_key_filepath = cfg->tls_key;
+    }
     info.pcontext = &server->context;
     server->context = lws_create_context(&info);
     if (!server->context) {
@@ -148,6 +153,26 @@ static void tb__stop_tick(uv_timer_t *timer)
         tb__finish_stop(server);
 }
 
+/* Going away beats anything still queued for the client: it is told why
+ * and closed with 1001, which makes it reconnect (to this room's next
+ * server, when a router stands in front). */
+static void tb__going_away(tb_session *s, const char *reason)
+{
+    tb_outbox_clear_ctl(s);
+    tb_outbox_clear_slots(s);
+    tb_outbox_clear_contacts(s);
+    tb_outbox_push_ctl(s, tb_wire_error(TB_ERR_SHUTTING_DOWN, reason, -1));
+    tb_session_begin_close(s, LWS_CLOSE_STATUS_GOINGAWAY, reason);
+}
+
+/* The room moves to another server of the fleet (net/fleet.h). */
+void tb_server_close_room(tb_server *server, tb_room *room, const char *reason)
+{
+    (void)server;
+    for (tb_session *s = room->net; s; s = s->room_next)
+        tb__going_away(s, reason);
+}
+
 void tb_server_stop(tb_server *server, tb_server_close_cb close_cb)
 {
     if (server->stopping)
@@ -156,14 +181,8 @@ void tb_server_stop(tb_server *server, tb_server_close_cb close_cb)
     server->close_cb = close_cb;
     server->stop_deadline_ns = tb_clock_now_ns() + 700 * TB_NS_PER_MS;
     tb_log_info("stopping: closing %d client(s) with 1001", server->session_count);
-    for (tb_session *s = server->sessions; s; s = s->next) {
-        /* Going away beats anything still queued for the client. */
-        tb_outbox_clear_ctl(s);
-        tb_outbox_clear_slots(s);
-        tb_outbox_clear_contacts(s);
-        tb_outbox_push_ctl(s, tb_wire_error(TB_ERR_SHUTTING_DOWN, "server shutting down", -1));
-        tb_session_begin_close(s, LWS_CLOSE_STATUS_GOINGAWAY, "server shutting down");
-    }
+    for (tb_session *s = server->sessions; s; s = s->next)
+        tb__going_away(s, "server shutting down");
     uv_timer_stop(&server->housekeeping);
     if (!server->started) {
         tb__finish_stop(server);

@@ -76,6 +76,7 @@ struct tb_server {
     int64_t started_ns;
     int64_t stop_deadline_ns;
     tb_server_close_cb close_cb;
+    struct tb_fleet *fleet; /* --redis (net/fleet.h), or NULL */
 };
 
 int tb_server_init(tb_server *server, uv_loop_t *loop, const tb_config *cfg, tb_metrics *metrics);
@@ -85,6 +86,15 @@ void tb_server_wake(void *server);
 /* Creates the lws context and listens. 0, or TB_EINVAL when lws fails. */
 int tb_server_start(tb_server *server);
 void tb_server_stop(tb_server *server, tb_server_close_cb close_cb);
+
+/* Hooks for net/fleet.c. The fleet's answer to a hello it held
+ * back (tb_fleet_claim): verdict 0 joins (the room is restored, or is
+ * created as usual), a TB_E* code refuses with why. */
+struct tb_client_msg;
+void tb_server_fleet_join(tb_server *server, uint32_t client, const struct tb_client_msg *hello, int verdict,
+                          const char *why);
+/* Close every session of the room with 1001 (its players reconnect). */
+void tb_server_close_room(tb_server *server, tb_room *room, const char *reason);
 
 /* HTTP side (http.c), called from the lws callback in server.c with the
  * per-connection tb_http_session as user. */

@@ -16,6 +16,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 
+#include "net/fleet.h"
 #include "net/log.h"
 #include "sim/clock.h"
 
@@ -188,6 +189,10 @@ static bool tb__upgrade_refusal(tb_server *server, struct lws *wsi, int *status,
     if (server->stopping) {
         st = 503, r = TB_REFUSE_SHUTTING_DOWN;
         snprintf(why, cap, "server shutting down");
+    } else if (server->fleet && tb_fleet_draining(server->fleet)) {
+        /* its rooms are moving: a router tries the next server on a 503 */
+        st = 503, r = TB_REFUSE_SHUTTING_DOWN;
+        snprintf(why, cap, "server draining: its rooms are moving to another server");
     } else if (!tumble || other_known) {
         st = 400, r = TB_REFUSE_SUBPROTOCOL;
         snprintf(why, cap, "WebSocket subprotocol tumble.v1 required (Sec-WebSocket-Protocol: tumble.v1)");

@@ -133,6 +133,7 @@ typedef struct tb_session {
 
     bool closing, close_sent;
     bool slow_counted;
+    bool fleet_asked;     /* the fleet has answered this hello (net/fleet.h) */
     int close_code;
     char close_reason[64];
 } tb_session;

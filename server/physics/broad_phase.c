@@ -137,28 +137,20 @@ static inline __attribute__((always_inline)) void all_pairs(tb_rigid_world *w)
     }
 }
 
-TB_HOT_CLONES void tb_broad_phase_update_pairs(tb_rigid_world *w)
+/* The update in four phases, each a function of its own (inlined into the
+ * AVX and baseline clones of tb_broad_phase_update_pairs alike). */
+#define TB__PHASE static inline __attribute__((always_inline))
+
+/* Every live body into the grid cells its AABB touches (at most 2 per axis);
+ * a body that spans more goes to the oversized list. Returns the entry count. */
+TB__PHASE int insert_entries(tb_rigid_world *w, float inv_cell, int *oversized_count)
 {
     tb_broad_phase *bp = &w->broad_phase;
     const tb_body *bodies = w->bodies;
-    const tb_body_frame *frames = w->frames;
-    w->pair_count = 0;
-    if (w->body_count <= SMALL_WORLD) {
-        all_pairs(w);
-        return;
-    }
-
-    /* cell size: the largest AABB among non-moving extents (bounding diameter) */
-    float cell = 0.1f;
-    for (int i = 0; i < w->body_end; i++)
-        if (bodies[i].alive) cell = tb_maxf(cell, 2.0f * bodies[i].radius + TB_SPECULATIVE_MARGIN);
-    cell = tb_minf(cell, 8.0f);
-    float inv_cell = 1.0f / cell;
-
     int entry_count = 0, oversized = 0;
     for (int i = 0; i < w->body_end; i++) {
         if (!bodies[i].alive) continue;
-        const tb_body_frame *f = &frames[i];
+        const tb_body_frame *f = &w->frames[i];
         int x0 = cell_coord(f->aabb_min.x, inv_cell), x1 = cell_coord(f->aabb_max.x, inv_cell);
         int y0 = cell_coord(f->aabb_min.y, inv_cell), y1 = cell_coord(f->aabb_max.y, inv_cell);
         int z0 = cell_coord(f->aabb_min.z, inv_cell), z1 = cell_coord(f->aabb_max.z, inv_cell);
@@ -179,8 +171,14 @@ TB_HOT_CLONES void tb_broad_phase_update_pairs(tb_rigid_world *w)
                     e->body = i;
                 }
     }
+    *oversized_count = oversized;
+    return entry_count;
+}
 
-    /* counting sort of the entries into hash buckets */
+/* Counting sort of the entries into hash buckets. Returns the table size;
+ * afterwards bucket_start[b] is the END of bucket b. */
+TB__PHASE uint32_t sort_into_buckets(tb_broad_phase *bp, int entry_count)
+{
     uint32_t table = 64;
     while (table < (uint32_t)(2 * entry_count)) table *= 2;
     assert((int)table <= bp->table_capacity);
@@ -196,9 +194,16 @@ TB_HOT_CLONES void tb_broad_phase_update_pairs(tb_rigid_world *w)
         /* start[b] is advanced while filling; it ends as the start of b + 1 */
         bp->sorted[start[bp->entries[i].bucket]++] = bp->entries[i];
     }
+    return table;
+}
 
-    /* after the scatter start[b] is the end of bucket b; bucket b begins at
-     * the end of bucket b - 1 */
+/* Pairs of entries that share a cell, each reported once. */
+TB__PHASE void pairs_in_buckets(tb_rigid_world *w, uint32_t table)
+{
+    tb_broad_phase *bp = &w->broad_phase;
+    const tb_body *bodies = w->bodies;
+    const uint32_t *start = bp->bucket_start;
+    /* bucket b begins at the end of bucket b - 1 */
     uint32_t begin = 0;
     for (uint32_t b = 0; b < table; b++) {
         uint32_t end = start[b];
@@ -210,7 +215,7 @@ TB_HOT_CLONES void tb_broad_phase_update_pairs(tb_rigid_world *w)
                 if (ej->cell != ei->cell) continue;
                 const tb_body *bj = &bodies[ej->body];
                 if (bi->sleeping && bj->sleeping) continue;
-                const tb_body_frame *fi = &frames[ei->body], *fj = &frames[ej->body];
+                const tb_body_frame *fi = &w->frames[ei->body], *fj = &w->frames[ej->body];
                 if (!aabb_overlap(fi, fj)) continue;
                 /* report in the cell holding the overlap's minimum corner only:
                  * floor is monotonic, so that cell is the max of the two
@@ -225,8 +230,13 @@ TB_HOT_CLONES void tb_broad_phase_update_pairs(tb_rigid_world *w)
         }
         begin = end;
     }
+}
 
-    /* oversized bodies against everything (once per pair) */
+/* Oversized bodies against everything (once per pair). */
+TB__PHASE void pairs_of_oversized(tb_rigid_world *w, int oversized)
+{
+    const tb_broad_phase *bp = &w->broad_phase;
+    const tb_body *bodies = w->bodies;
     for (int k = 0; k < oversized; k++) {
         int o = bp->oversized[k];
         for (int i = 0; i < w->body_end; i++) {
@@ -235,9 +245,30 @@ TB_HOT_CLONES void tb_broad_phase_update_pairs(tb_rigid_world *w)
             bool i_oversized = false;
             for (int m = 0; m < oversized; m++) i_oversized |= bp->oversized[m] == i;
             if (i_oversized && i < o) continue;
-            if (aabb_overlap(&frames[o], &frames[i])) add_pair(w, o, i);
+            if (aabb_overlap(&w->frames[o], &w->frames[i])) add_pair(w, o, i);
         }
     }
+}
 
+TB_HOT_CLONES void tb_broad_phase_update_pairs(tb_rigid_world *w)
+{
+    const tb_body *bodies = w->bodies;
+    w->pair_count = 0;
+    if (w->body_count <= SMALL_WORLD) {
+        all_pairs(w);
+        return;
+    }
+
+    /* cell size: the largest AABB among non-moving extents (bounding diameter) */
+    float cell = 0.1f;
+    for (int i = 0; i < w->body_end; i++)
+        if (bodies[i].alive) cell = tb_maxf(cell, 2.0f * bodies[i].radius + TB_SPECULATIVE_MARGIN);
+    cell = tb_minf(cell, 8.0f);
+
+    int oversized = 0;
+    int entry_count = insert_entries(w, 1.0f / cell, &oversized);
+    uint32_t table = sort_into_buckets(&w->broad_phase, entry_count);
+    pairs_in_buckets(w, table);
+    pairs_of_oversized(w, oversized);
     sort_pairs(w->pairs, w->pairs_tmp, w->pair_count);
 }

@@ -74,7 +74,12 @@ tb_collide_box tb_collide_box_make(tb_vec3 center, tb_quat rotation, tb_vec3 hal
  * faces, B faces, edges i-major). Lane 3 is padding. */
 #define SAT_PERM(v, i0, i1, i2, i3) TB_SHUFFLE((v), (v), i0, i1, i2, i3)
 
-/* Inlined into tb_collide_box_box's clones (and wrapped as tb_box_box_sat). */
+/* Inlined into tb_collide_box_box's clones (and wrapped as tb_box_box_sat).
+ * Longer than a screen on purpose (the one function in server/ over 80
+ * lines): the 15 axes share the 3 x 3 rotation and |rotation| tables and the
+ * running best axis, and the decisions must scan them in one fixed order for
+ * the same bits everywhere; split into functions, the tables would travel
+ * through memory or be recomputed, in the hottest loop of the narrow phase. */
 static inline __attribute__((always_inline)) bool box_box_sat(const tb_collide_box *a, const tb_collide_box *b,
                                                               float margin, tb_sat_result *out)
 {

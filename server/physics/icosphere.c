@@ -44,6 +44,25 @@ static int edge_index(const edge_table *t, int a, int b, int *reversed)
     return -1;
 }
 
+/* In a closed, consistently wound mesh every edge is walked once in each
+ * direction, so keeping the half-edges that go from lower to higher index
+ * lists every edge exactly once. */
+static int list_edges(const uint16_t triangles[TB_ICOSPHERE_TRIANGLES * 3], uint16_t edges[TB_ICOSPHERE_EDGES * 2])
+{
+    int ne = 0;
+    for (int t = 0; t < TB_ICOSPHERE_TRIANGLES; t++)
+        for (int k = 0; k < 3; k++) {
+            int a = triangles[3 * t + k], b = triangles[3 * t + (k + 1) % 3];
+            if (a < b) {
+                if (ne == TB_ICOSPHERE_EDGES) return -1;
+                edges[2 * ne] = (uint16_t)a;
+                edges[2 * ne + 1] = (uint16_t)b;
+                ne++;
+            }
+        }
+    return ne == TB_ICOSPHERE_EDGES ? 0 : -1;
+}
+
 int tb_icosphere_build(float positions[TB_ICOSPHERE_VERTICES * 3], uint16_t triangles[TB_ICOSPHERE_TRIANGLES * 3],
                        uint16_t edges[TB_ICOSPHERE_EDGES * 2])
 {
@@ -113,19 +132,5 @@ int tb_icosphere_build(float positions[TB_ICOSPHERE_VERTICES * 3], uint16_t tria
     (void)face_base;
     if (v != TB_ICOSPHERE_VERTICES || tri != TB_ICOSPHERE_TRIANGLES) return -1;
 
-    /* In a closed, consistently wound mesh every edge is walked once in each
-     * direction, so keeping the half-edges that go from lower to higher index
-     * lists every edge exactly once. */
-    int ne = 0;
-    for (int t = 0; t < TB_ICOSPHERE_TRIANGLES; t++)
-        for (int k = 0; k < 3; k++) {
-            int a = triangles[3 * t + k], b = triangles[3 * t + (k + 1) % 3];
-            if (a < b) {
-                if (ne == TB_ICOSPHERE_EDGES) return -1;
-                edges[2 * ne] = (uint16_t)a;
-                edges[2 * ne + 1] = (uint16_t)b;
-                ne++;
-            }
-        }
-    return ne == TB_ICOSPHERE_EDGES ? 0 : -1;
+    return list_edges(triangles, edges);
 }

@@ -23,6 +23,10 @@ typedef enum tb_input_type {
     TB_INPUT_RESET,      /* rebuild the scene; flags = 1: knock-down (tower); name = action */
     TB_INPUT_SCENE,      /* name = scene to load (same kind) */
     TB_INPUT_CONTACTS,   /* flags = 1 on, 0 off: contacts view for this client */
+    /* internal (never decoded from a client): the network thread asks the
+     * worker for the room's state image (net/fleet.h); flags = 1: the last
+     * one, the room stops stepping after it (a drain) */
+    TB_INPUT_CHECKPOINT = 100,
 } tb_input_type;
 
 #define TB_INPUT_NAME_MAX 40 /* protocol names are up to 32 bytes */

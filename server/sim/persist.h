@@ -23,17 +23,9 @@
 
 #include "sim/registry.h"
 #include "sim/room.h"
+#include "sim/room_image.h" /* tb_persist_encode, tb_persist_decode: the file image */
 
 typedef void (*tb_persist_report_fn)(const char *path, const char *what);
-
-/* The file image of one room (malloc'ed into *buf). Worker thread of the
- * room, or any thread once the workers have stopped. */
-int tb_persist_encode(const tb_room *room, unsigned char **buf, size_t *len);
-/* A room (one reference, world built, tick set, not yet adopted) from a
- * file image. TB_EINVAL with a reason in why (cap bytes) when the image is
- * not a valid save. */
-int tb_persist_decode(const unsigned char *buf, size_t len, const tb_world_env *env, tb_room **out, char *why,
-                      size_t cap);
 
 /* Write buf to dir/name atomically (temp file, fsync, rename, fsync dir). */
 int tb_persist_write_file(const char *dir, const char *name, const unsigned char *buf, size_t len);

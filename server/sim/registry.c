@@ -220,6 +220,26 @@ int tb_registry_sweep(tb_registry *reg, int64_t now_ns)
     return retired;
 }
 
+int tb_registry_remove(tb_registry *reg, const char *id)
+{
+    pthread_mutex_lock(&reg->lock);
+    tb_room *room = tb__lookup(reg, id);
+    int removed = 0;
+    for (int i = 0; room && i < reg->count; i++) {
+        if (reg->rooms[i] != room)
+            continue;
+        atomic_store_explicit(&room->retire, true, memory_order_release);
+        reg->index[tb__slot(reg, room->id)] = TB__TOMBSTONE; /* still counted in index_used */
+        reg->rooms[i] = reg->rooms[--reg->count];
+        atomic_fetch_sub(&reg->metrics->rooms, 1);
+        tb_room_unref(room);
+        removed = 1;
+        break;
+    }
+    pthread_mutex_unlock(&reg->lock);
+    return removed;
+}
+
 int tb_registry_rows(tb_registry *reg, tb_room_row *rows, int cap)
 {
     pthread_mutex_lock(&reg->lock);

@@ -65,6 +65,9 @@ tb_room *tb_registry_find(tb_registry *reg, const char *id);
 /* Retire rooms idle (no clients) since before now - timeout; network
  * thread, which keeps room->idle_since_ns. Returns rooms retired. */
 int tb_registry_sweep(tb_registry *reg, int64_t now_ns);
+/* Retire one room now, whatever its clients (its lease moved to another
+ * server, net/fleet.h). 1 if it was open. */
+int tb_registry_remove(tb_registry *reg, const char *id);
 /* Up to cap rows; returns the number of rooms (may exceed cap). */
 int tb_registry_rows(tb_registry *reg, tb_room_row *rows, int cap);
 int tb_registry_count(tb_registry *reg);

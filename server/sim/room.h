@@ -82,6 +82,7 @@ typedef struct tb_room {
     tb_snap_encoder *tier_encoder[TB_ROOM_TIERS]; /* worker; [0] unused (encoder is tier 0) */
     uint64_t snapshot_index;   /* tick / snapshot_every of the last snapshot: tier t steps when it divides by its stride */
     struct tb_record *record;  /* --record: this room's input log (sim/record.h), or NULL */
+    bool frozen;               /* its last checkpoint is made (a drain): no more steps */
 
     /* statistics, written by the worker, read by /api/rooms */
     atomic_uint_fast64_t step_ns_sum;
@@ -91,7 +92,8 @@ typedef struct tb_room {
 
     /* network thread */
     void *net;
-    uint32_t net_tick;    /* tick of the newest snapshot delivered to the network thread */
+    void *fleet;               /* net/fleet.c's record of it (--redis), or NULL */
+    uint32_t net_tick;         /* tick of the newest snapshot delivered to the network thread */
     int64_t idle_since_ns;
     uint64_t next_serial;
 } tb_room;

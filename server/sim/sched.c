@@ -22,9 +22,12 @@
 #include "sim/clock.h"
 #include "sim/error.h"
 #include "sim/record.h"
+#include "sim/replay.h"
 #include "sim/wire.h"
+#include "sim/worker_room.h"
 
-#define TB__INPUTS_PER_STEP 256
+_Static_assert(TB_STEP_HZ == TB_REPLAY_STEP_HZ, "a replay steps at the worker's rate");
+
 #define TB__INPUT_PASS_NS (2 * TB_NS_PER_MS)
 
 static void tb__release_out(tb_out *out)
@@ -80,8 +83,8 @@ static void tb__push_ctl(tb_worker *w, tb_out *out)
     w->overflow[w->overflow_count++] = *out;
 }
 
-static void tb__emit2(tb_worker *w, int kind, uint32_t client, tb_room *room, tb_msg *msg, tb_msg *key)
-{
+void tb_worker_emit2(tb_worker *w, int kind, uint32_t client, tb_room *room, tb_msg *msg, tb_msg *key)
+                     {
     if (!msg) {
         tb_msg_unref(key);
         return;
@@ -100,360 +103,9 @@ static void tb__emit2(tb_worker *w, int kind, uint32_t client, tb_room *room, tb
     tb__release_out(&out);
 }
 
-static void tb__emit(tb_worker *w, int kind, uint32_t client, tb_room *room, tb_msg *msg)
-{
-    tb__emit2(w, kind, client, room, msg, NULL);
-}
-
-static void tb__emit_error(tb_worker *w, tb_room *room, const tb_input *in, int code, const char *detail)
-{
-    int proto = tb_wire_code(code);
-    char text[160];
-    snprintf(text, sizeof text, "%s%s%s", detail ? detail : "", detail ? ": " : "", tb_strerror(code));
-    tb__emit(w, TB_OUT_CLIENT, in->client, room, tb_wire_error(proto, text, in->seq));
-    TB_COUNT(w->sched->metrics, inputs_rejected_total[proto]);
-}
-
-static tb_peer *tb__peer(tb_room *room, uint32_t client)
-{
-    for (int i = 0; i < room->peer_count; i++)
-        if (room->peers[i].id == client)
-            return &room->peers[i];
-    return NULL;
-}
-
-static const char *tb__peer_name(tb_room *room, uint32_t client)
-{
-    tb_peer *p = tb__peer(room, client);
-    return p ? p->name : "";
-}
-
-/* Quantize the world's current state into the room's encoder; *out (may be
- * NULL) keeps the input for the tier encoders of the same tick. */
-static int tb__encode_state(tb_room *room, tb_snap_input *out)
-{
-    tb_snap_input in;
-    room->ops->fill_snapshot(room->world, &in);
-    in.tick = (uint32_t)room->tick;
-    tb_proto_err err;
-    if (tb_snap_encoder_step(room->encoder, &in, &err) != TB_OK)
-        return TB_EINVAL;
-    room->encoder_tick = (uint32_t)room->tick;
-    if (out)
-        *out = in;
-    return 0;
-}
-
-static void tb__drop_tiers(tb_room *room)
-{
-    for (int t = 1; t < TB_ROOM_TIERS; t++) {
-        if (room->tier_encoder[t])
-            tb_snap_encoder_destroy(room->tier_encoder[t]);
-        room->tier_encoder[t] = NULL;
-    }
-}
-
-/* (Re)build the encoder for the world's frame (bounds, meshes) and prime it
- * with the current state, so welcome and scene messages have a keyframe. */
-static int tb__start_encoder(tb_room *room)
-{
-    tb_proto_welcome *scratch = tb_wire_scratch();
-    memset(scratch, 0, sizeof *scratch);
-    room->ops->describe(room->world, scratch);
-    tb_proto_frame frame;
-    tb_proto_frame_from_static(&frame, &scratch->st);
-    if (room->encoder)
-        tb_snap_encoder_destroy(room->encoder);
-    tb__drop_tiers(room); /* the frame may have changed: tiers start afresh (with a keyframe) */
-    room->encoder = tb_snap_encoder_create(&frame, room->ops->max_bodies(room->world));
-    if (!room->encoder)
-        return TB_ENOMEM;
-    return tb__encode_state(room, NULL);
-}
-
-/* The world's static description changed between two steps (another scene,
- * a new cloth grid): the new state takes a tick number of its own, without
- * a step, so that every tick names exactly one state (PROTOCOL.md §3): the
- * `scene` keyframe is tick T+1, the next step's snapshot deltas from it.
- * Replays do the same (sim/record.c). */
-static int tb__static_changed(tb_room *room)
-{
-    room->tick++;
-    return tb__start_encoder(room);
-}
-
-/* Rebuild the room's world (another scene of the same kind). An unknown
- * scene name is a bad value of `action select`; another kind's scene is
- * not allowed in this room. */
-static int tb__rebuild(tb_room *room, const char *scene_name)
-{
-    int rc = tb_room_swap_scene(room, scene_name);
-    if (rc == TB_EBADSCENE)
-        return TB_EINVAL;
-    return rc < 0 ? rc : tb__static_changed(room);
-}
-
-static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *in)
-{
-    tb_metrics *m = w->sched->metrics;
-    int rc = 0;
-    if (room->record)
-        tb_record_input(room->record, room->tick, in);
-    room->applied_serial = in->serial;
-    if (in->type != TB_INPUT_JOIN && in->type != TB_INPUT_LEAVE && in->recv_ns &&
-        (!room->unsent_input_ns || in->recv_ns < room->unsent_input_ns))
-        room->unsent_input_ns = in->recv_ns;
-    switch (in->type) {
-    case TB_INPUT_JOIN: {
-        /* An empty room is not encoded (tb__snapshot): the first one in
-         * gets the current state from a fresh encoder, and later deltas
-         * chain from it. Fresh, because an encoder stepped from a state
-         * minutes old would put the whole way since into the keyframe's
-         * velocities (the predictor of the next delta). */
-        if (room->peer_count == 0 && room->encoder && room->encoder_tick != (uint32_t)room->tick)
-            tb__start_encoder(room);
-        if (!tb__peer(room, in->client) && room->peer_count < TB_ROOM_MAX_PEERS) {
-            tb_peer *p = &room->peers[room->peer_count++];
-            p->id = in->client;
-            snprintf(p->name, sizeof p->name, "%s", in->by_name);
-            p->contacts = false;
-        }
-        tb_msg *welcome = tb_wire_welcome(room, in->client, w->sched->instance, TB_MSG_WELCOME);
-        if (!welcome) { /* no encoder (out of memory at adoption): say so rather than leave it waiting */
-            tb__emit(w, TB_OUT_CLIENT, in->client, room,
-                     tb_wire_error(TB_ERR_INTERNAL, "room cannot encode its state", -1));
-            return;
-        }
-        tb__emit(w, TB_OUT_WELCOME, in->client, room, welcome);
-        tb__emit(w, TB_OUT_BROADCAST, in->client, room, tb_wire_peer_joined(in->client, in->by_name));
-        return;
-    }
-    case TB_INPUT_LEAVE: {
-        room->ops->apply_input(room->world, in);
-        tb_peer *p = tb__peer(room, in->client);
-        if (p) {
-            *p = room->peers[--room->peer_count];
-            tb__emit(w, TB_OUT_BROADCAST, in->client, room, tb_wire_peer_left(in->client));
-        }
-        return;
-    }
-    case TB_INPUT_PARAM: {
-        rc = room->ops->param_set(room->world, in->name, in->value_d);
-        if (rc == TB_WORLD_STATIC_CHANGED) { /* new meshes: everyone needs the static description and a keyframe */
-            rc = tb__static_changed(room);
-            if (rc == 0)
-                tb__emit(w, TB_OUT_SCENE, 0, room, tb_wire_welcome(room, 0, w->sched->instance, TB_MSG_SCENE));
-        }
-        if (rc == 0) {
-            double applied = in->value_d;
-            room->ops->param_get(room->world, in->name, &applied);
-            applied = tb_world_param_decimal(applied); /* 0.2, not 0.2 widened from float */
-            tb__emit(w, TB_OUT_BROADCAST, 0, room,
-                     tb_wire_param_changed(in->name, applied, in->client, tb__peer_name(room, in->client)));
-        }
-        break;
-    }
-    case TB_INPUT_RESET:
-        rc = room->ops->apply_input(room->world, in);
-        if (rc == 0)
-            tb__emit(w, TB_OUT_BROADCAST, 0, room,
-                     tb_wire_reset(in->name[0] ? in->name : "reset", in->client, tb__peer_name(room, in->client)));
-        break;
-    case TB_INPUT_SCENE:
-        rc = tb__rebuild(room, in->name);
-        if (rc == 0) { /* everyone needs the new static description and a keyframe */
-            tb__emit(w, TB_OUT_SCENE, 0, room, tb_wire_welcome(room, 0, w->sched->instance, TB_MSG_SCENE));
-            /* ... and to hear who switched it (the scene message names the new scene) */
-            tb__emit(w, TB_OUT_BROADCAST, 0, room, tb_wire_reset("select", in->client, tb__peer_name(room, in->client)));
-        }
-        break;
-    case TB_INPUT_CONTACTS: {
-        tb_peer *p = tb__peer(room, in->client);
-        if (!(room->ops->overlays & (1u << TB_WORLD_OVERLAY_CONTACTS)))
-            rc = TB_ENOTSUP;
-        else if (p)
-            p->contacts = in->flags != 0;
-        break;
-    }
-    default:
-        rc = room->ops->apply_input(room->world, in);
-        break;
-    }
-    if (rc == TB_ECAP && in->type == TB_INPUT_THROW) {
-        /* applied, but the oldest projectile made room: tell the thrower */
-        TB_COUNT(m, inputs_applied_total);
-        tb__emit_error(w, room, in, rc, "projectile cap: the oldest was recycled");
-    } else if (rc < 0) {
-        tb__emit_error(w, room, in, rc, in->type == TB_INPUT_PARAM ? in->name : NULL);
-    } else {
-        TB_COUNT(m, inputs_applied_total);
-    }
-}
-
-/* The stream tiers the network thread asked for (room.h, net/link.c): on
- * this snapshot tick, every wanted tier whose stride divides the snapshot
- * index steps its own encoder with the same input and emits its delta (and
- * its keyframe when a session needs one, or when the encoder is new). A tier
- * no session wants any more is dropped. Emitted as TB_OUT_SNAPSHOT with
- * client = the tier. */
-static void tb__tier_snapshots(tb_worker *w, tb_room *room, const tb_snap_input *in, int64_t now)
-{
-    unsigned wanted = atomic_load_explicit(&room->tiers_wanted, memory_order_acquire);
-    for (int t = 1; t < TB_ROOM_TIERS; t++) {
-        if (!(wanted & (1u << t))) {
-            if (room->tier_encoder[t]) {
-                tb_snap_encoder_destroy(room->tier_encoder[t]);
-                room->tier_encoder[t] = NULL;
-            }
-            continue;
-        }
-        if (room->snapshot_index % (uint64_t)tb_room_strides[t] != 0)
-            continue;
-        if (!room->tier_encoder[t]) {
-            tb_proto_welcome *scratch = tb_wire_scratch();
-            memset(scratch, 0, sizeof *scratch);
-            room->ops->describe(room->world, scratch);
-            tb_proto_frame frame;
-            tb_proto_frame_from_static(&frame, &scratch->st);
-            room->tier_encoder[t] = tb_snap_encoder_create(&frame, room->ops->max_bodies(room->world));
-            if (!room->tier_encoder[t])
-                continue;
-        }
-        tb_proto_err err;
-        if (tb_snap_encoder_step(room->tier_encoder[t], in, &err) != TB_OK)
-            continue;
-        const tb_snap_blob *delta = tb_snap_encoder_delta(room->tier_encoder[t]);
-        unsigned bit = 1u << t;
-        bool want_key = (atomic_fetch_and_explicit(&room->tier_keys_wanted, ~bit, memory_order_acq_rel) & bit) || !delta;
-        tb_msg *key = NULL;
-        if (want_key) {
-            const tb_snap_blob *k = tb_snap_encoder_key(room->tier_encoder[t]);
-            key = k ? tb_wire_snap_blob(k, room->applied_serial) : NULL;
-        }
-        tb_msg *msg = delta ? tb_wire_snap_blob(delta, room->applied_serial) : tb_msg_ref(key);
-        if (msg)
-            msg->made_ns = now;
-        if (key)
-            key->made_ns = now;
-        tb__emit2(w, TB_OUT_SNAPSHOT, (uint32_t)t, room, msg, key);
-    }
-}
-
-static void tb__snapshot(tb_worker *w, tb_room *room)
-{
-    tb_metrics *m = w->sched->metrics;
-    if (room->peer_count == 0) /* nobody to send it to; a join encodes afresh */
-        return;
-    tb_snap_input in;
-    if (!room->encoder || tb__encode_state(room, &in) < 0)
-        return;
-    const tb_snap_blob *delta = tb_snap_encoder_delta(room->encoder);
-    bool want_key = atomic_exchange_explicit(&room->key_wanted, false, memory_order_acq_rel) || !delta;
-    tb_msg *key = NULL;
-    if (want_key) {
-        const tb_snap_blob *k = tb_snap_encoder_key(room->encoder);
-        key = k ? tb_wire_snap_blob(k, room->applied_serial) : NULL;
-    }
-    tb_msg *main_msg = delta ? tb_wire_snap_blob(delta, room->applied_serial) : tb_msg_ref(key);
-    int64_t now = tb_clock_now_ns();
-    if (room->unsent_input_ns) {
-        tb_hist_observe(&m->input_latency, (now - room->unsent_input_ns) / TB_NS_PER_US);
-        room->unsent_input_ns = 0;
-    }
-    if (main_msg)
-        main_msg->made_ns = now;
-    if (key)
-        key->made_ns = now;
-    TB_COUNT(m, snapshots_total);
-    tb__emit2(w, TB_OUT_SNAPSHOT, 0, room, main_msg, key);
-    tb__tier_snapshots(w, room, &in, now);
-
-    /* The contacts view, for the clients that asked for it. */
-    int viewers = 0;
-    for (int i = 0; i < room->peer_count; i++)
-        viewers += room->peers[i].contacts;
-    if (viewers && (room->ops->overlays & (1u << TB_WORLD_OVERLAY_CONTACTS))) {
-        tb_world_overlay ov;
-        room->ops->overlay(room->world, TB_WORLD_OVERLAY_CONTACTS, &ov);
-        tb_msg *msg = tb_wire_contacts((uint32_t)room->tick, ov.contacts, ov.count);
-        for (int i = 0; msg && i < room->peer_count; i++)
-            if (room->peers[i].contacts)
-                tb__emit(w, TB_OUT_CLIENT, room->peers[i].id, room, tb_msg_ref(msg));
-        tb_msg_unref(msg);
-    }
-}
-
-/* The queued inputs, in arrival order, before the room's next step. */
-static void tb__apply_inputs(tb_worker *w, tb_room *room)
-{
-    tb_input in;
-    for (int i = 0; i < TB__INPUTS_PER_STEP && tb_ring_pop(&room->inputs, &in); i++)
-        tb__apply_input(w, room, &in);
-}
-
-static void tb__step_room(tb_worker *w, tb_room *room, int64_t now)
-{
-    tb_metrics *m = w->sched->metrics;
-    uint64_t overrun = 0;
-    int64_t lateness = 0;
-    int owed = tb_pace_take(&room->pace, now, &overrun, &lateness);
-    if (owed == 0)
-        return;
-    tb_hist_observe(&m->tick_lateness, lateness / TB_NS_PER_US);
-    if (overrun)
-        TB_COUNT_N(m, overrun_steps_total, overrun);
-
-    const float dt = 1.0f / (float)TB_STEP_HZ;
-    /* The shared counters are added once per room and pass, not per step:
-     * with thousands of resting rooms, atomics on cache lines both workers
-     * write would cost more than the steps themselves. */
-    int64_t step_ns = 0;
-    uint64_t fast_steps = 0;
-    for (int s = 0; s < owed; s++) {
-        tb__apply_inputs(w, room);
-
-        int64_t t0 = tb_clock_now_ns();
-        room->ops->step(room->world, dt);
-        int64_t t1 = tb_clock_now_ns();
-        room->tick++;
-        step_ns += t1 - t0;
-        if (t1 - t0 >= TB_NS_PER_US) /* a step under 1 us is a 0 us observation: added below, at once */
-            tb_hist_observe(&m->step_time, (t1 - t0) / TB_NS_PER_US);
-        else
-            fast_steps++;
-        /* a body gone non-finite or out of the room is fixed before anyone sees it */
-        int faults = room->ops->check ? room->ops->check(room->world) : 0;
-        if (faults > 0) {
-            TB_COUNT_N(m, physics_faults_total, (uint_fast64_t)faults);
-            if (w->sched->fault_cb)
-                w->sched->fault_cb(room, faults);
-        }
-
-        tb_world_event ev;
-        for (int k = 0; room->ops->poll_event && k < TB_WORLD_EVENTS_PER_STEP &&
-                        room->ops->poll_event(room->world, &ev) > 0; k++)
-            if (ev.kind == TB_WORLD_EVENT_DICE)
-                tb__emit(w, TB_OUT_BROADCAST, 0, room, tb_wire_dice((uint32_t)room->tick, ev.values, ev.count));
-        if (room->record && room->tick % TB_RECORD_HASH_EVERY == 0)
-            tb_record_hash(room->record, room->tick, room->ops->hash(room->world));
-
-        /* Every Nth tick, also inside a catch-up burst: a client that keeps
-         * up then misses nothing; the network side drops what it cannot send. */
-        if (room->tick % (uint64_t)room->snapshot_every == 0) {
-            room->snapshot_index = room->tick / (uint64_t)room->snapshot_every;
-            tb__snapshot(w, room);
-        }
-    }
-    if (fast_steps)
-        tb_hist_observe_n(&m->step_time, 0, fast_steps);
-    atomic_fetch_add_explicit(&room->step_ns_sum, (uint_fast64_t)step_ns, memory_order_relaxed);
-    atomic_fetch_add_explicit(&room->step_count, (uint_fast64_t)owed, memory_order_relaxed);
-    atomic_fetch_add_explicit(&w->steps, (uint_fast64_t)owed, memory_order_relaxed);
-    TB_COUNT_N(m, steps_total, (uint_fast64_t)owed);
-    tb_world_info info = {0, 0};
-    room->ops->info(room->world, &info);
-    atomic_store_explicit(&room->bodies, info.bodies, memory_order_relaxed);
-    atomic_store_explicit(&room->awake, info.awake, memory_order_relaxed);
+void tb_worker_emit(tb_worker *w, int kind, uint32_t client, tb_room *room, tb_msg *msg)
+                    {
+    tb_worker_emit2(w, kind, client, room, msg, NULL);
 }
 
 static void tb__wake(tb_worker *w)
@@ -472,7 +124,7 @@ static void tb__input_pass(tb_worker *w)
         tb_sched_phase *ph = &w->phases[p];
         for (int i = 0; i < ph->count; i++)
             if (tb_ring_count(&ph->rooms[i]->inputs))
-                tb__apply_inputs(w, ph->rooms[i]);
+                tb_worker_apply_inputs(w, ph->rooms[i]);
     }
     if (w->out_seq != before)
         tb__wake(w);
@@ -526,7 +178,7 @@ static void tb__take_adoptions(tb_worker *w)
             pthread_mutex_unlock(&w->lock);
             return;
         }
-        if (!room->encoder && tb__start_encoder(room) < 0) /* no snapshots; joins get no welcome */
+        if (!room->encoder && tb_worker_start_encoder(room) < 0) /* no snapshots; joins get no welcome */
             atomic_fetch_add(&w->sched->metrics->events_dropped_total, 1);
         if (w->sched->record_dir[0] && !room->record && room->ops->hash) {
             char why[160];
@@ -600,7 +252,7 @@ static void tb__step_phase(tb_worker *w, int p)
             tb__prefetch_room(ph->rooms[i + 2]);
         if (i + 1 < ph->count)
             tb__prefetch_world(ph->rooms[i + 1]);
-        tb__step_room(w, room, t);
+        tb_worker_step_room(w, room, t);
         if (room->pace.next_ns < due)
             due = room->pace.next_ns;
     }
@@ -685,6 +337,7 @@ int tb_sched_init(tb_sched *sched, int workers, int snapshot_rate_hz, const char
     sched->worker_count = workers;
     tb_tower_memo_init(&sched->tower_memo);
     sched->env.tower_memo = &sched->tower_memo;
+    sched->env.tower_memo_build = tb_tower_memo_build;
     sched->snapshot_every = TB_STEP_HZ / snapshot_rate_hz;
     snprintf(sched->instance, sizeof sched->instance, "%s", instance ? instance : "");
     sched->metrics = metrics;

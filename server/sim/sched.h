@@ -54,6 +54,8 @@ typedef enum tb_out_kind {
     TB_OUT_CLIENT,       /* to one session (error, ack) */
     TB_OUT_BROADCAST,    /* to every session of the room (param change, event) */
     TB_OUT_SCENE,        /* to every session: new static description + keyframe */
+    TB_OUT_CHECKPOINT,   /* to the fleet (net/fleet.h): msg = state image (empty: failed),
+                            client = 1 when it is the last (the room stopped stepping) */
 } tb_out_kind;
 
 /* One produced message. The record holds a reference on room, msg and key.

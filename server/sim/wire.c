@@ -24,84 +24,82 @@ static void tb__f3(float out[3], const double in[3])
         out[a] = (float)in[a];
 }
 
-int tb_wire_decode(const void *data, size_t len, tb_client_msg *out, tb_proto_err *err)
+/* The messages about the session itself (hello, ping, resync, lobby):
+ * 1 when m is one of them, 0 when it is a room input. */
+static int tb__decode_session(const tb_proto_client_msg *m, tb_client_msg *out)
 {
-    static _Thread_local tb_proto_client_msg m; /* large-ish; network thread only */
-    memset(out, 0, sizeof *out);
-    out->input.target = -1;
-    int rc = tb_proto_decode_client(data, len, &m, err);
-    out->input.seq = m.seq;
-    if (rc != TB_OK)
-        return rc;
-    tb_input *in = &out->input;
-    switch (m.type) {
+    switch (m->type) {
     case TB_MSG_HELLO:
         out->kind = TB_CLIENT_JOIN;
-        snprintf(out->room, sizeof out->room, "%s", m.u.hello.room);
-        if (m.u.hello.has_scene)
-            snprintf(out->scene, sizeof out->scene, "%s", m.u.hello.scene);
-        if (m.u.hello.has_kind)
-            snprintf(out->wanted_kind, sizeof out->wanted_kind, "%s", m.u.hello.kind);
-        snprintf(out->name, sizeof out->name, "%s", m.u.hello.name);
-        return TB_OK;
+        snprintf(out->room, sizeof out->room, "%s", m->u.hello.room);
+        if (m->u.hello.has_scene)
+            snprintf(out->scene, sizeof out->scene, "%s", m->u.hello.scene);
+        if (m->u.hello.has_kind)
+            snprintf(out->wanted_kind, sizeof out->wanted_kind, "%s", m->u.hello.kind);
+        snprintf(out->name, sizeof out->name, "%s", m->u.hello.name);
+        return 1;
     case TB_MSG_PING:
         out->kind = TB_CLIENT_PING;
-        out->ping_time = m.u.ping.client_time;
-        out->link.has_ack_tick = m.u.ping.has_ack_tick;
-        out->link.ack_tick = m.u.ping.ack_tick;
-        out->link.has_rtt = m.u.ping.has_rtt;
-        out->link.rtt_ms = m.u.ping.rtt_ms;
-        out->link.has_recv_bytes = m.u.ping.has_recv_bytes;
-        out->link.recv_bytes = m.u.ping.recv_bytes;
-        return TB_OK;
+        out->ping_time = m->u.ping.client_time;
+        out->link.has_ack_tick = m->u.ping.has_ack_tick;
+        out->link.ack_tick = m->u.ping.ack_tick;
+        out->link.has_rtt = m->u.ping.has_rtt;
+        out->link.rtt_ms = m->u.ping.rtt_ms;
+        out->link.has_recv_bytes = m->u.ping.has_recv_bytes;
+        out->link.recv_bytes = m->u.ping.recv_bytes;
+        return 1;
     case TB_MSG_RESYNC:
         out->kind = TB_CLIENT_RESYNC;
-        return TB_OK;
+        return 1;
     case TB_MSG_LOBBY_REQ:
         out->kind = TB_CLIENT_LOBBY;
-        return TB_OK;
+        return 1;
     default:
-        break;
+        return 0;
     }
-    out->kind = TB_CLIENT_INPUT;
-    switch (m.type) {
+}
+
+/* The messages that become a room input (throw ... contacts_view). */
+static int tb__decode_input(const tb_proto_client_msg *m, tb_input *in, tb_proto_err *err)
+{
+    switch (m->type) {
     case TB_MSG_THROW:
         in->type = TB_INPUT_THROW;
-        tb__f3(in->pos, m.u.throw_.origin);
-        tb__f3(in->vec, m.u.throw_.velocity);
-        if (strcmp(m.u.throw_.shape, "ball") == 0)
+        tb__f3(in->pos, m->u.throw_.origin);
+        tb__f3(in->vec, m->u.throw_.velocity);
+        if (strcmp(m->u.throw_.shape, "ball") == 0)
             in->flags = 0;
-        else if (strcmp(m.u.throw_.shape, "die") == 0)
+        else if (strcmp(m->u.throw_.shape, "die") == 0)
             in->flags = 1;
         else {
             err->code = TB_ERR_BAD_VALUE;
-            snprintf(err->msg, sizeof err->msg, "throw.shape: '%s' is not ball or die", m.u.throw_.shape);
+            snprintf(err->msg, sizeof err->msg, "throw.shape: '%s' is not ball or die", m->u.throw_.shape);
             return TB_ERR_BAD_VALUE;
         }
         return TB_OK;
     case TB_MSG_POKE:
         in->type = TB_INPUT_POKE;
-        in->target = m.u.poke.has_body ? (int32_t)(m.u.poke.body & 0x7fffffff) : -1;
-        tb__f3(in->pos, m.u.poke.point);
-        tb__f3(in->vec, m.u.poke.impulse);
+        in->target = m->u.poke.has_body ? (int32_t)(m->u.poke.body & 0x7fffffff) : -1;
+        tb__f3(in->pos, m->u.poke.point);
+        tb__f3(in->vec, m->u.poke.impulse);
         return TB_OK;
     case TB_MSG_GRAB_START:
     case TB_MSG_GRAB_MOVE:
     case TB_MSG_GRAB_END:
-        in->type = m.type == TB_MSG_GRAB_START  ? TB_INPUT_GRAB_START
-                   : m.type == TB_MSG_GRAB_MOVE ? TB_INPUT_GRAB_MOVE
+        in->type = m->type == TB_MSG_GRAB_START  ? TB_INPUT_GRAB_START
+                   : m->type == TB_MSG_GRAB_MOVE ? TB_INPUT_GRAB_MOVE
                                                 : TB_INPUT_GRAB_END;
-        in->pointer = m.u.grab.pointer;
-        in->target = m.u.grab.has_body ? (int32_t)(m.u.grab.body & 0x7fffffff) : -1;
-        tb__f3(in->pos, m.u.grab.point);
+        in->pointer = m->u.grab.pointer;
+        in->target = m->u.grab.has_body ? (int32_t)(m->u.grab.body & 0x7fffffff) : -1;
+        tb__f3(in->pos, m->u.grab.point);
         return TB_OK;
     case TB_MSG_PARAM:
         in->type = TB_INPUT_PARAM;
-        snprintf(in->name, sizeof in->name, "%s", m.u.param.name);
-        in->value_d = m.u.param.value;
+        snprintf(in->name, sizeof in->name, "%s", m->u.param.name);
+        in->value_d = m->u.param.value;
         return TB_OK;
     case TB_MSG_ACTION: {
-        const char *a = m.u.action.action;
+        const char *a = m->u.action.action;
         snprintf(in->name, sizeof in->name, "%s", a);
         if (strcmp(a, "reset") == 0 || strcmp(a, "rebuild") == 0 || strcmp(a, "throw_dice") == 0 ||
             strcmp(a, "roll") == 0) {
@@ -109,9 +107,9 @@ int tb_wire_decode(const void *data, size_t len, tb_client_msg *out, tb_proto_er
         } else if (strcmp(a, "knock") == 0) {
             in->type = TB_INPUT_RESET;
             in->flags = 1;
-        } else if (strcmp(a, "select") == 0 && m.u.action.has_scene) {
+        } else if (strcmp(a, "select") == 0 && m->u.action.has_scene) {
             in->type = TB_INPUT_SCENE;
-            snprintf(in->name, sizeof in->name, "%s", m.u.action.scene);
+            snprintf(in->name, sizeof in->name, "%s", m->u.action.scene);
         } else {
             err->code = TB_ERR_BAD_VALUE;
             snprintf(err->msg, sizeof err->msg,
@@ -122,13 +120,28 @@ int tb_wire_decode(const void *data, size_t len, tb_client_msg *out, tb_proto_er
     }
     case TB_MSG_CONTACTS_VIEW:
         in->type = TB_INPUT_CONTACTS;
-        in->flags = m.u.contacts.on;
+        in->flags = m->u.contacts.on;
         return TB_OK;
     default:
         err->code = TB_ERR_UNKNOWN_TYPE;
-        snprintf(err->msg, sizeof err->msg, "message type %d is not for the server", m.type);
+        snprintf(err->msg, sizeof err->msg, "message type %d is not for the server", m->type);
         return TB_ERR_UNKNOWN_TYPE;
     }
+}
+
+int tb_wire_decode(const void *data, size_t len, tb_client_msg *out, tb_proto_err *err)
+{
+    static _Thread_local tb_proto_client_msg m; /* large-ish; network thread only */
+    memset(out, 0, sizeof *out);
+    out->input.target = -1;
+    int rc = tb_proto_decode_client(data, len, &m, err);
+    out->input.seq = m.seq;
+    if (rc != TB_OK)
+        return rc;
+    if (tb__decode_session(&m, out))
+        return TB_OK;
+    out->kind = TB_CLIENT_INPUT;
+    return tb__decode_input(&m, &out->input, err);
 }
 
 /* ---- encoders ------------------------------------------------------------ */

@@ -58,8 +58,13 @@ typedef struct tb_world_overlay {
  * (tests, tools) shares nothing: a tower rebuild then settles anew, with the
  * same bits. */
 struct tb_tower_memo;
+struct tb_rigid_world;
 typedef struct tb_world_env {
     struct tb_tower_memo *tower_memo; /* settled towers (sim/tower_memo.h) */
+    /* tb_tower_memo_build, handed in with the memo rather than called by
+     * name, so the adapters link without the memo and its mutex (the
+     * WebAssembly build of sim for the browser's replay has no threads). */
+    int (*tower_memo_build)(struct tb_tower_memo *memo, struct tb_rigid_world *world, int *plank_ids);
 } tb_world_env;
 
 typedef struct tb_world_ops {

@@ -128,3 +128,13 @@ int tb_world_error(int phys_err)
     default: return TB_ERANGE; /* invalid or out-of-range numbers, no such piece */
     }
 }
+
+uint64_t tb_fnv1a(uint64_t h, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}

@@ -13,7 +13,6 @@
 #include "physics/rigid.h"
 #include "physics/rigid_scenes.h"
 #include "sim/error.h"
-#include "sim/tower_memo.h"
 #include "sim/world.h"
 
 enum { TB__TOWER, TB__DICE, TB__PILE };
@@ -23,7 +22,7 @@ enum { TB__TOWER, TB__DICE, TB__PILE };
 
 typedef struct {
     tb_rigid_world *world;
-    tb_tower_memo *tower_memo; /* the scheduler's, or NULL: settle at every build */
+    const tb_world_env *env; /* the scheduler's tower memo, or NULL: settle at every build */
     int scene;
     uint64_t seed;
     tb_rigid_rng rng;
@@ -71,8 +70,8 @@ static int tb__build(tb__rigid *r)
     case TB__TOWER:
         /* the tower as it stands once settled (memoised per parameter set):
          * the rebuilt room starts asleep instead of stepping 0.5 s of settle */
-        rc = r->tower_memo ? tb_tower_memo_build(r->tower_memo, r->world, NULL)
-                           : tb_rigid_scene_tower_settled(r->world, NULL);
+        rc = r->env && r->env->tower_memo ? r->env->tower_memo_build(r->env->tower_memo, r->world, NULL)
+                                          : tb_rigid_scene_tower_settled(r->world, NULL);
         break;
     case TB__DICE:
         rc = tb_rigid_scene_dice(r->world, &r->rng, r->dice, NULL);
@@ -103,7 +102,7 @@ static int rigid_create(const char *scene, uint64_t seed, const tb_world_env *en
     tb__rigid *r = calloc(1, sizeof *r);
     if (!r)
         return TB_ENOMEM;
-    r->tower_memo = env ? env->tower_memo : NULL;
+    r->env = env;
     r->scene = id;
     r->seed = seed;
     r->rng = tb_rigid_rng_seed(seed);

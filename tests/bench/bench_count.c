@@ -12,6 +12,9 @@
  *   tower-asleep     tb_rigid_world_step, 1.0-2.0 s of a tower at rest
  *   tower-cycle      tb_rigid_world_step, every step of 15 s of the load test's
  *                    tower room (tb_bench_tower_cycle_input: knocked, rebuilt, poked)
+ *   tower-room       tb_rigid_world_step, 30 s of the load test's tower room as the
+ *                    server steps it: rebuilt settled (the tower memo), knocked at 0 s
+ *                    and rebuilt at 2.5 s of every 5 s, two players poking every 3 s
  *   pile1000         tb_rigid_world_step, 0.17-1.0 s of pile 1000
  *   snap-tower-rest  tb_snap_encoder_step, 60 snapshots of a tower at rest
  *   dough-idle       tb_soft_world_step, 2-3 s of an untouched dough
@@ -111,6 +114,52 @@ static void tower_cycle_case(void)
     long awake_steps = 0;
     for (int s = 0; s < TB_BENCH_TOWER_CYCLE_STEPS; s++) {
         tb_bench_tower_cycle_input(w, s, &rng);
+        begin(&c);
+        tb_rigid_world_step(w, DT);
+        end(&c);
+        awake_steps += tb_rigid_world_awake_count(w) > 0;
+    }
+    char extra[64];
+    snprintf(extra, sizeof extra, ",\"steps_with_awake\":%ld", awake_steps);
+    report(&c, extra);
+    tb_rigid_world_destroy(w);
+}
+
+/* A poke as the server applies it (sim/world_rigid.c): the load client's
+ * impulse at a random live body's centre, capped at 1.5 m/s of speed change. */
+static void room_poke(tb_rigid_world *w, tb_rigid_rng *rng)
+{
+    int ids[64], n = 0;
+    for (int id = tb_rigid_world_next_body(w, -1); id >= 0 && n < 64; id = tb_rigid_world_next_body(w, id)) ids[n++] = id;
+    if (n == 0) return;
+    int id = ids[tb_rigid_rng_next(rng) % (uint64_t)n];
+    tb_rigid_body_info info;
+    tb_rigid_body_get_info(w, id, &info);
+    tb_vec3 impulse = tb_v3((tb_rigid_rng_float(rng) - 0.5f) * 0.6f, 0.3f, (tb_rigid_rng_float(rng) - 0.5f) * 0.6f);
+    float dv = tb_v3_len(impulse) / info.mass;
+    if (dv > 1.5f) impulse = tb_v3_scale(impulse, 1.5f / dv);
+    tb_rigid_body_apply_impulse(w, id, impulse, info.position);
+}
+
+/* The load test's tower room as the server steps it (tumble-load: client 0
+ * knocks, then rebuilds 2.5 s later; each of the 2 players pokes every 3 s;
+ * the server rebuilds from the settled tower): what one tower room costs
+ * the physics per second is 120 times its instructions per step. */
+static void tower_room_case(void)
+{
+    static counter c;
+    c.name = "tower-room";
+    c.calls = 0;
+    tb_rigid_world_def def = tb_rigid_world_def_default();
+    def.body_capacity = TB_SCENE_TOWER_BODIES + 24 + 4; /* as sim/world_rigid.c */
+    tb_rigid_world *w = tb_rigid_world_create(&def);
+    if (!w || tb_rigid_scene_tower_settled(w, NULL) < 0) { fprintf(stderr, "bench count: tower room\n"); exit(1); }
+    tb_rigid_rng rng = tb_rigid_rng_seed(1);
+    long awake_steps = 0;
+    for (int s = 0; s < 3600; s++) {
+        if (s % 600 == 0) tb_rigid_scene_tower_launch_ball(w);
+        if (s % 600 == 300) tb_rigid_scene_tower_settled(w, NULL); /* the memo's result, without the memo */
+        if (s % 360 == 100 || s % 360 == 280) room_poke(w, &rng);
         begin(&c);
         tb_rigid_world_step(w, DT);
         end(&c);
@@ -296,6 +345,7 @@ void tb_bench_count(const tb_bench_opts *opts)
     rigid_case("tower-asleep", 0, 0.0, 1.0, 2.0);
     rigid_case("pile1000", 1000, 0.0, 0.17, 1.0);
     tower_cycle_case();
+    tower_room_case();
     snap_case();
     dough_case();
     snap_cycle_case();

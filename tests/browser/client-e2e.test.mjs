@@ -259,17 +259,8 @@ test('the lobby lists the default rooms and creates a new one', { skip }, async 
   await page.locator(`.card[data-room="${name}"]`).waitFor({ timeout: 60000 });
 });
 
-test('phone viewports render rooms without overlapping UI', { skip }, async () => {
-  for (const vp of ['landscape', 'portrait']) {
-    for (const [kind, scene] of [['rigid', 'tower'], ['soft', 'dough']]) {
-      const { page } = await openRoom(uniq(scene), kind, scene, vp);
-      await page.waitForTimeout(500);
-      await shot(page, `e2e-${scene}-${vp}`);
-      assert.deepEqual(await hudOverlaps(page), [], `${scene} ${vp}`);
-      await page.close();
-    }
-  }
-});
+// Phone viewports without overlapping UI: client-preview.test.mjs (every scene, one page
+// resized to each viewport) and room-ux.test.mjs (the short hint on phones).
 
 test('no page logged a console error', { skip }, () => {
   assert.deepEqual(errorsSeen, []);

@@ -102,7 +102,10 @@ export const hasServer = () => existsSync(SERVER_BIN) && existsSync(join(ROOT, '
  * stopped: stop() sends SIGTERM (SIGKILL after 2.5 s), and process exit kills it.
  */
 export async function startTumble({ args = [], timeoutMs = 8000 } = {}) {
-  const proc = spawn(SERVER_BIN, ['--port', '0', '--bind', '127.0.0.1', '--client-dir', join(ROOT, 'client-web/dist'), '--log-level', 'warn', ...args],
+  // Rooms a test has left go after 15 s (not 300): a file opens dozens, and the
+  // cloth ones would go on stepping in the wind beside the next tests' pages.
+  const proc = spawn(SERVER_BIN, ['--port', '0', '--bind', '127.0.0.1', '--client-dir', join(ROOT, 'client-web/dist'), '--log-level', 'warn',
+    '--room-idle-timeout', '15', ...args],
     { stdio: ['ignore', 'pipe', 'pipe'] });
   servers.add(proc);
   let out = '', err = '';

@@ -130,7 +130,16 @@ test('offline: inputs are paused and say so, the players pill is not green, the 
     assert.equal(await page.locator('[data-param="friction"] input').isDisabled(), true, 'sliders paused');
     assert.notEqual(await dot(), green, 'the players pill is not green');
     // A gesture while offline is not dropped in silence.
-    const c = await page.evaluate(() => { const r = document.querySelector('.stage-canvas').getBoundingClientRect(); return { x: r.left + r.width * 0.2, y: r.top + r.height * 0.8 }; });
+    // a tap on a plank (a poke), where no HUD box covers it
+    const c = await page.evaluate(() => {
+      const cv = document.querySelector('.stage-canvas');
+      for (const b of window.__tumble.desc.bodies || []) {
+        const p = b.look === 'plank' && window.__tumble.screenOf(b.id);
+        if (p && document.elementFromPoint(p.x, p.y) === cv) return p;
+      }
+      return null;
+    });
+    assert.ok(c, 'a plank on screen, clear of the HUD');
     await page.mouse.click(c.x, c.y);
     await page.locator('.toast', { hasText: 'Offline: not sent' }).waitFor({ timeout: 10000 });
     await shot(page, 'ux-offline');
@@ -229,10 +238,10 @@ test('a poke nudges the top plank (not a launch) and a double-tap dent shows on 
 test('words for people: degrees, units, on/off, "oldest ball removed"; the stats line behind a toggle', { skip }, async () => {
   const { page } = await open(uniq('words'), 'cloth', 'flag');
   const dir = page.locator('[data-param="wind_direction"] input').first();
-  await dir.fill('144');
+  await dir.fill('145'); // a value the control keeps as typed (it sets 144 as 145)
   await dir.press('Enter');
-  await waitAnnouncement(page, /^You set wind direction to 144°$/);
-  assert.ok(Math.abs(await page.evaluate(() => window.__tumble.params.wind_direction) - (144 * Math.PI) / 180) < 0.01, 'sent in radians');
+  await waitAnnouncement(page, /^You set wind direction to 145°$/);
+  assert.ok(Math.abs(await page.evaluate(() => window.__tumble.params.wind_direction) - (145 * Math.PI) / 180) < 0.01, 'sent in radians');
   assert.equal(await page.locator('.stats').isVisible(), false, 'stats hidden by default');
   await page.getByRole('button', { name: 'Stats' }).click();
   await page.waitForFunction(() => /ping .* ms/.test(document.querySelector('.stats').textContent), null, { polling: 250 });

@@ -4,18 +4,20 @@
 import { trackErrors } from './helpers.mjs';
 
 export const uniq = (p) => `${p}-${Math.random().toString(36).slice(2, 8)}`;
-export const SMALL = { width: 640, height: 400 }; // software GL costs per pixel: functional tests stay small
+// software GL costs per pixel: functional tests stay small, but not under 500 px
+// high, where the room page folds its controls away (client-web/src/room.js small())
+export const SMALL = { width: 720, height: 520 };
 
 /** A page in `room` (created as kind/scene if new), connected and drawing. */
 export async function openRoom(browser, server, room, kind, scene, { viewport = SMALL, name = null, pages = null } = {}) {
   const page = await browser.newPage({ viewport, deviceScaleFactor: 1 });
-  page.setDefaultTimeout(240000);
+  page.setDefaultTimeout(90000); // a step that fails should not hold the suite for minutes
   const errors = trackErrors(page);
   pages?.push({ page, errors });
   if (name) await page.addInitScript((n) => localStorage.setItem('tumble.name', n), name);
   const q = kind ? `?kind=${kind}&scene=${scene}` : '';
   await page.goto(`${server.url}/r/${room}${q}`, { waitUntil: 'domcontentloaded', timeout: 120000 });
-  await page.waitForFunction(() => window.__tumble?.connected && window.__tumble.state && window.__tumble.frames > 2, null, { timeout: Number(process.env.UX_OPEN_MS || 240000), polling: 250 });
+  await page.waitForFunction(() => window.__tumble?.connected && window.__tumble.state && window.__tumble.frames > 2, null, { timeout: Number(process.env.UX_OPEN_MS || 150000), polling: 250 });
   return { page, errors };
 }
 

@@ -29,13 +29,15 @@ CLIENT = {
     'param': (7, ['seq', 'name', 'value']),
     'action': (8, ['seq', 'action', 'scene']),
     'contacts_view': (9, ['seq', 'on']),
-    'ping': (10, ['client_time']),
+    'ping': (10, ['client_time', 'ack_tick', 'rtt_ms', 'recv_bytes']),
     'resync': (11, []),
     'lobby_req': (12, []),
 }
 CLIENT_BY_TYPE = {t: (name, fields) for name, (t, fields) in CLIENT.items()}
 # §2: optional fields at the end of a message may be left out
-TRAILING_OPTIONAL = {'grab_start': 1, 'action': 1}
+TRAILING_OPTIONAL = {'grab_start': 1, 'action': 1, 'ping': 3}
+# §13: a ping carries its link report (all three fields) or none of it
+REPORT_FIELDS = ('ack_tick', 'rtt_ms', 'recv_bytes')
 
 SERVER = {32: 'welcome', 33: 'snap_key', 34: 'snap_delta', 35: 'contacts', 36: 'dice', 37: 'param_changed',
           38: 'peer_joined', 39: 'peer_left', 40: 'reset', 41: 'scene', 42: 'pong', 43: 'error', 44: 'lobby'}
@@ -75,6 +77,8 @@ def _num_form(v):
 def encode_client(msg):
     """{type: 'throw', seq: 1, ...} -> bytes; every field written, nil where absent."""
     t, fields = CLIENT[msg['type']]
+    if msg['type'] == 'ping' and not any(f in msg for f in REPORT_FIELDS):
+        fields = fields[:1]  # §13: a ping without a report stays [10, t]
     out = [t] + [_num_form(msg.get(f)) for f in fields]
     return msgpack.packb(out, use_bin_type=True)
 

@@ -55,23 +55,31 @@ test('--max-message-bytes 300: a 400-byte message is refused with too_big and cl
   await srv.stop();
 });
 
-test('--input-rate 10: a burst of 20, then 10 a second; pings count', async () => {
+test('--input-rate 10: a burst of 20, then 10 a second; pings count; a flood of twice that closes', async () => {
   const srv = await startServer({ args: ['--input-rate', '10'] });
   const c = await connect(srv.port);
   const ping = (i) => Buffer.from(encodeClient({ type: 'ping', client_time: i }));
-  for (let i = 0; i < 60; i++) c.sendRaw(ping(i));
+  // 30 at once: the bucket's 20 (plus what refills meanwhile) answered, the rest
+  // rate_limited (10 of the flood allowance's 20): throttled, not closed.
+  for (let i = 0; i < 30; i++) c.sendRaw(ping(i));
   await sleep(600);
   const first = c.inbox.filter((m) => m.type === 'pong').length;
-  assert.ok(first >= 20 && first <= 20 + 7, `${first} pongs for 60 pings at once (bursts of 2 x 10)`);
+  assert.ok(first >= 20 && first <= 20 + 7, `${first} pongs for 30 pings at once (bursts of 2 x 10)`);
   assert.ok(c.inbox.some((m) => m.type === 'error' && m.name === 'rate_limited'), 'the excess is told rate_limited');
+  assert.equal(c.closed, null, 'throttled, not closed');
   c.drop(() => true);
   await sleep(1000);
-  for (let i = 0; i < 60; i++) c.sendRaw(ping(100 + i));
-  await sleep(300);
+  // about 1.6 s of refill at 10/s since the burst: 12 pings are answered
+  for (let i = 0; i < 12; i++) c.sendRaw(ping(100 + i));
+  await sleep(400);
   const second = c.inbox.filter((m) => m.type === 'pong').length;
-  assert.ok(second >= 10 && second <= 20, `${second} pongs after about 1.6 s of refill at 10/s`);
+  assert.ok(second >= 10 && second <= 12, `${second} pongs for 12 pings after about 1.6 s of refill at 10/s`);
+  // 100 at once is more than the input bucket plus the flood allowance: close 1008.
+  for (let i = 0; i < 100; i++) c.sendRaw(ping(200 + i));
+  const closed = await Promise.race([c.whenClosed, sleep(10000).then(() => null)]);
+  assert.ok(closed, 'a flood of 10 times the rate is closed');
+  assert.equal(c.closed.code, 1008);
   const m = await metrics(srv.url);
-  assert.ok(rej(m, 'rate_limited') >= 120 - first - second - 2, `rate_limited counted: ${rej(m, 'rate_limited')}`);
-  c.close();
+  assert.ok(rej(m, 'rate_limited') >= 10, `rate_limited counted: ${rej(m, 'rate_limited')}`);
   await srv.stop();
 });

@@ -153,11 +153,11 @@ export async function startServer({ args = [], env = {}, clientDir, index = true
     const timer = setTimeout(() => reject(new Error(`server did not print its port within ${timeoutMs} ms:\n${srv.stderr}`)), timeoutMs);
     proc.stdout.on('data', (d) => {
       srv.stdout += d;
-      const m = /tumble: listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(srv.stdout);
+      const m = /tumble: listening on (https?):\/\/127\.0\.0\.1:(\d+)/.exec(srv.stdout);
       if (m && !srv.port) {
         clearTimeout(timer);
-        srv.port = Number(m[1]);
-        srv.url = `http://127.0.0.1:${srv.port}`;
+        srv.port = Number(m[2]);
+        srv.url = `${m[1]}://127.0.0.1:${srv.port}`;
         resolve();
       }
     });

@@ -11,6 +11,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ROOT, startServer, stopAll } from './harness.mjs';
@@ -136,4 +137,57 @@ test('against a server with default limits, tumble-load says once which limit re
   assert.equal(once(/--room-create-rate 20 or more/), 1, stderr);
   assert.equal(once(/connection failed/), 0, 'no per-client line for a refusal the server explained');
   await srv.stop();
+});
+
+test('a tiny ramp names its machine and draws every step with the held limit (--report)', { timeout: 90_000 }, async () => {
+  const srv = await startServer({
+    args: ['--max-conns-per-address', '1000', '--max-rooms', '1000', '--room-create-rate', '100000', '--workers', '1'],
+  });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tumble-ramp-'));
+  const report = path.join(dir, 'ramp.html');
+  try {
+    // Lateness is not judged (1000 ms) so that a busy machine still holds every step:
+    // the test is about the picture, not the capacity.
+    const { code, stdout, stderr } = await runLoad([
+      '--url', `ws://127.0.0.1:${srv.port}`, '--scene', 'tower', '--clients-per-room', '2',
+      '--ramp', '--rooms', '1', '--ramp-step', '1', '--ramp-max-rooms', '3', '--ramp-interval', '1',
+      '--ramp-settle', '0.3', '--target-lateness', '1000', '--target-ratio', '0.5', '--duration', '60',
+      '--server-pid', String(srv.proc.pid), '--json', '--quiet', '--report', report,
+    ], 60_000);
+    const r = JSON.parse(stdout);
+    const why = `\n${stdout}\n${stderr}`;
+    assert.equal(code, 0, why);
+    // the machine beside the figures
+    assert.equal(r.machine.cores, os.cpus().length, why);
+    assert.equal(r.machine.cpu_model, os.cpus()[0].model.trim(), why);
+    assert.equal(r.machine.load_average_start.length, 3, why);
+    assert.ok(r.machine.load_average_end.every((v) => typeof v === 'number' && v >= 0), why);
+    const steps = r.ramp.steps;
+    assert.deepEqual(steps.map((s) => s.rooms), [1, 2, 3], why);
+    assert.equal(r.ramp.max_rooms_held, 3, why);
+
+    const page = fs.readFileSync(report, 'utf8');
+    assert.match(page, /^<!doctype html>/);
+    assert.doesNotMatch(page, /<script|<link|src="/, 'self-contained: no scripts, no external files');
+    assert.match(page, /class="axis x" data-name="rooms"/);
+    for (const axis of ['tick_lateness_p99_ms', 'snapshot_rate_ratio', 'cpu_cores']) {
+      assert.match(page, new RegExp(`class="axis y" data-name="${axis}"`), axis);
+    }
+    // one point per step and series, at the step's room count, with the value the JSON reports
+    const points = (series) => [...page.matchAll(new RegExp(`class="pt ${series}(?: missed)?" data-rooms="(\\d+)" data-value="([^"]+)"`, 'g'))]
+      .map((m) => ({ rooms: Number(m[1]), value: Number(m[2]) }));
+    const fields = { lateness: 'tick_lateness_p99_ms', ratio: 'snapshot_rate_ratio', 'server-cpu': 'server_cpu_cores', 'generator-cpu': 'generator_cpu_cores' };
+    for (const [series, field] of Object.entries(fields)) {
+      const got = points(series);
+      assert.deepEqual(got.map((p) => p.rooms), [1, 2, 3], `${series} points${why}`);
+      got.forEach((p, i) => assert.ok(Math.abs(p.value - steps[i][field]) <= 1e-3 * Math.max(1, Math.abs(steps[i][field])),
+        `${series} at ${p.rooms} rooms: ${p.value} vs ${steps[i][field]}`));
+    }
+    assert.match(page, /class="held-mark" data-rooms="3"/);
+    assert.equal([...page.matchAll(/<tr class="step">/g)].length, 3);
+    assert.ok(page.includes(r.machine.cpu_model.replace(/&/g, '&amp;').replace(/</g, '&lt;')), 'the CPU model is on the page');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+    await srv.stop();
+  }
 });

@@ -53,8 +53,13 @@ test('SIGTERM while a client never reads: exit 0 within 2 s', async () => {
   // keep the pile tumbling so the stream stays big, until the kernel buffers are full
   const kick = await connect(srv.port, { name: 'kick' });
   await join(kick, 'sleepy');
-  for (let i = 0; i < 6; i++) { kick.send({ type: 'action', action: 'reset', scene: null }); await sleep(500); }
-  const m = await metrics(srv.url);
+  // (3 s was not always enough, plain or under ASan: wait for it, up to 15 s)
+  let m = null;
+  for (let i = 0; i < 30; i++) {
+    kick.send({ type: 'action', action: 'reset', scene: null });
+    await sleep(500);
+    if (i >= 5 && (m = await metrics(srv.url)).tumble_snapshots_skipped_total > 0) break;
+  }
   assert.ok(m.tumble_snapshots_skipped_total > 0, 'the slow client has fallen behind (snapshots skipped for it)');
   const t0 = performance.now();
   srv.proc.kill('SIGTERM');

@@ -3,14 +3,15 @@
 // match every hash (exit 0). A 30 s session with two clients in each world
 // kind (rigid tower, cloth flag, soft dough) runs concurrently; a tampered
 // record must fail (exit 1) and a file that is not a record must be refused
-// (exit 2).
+// (exit 2). Each record is also replayed by the WebAssembly build in Node through
+// the browser viewer's code (tests/wasm/replay.mjs), which must print the same line.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { startServer, stopAll, connect, join, sleep, SERVER_BIN } from './harness.mjs';
+import { startServer, stopAll, connect, join, sleep, SERVER_BIN, ROOT } from './harness.mjs';
 
 after(stopAll);
 
@@ -21,6 +22,14 @@ after(() => fs.rmSync(dir, { recursive: true, force: true }));
 function replay(file) {
   const r = spawnSync(SERVER_BIN, ['--replay', file], { encoding: 'utf8', timeout: 60000 });
   return { code: r.status, out: `${r.stdout}${r.stderr}` };
+}
+// The same record replayed by the WebAssembly build in Node, through the browser
+// viewer's code (tests/wasm/replay.mjs): the same line on stdout, the same exit code.
+const WASM = path.join(ROOT, 'build/wasm/tumble-physics.wasm');
+function replayWasm(file) {
+  const r = spawnSync(process.execPath, [path.join(ROOT, 'tests/wasm/replay.mjs'), file, WASM],
+    { encoding: 'utf8', timeout: 180000 });
+  return { code: r.status, out: r.stdout, err: r.stderr };
 }
 
 // Two players per room, each doing what its world offers, at human rates.
@@ -80,6 +89,11 @@ test('a recorded 30 s two-client session in each world kind replays with every h
     assert.ok(ticks >= 120 * 29, `${room}: ${ticks} ticks`);
     assert.ok(inputs >= 100, `${room}: ${inputs} inputs`);
     assert.ok(hashes >= 58 && matched === hashes, `${room}: ${out}`);
+    if (fs.existsSync(WASM)) {
+      const w = replayWasm(path.join(dir, files[0]));
+      assert.equal(w.code, 0, w.out + w.err);
+      assert.equal(w.out.trim(), out.trim(), `${room}: the WebAssembly replay differs from the server's`);
+    }
   }
 });
 
@@ -108,6 +122,11 @@ test('a tampered record fails the replay (exit 1); a file that is not a record i
   const t = replay(tampered);
   assert.equal(t.code, 1, t.out);
   assert.match(t.out, /MISMATCH/);
+  if (fs.existsSync(WASM)) {
+    const w = replayWasm(tampered);
+    assert.equal(w.code, 1, w.out + w.err);
+    assert.equal(w.out.trim(), t.out.trim());
+  }
   const junk = path.join(dir, 'junk.rec');
   fs.writeFileSync(junk, 'not a record at all');
   assert.equal(replay(junk).code, 2);

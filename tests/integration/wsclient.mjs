@@ -16,7 +16,7 @@ const SNAPSHOT_TYPES = new Set(['snapshot', 'snap_key', 'snap_delta']);
 export function normalise(m) {
   if (Array.isArray(m)) {
     const type = MSG_NAMES[m[0]] ?? `type${m[0]}`;
-    if (type === 'welcome') return { type, room: m[3], instance: m[6], raw: m };
+    if (type === 'welcome') return { type, room: m[3], instance: m[6], tick: Array.isArray(m[12]) ? m[12][2] : undefined, raw: m };
     if (type === 'error') return { type, code: m[1], name: m[2], message: m[3], raw: m };
     return { type, raw: m };
   }
@@ -85,7 +85,7 @@ export async function joinRoom(base, room, { scene = 'tower', path = `/ws/${room
       .catch((e) => ({ type: '__timeout__', message: e.message }));
     if (m.type === 'welcome') {
       wireForm = form;
-      c.welcome = { room: m.room, instance: m.instance };
+      c.welcome = { room: m.room, instance: m.instance, tick: m.tick };
       return c;
     }
     lastErr = new Error(`join ${room} (${form} form): ${m.type} ${m.message ?? m.code ?? ''}`);

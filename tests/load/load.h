@@ -98,13 +98,29 @@ double tl_proc_rss_mb(int pid);
 /* The pid of the local process listening on TCP port, or 0 (reads /proc/net/tcp*). */
 int tl_find_listener_pid(int port);
 
+/* ---- the machine (load_report.c) ---------------------------------------------- */
+
+/* What a figure needs beside it: which CPU, how many cores, how busy the
+ * machine was (the 1, 5 and 15 minute load averages) at both ends of the run. */
+typedef struct tl_machine {
+    char cpu_model[128];       /* /proc/cpuinfo "model name" ("unknown" if absent) */
+    char simd[16];             /* the widest of avx512f, avx2, sse4_2 in its flags, or "" */
+    int cores;                 /* online processors */
+    double load_start[3], load_end[3];   /* NAN when /proc/loadavg cannot be read */
+} tl_machine;
+
+void tl_machine_read(tl_machine *m);
+/* The 1, 5 and 15 minute load averages; 0 on success, -1 (all NAN) otherwise. */
+int tl_loadavg(double out[3]);
+
 /* ---- players and rooms ------------------------------------------------------ */
 
 enum tl_scene { TL_TOWER, TL_DICE, TL_PILE, TL_FLAG, TL_CAPE, TL_DOUGH, TL_SCENE_COUNT };
 extern const char *const tl_scene_names[TL_SCENE_COUNT];
 extern const char *const tl_scene_kinds[TL_SCENE_COUNT];
 
-enum tl_state { TL_IDLE, TL_CONNECTING, TL_OPEN, TL_JOINED, TL_CLOSED, TL_FAILED };
+/* TL_WAITING: closed by a server going away (1001), reconnecting at reconnect_at */
+enum tl_state { TL_IDLE, TL_CONNECTING, TL_OPEN, TL_JOINED, TL_CLOSED, TL_FAILED, TL_WAITING };
 
 /* Errors are counted by cause; "errors" in the report is their sum. */
 enum tl_err {
@@ -141,6 +157,9 @@ typedef struct tl_client {
     size_t out_len[TL_OUTQ];
     int out_head, out_count;
     bool closing;
+    int close_code;            /* the server's close code, 0 if none */
+    int reconnect_tries;       /* attempts since the last going-away; 0: not reconnecting */
+    double reconnect_at;
 
     tb_snap_decoder *dec;
     bool awaiting_key;         /* after a bad snapshot: deltas are ignored until a key */
@@ -192,6 +211,7 @@ typedef struct tl_window_stats {
     tl_hist jitter, latency, ack_latency, rtt;
     uint64_t latency_timeouts;
     uint64_t inputs_refused;   /* unknown_body / not_allowed: refused by the world, not errors */
+    uint64_t reconnects;       /* a server went away (1001) and the client was welcomed again */
     uint64_t inputs_sent_by_scene[TL_SCENE_COUNT], inputs_refused_by_scene[TL_SCENE_COUNT]; /* inputs, not pings */
     uint64_t pokes_sent_by_scene[TL_SCENE_COUNT], pokes_refused_by_scene[TL_SCENE_COUNT];   /* of them, pokes */
     uint64_t errors[TL_ERR_COUNT];
@@ -220,6 +240,7 @@ typedef struct tl_options {
     double target_ratio;       /* snapshots received / expected a ramp step must hold */
     double target_lateness_ms;
     uint32_t seed;
+    char report_path[256];     /* --report: the steps as a picture (.svg, else .html) */
 } tl_options;
 
 /* What one measurement window found (the whole run, or one ramp step). */
@@ -239,7 +260,7 @@ typedef struct tl_report {
     double overruns, overruns_total, server_rooms, server_clients, server_snapshots_skipped;
     /* from /proc */
     double server_cpu_cores, server_cpu_ms_per_room_s, server_rss_mb, server_rss_before_mb, server_kb_per_room, generator_cpu_cores;
-    uint64_t inputs_refused;
+    uint64_t inputs_refused, reconnects;
     uint64_t inputs_sent_by_scene[TL_SCENE_COUNT], inputs_refused_by_scene[TL_SCENE_COUNT];
     uint64_t pokes_sent_by_scene[TL_SCENE_COUNT], pokes_refused_by_scene[TL_SCENE_COUNT];
     uint64_t errors, errors_by[TL_ERR_COUNT], server_errors_by_code[TB_ERR__COUNT + 1];
@@ -292,6 +313,9 @@ struct tl_run {
      * (tl_note_limit): a bit per enum tl_limit. */
     unsigned limits_told;
 
+    tl_machine machine;                /* CPU, cores, load average at both ends */
+    char started_utc[32];
+
     int exit_code;
 };
 
@@ -307,6 +331,26 @@ enum tl_limit {
     TL_LIMIT_OTHER_HTTP,          /* any other refusal of the upgrade */
     TL_LIMIT_COUNT
 };
+
+/* ---- the ramp's picture (load_report.c) --------------------------------- */
+
+/* What the picture says about the run beside the steps. */
+typedef struct tl_report_meta {
+    const tl_machine *machine;
+    const char *scenes;        /* e.g. "tower" */
+    int clients_per_room;
+    int max_rooms_held;        /* the held limit: 0 when no step held */
+    double target_ratio, target_lateness_ms;
+    const char *when;          /* UTC date and time of the start */
+} tl_report_meta;
+
+/* Writes the steps as one self-contained picture: rooms on the x axis; p99
+ * tick lateness, snapshot ratio, and server and generator CPU (cores) on three
+ * stacked y axes, each target drawn as a line, every step a point, the held
+ * limit a vertical mark. An .svg path gets a bare SVG document, anything else
+ * an HTML page with the SVG inline and the steps as a table (no scripts, no
+ * external files). 0 on success, -1 with errno set. */
+int tl_report_write(const char *path, const tl_report *steps, int count, const tl_report_meta *meta);
 
 /* load_client.c */
 extern const struct lws_protocols tl_protocols[];

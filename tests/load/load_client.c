@@ -476,6 +476,11 @@ static void tl__pull(tl_client *c, double now)
 void tl_client_tick(tl_client *c, double now)
 {
     tl_run *run = c->run;
+    if (c->state == TL_WAITING) {
+        if (now >= c->reconnect_at && !run->stopping)
+            tl_client_connect(c);
+        return;
+    }
     if ((c->state == TL_CONNECTING || c->state == TL_OPEN) && !c->closing &&
         now - c->connect_at > run->opt.join_timeout) {
         tl_count_error(run, TL_ERR_JOIN_TIMEOUT);
@@ -522,6 +527,10 @@ void tl_client_tick(tl_client *c, double now)
 
 static void tl__joined(tl_client *c, const tb_proto_welcome *w)
 {
+    if (c->reconnect_tries) { /* back in the room after its server went away */
+        c->run->win.reconnects++;
+        c->reconnect_tries = 0;
+    }
     c->state = TL_JOINED;
     c->joined_at = tl_now();
     c->client_id = w->client_id;
@@ -641,7 +650,8 @@ static void tl__message(tl_client *c, const uint8_t *buf, size_t len)
             run->win.inputs_refused_by_scene[c->room->scene]++;
             if (msg.u.error.has_seq && c->poke_seq && msg.u.error.seq == c->poke_seq)
                 run->win.pokes_refused_by_scene[c->room->scene]++;
-        }
+        } else if (code == TB_ERR_SHUTTING_DOWN)
+            ; /* the server goes away: the close (1001) that follows makes the client reconnect */
         else if (code != TB_ERR_PROJECTILE_CAP)
             tl_count_error(run, TL_ERR_SERVER_ERROR);
         /* A server limit is explained once, with the flag to raise, not per client. */
@@ -667,9 +677,36 @@ static void tl__message(tl_client *c, const uint8_t *buf, size_t len)
 
 /* ---- lws --------------------------------------------------------------------------- */
 
+/* Going away (1001: a server stopping or draining, its room moving to
+ * another server) is not an error: the client reconnects, with backoff,
+ * through the same URL (a router sends it to the room's new server) and
+ * continues in its room. TL_RECONNECT_TRIES failed attempts make it one. */
+#define TL_RECONNECT_TRIES 20
+static bool tl__reconnect(tl_client *c, bool failed)
+{
+    tl_run *run = c->run;
+    if (c->closing || run->stopping || !(c->close_code == 1001 || (failed && c->reconnect_tries)))
+        return false;
+    if (c->reconnect_tries >= TL_RECONNECT_TRIES)
+        return false;
+    c->reconnect_tries++;
+    c->close_code = 0;
+    double backoff = 0.05 * (1 << (c->reconnect_tries < 5 ? c->reconnect_tries - 1 : 4)); /* 50 ms .. 0.8 s */
+    c->reconnect_at = tl_now() + backoff * (0.5 + tl__rand());
+    c->state = TL_WAITING;
+    return true;
+}
+
 static void tl__closed(tl_client *c, bool failed)
 {
     tl_run *run = c->run;
+    if (tl__reconnect(c, failed)) {
+        c->wsi = NULL;
+        c->out_count = 0;
+        c->probe_kind = TL_PROBE_NONE;
+        tl_client_free(c); /* tl_client_connect makes a new decoder */
+        return;
+    }
     if (failed) {
         if (c->state != TL_FAILED)
             tl_count_error(run, TL_ERR_CONNECT);
@@ -781,6 +818,8 @@ static int tl__callback(struct lws *wsi, enum lws_callback_reasons reason, void 
         }
         break;
     case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
+        if (c && len >= 2)
+            c->close_code = ((const uint8_t *)in)[0] << 8 | ((const uint8_t *)in)[1];
         if (c && !c->closing && !c->run->stopping && !c->run->opt.quiet && len >= 2) {
             const uint8_t *p = in;
             fprintf(stderr, "tumble-load: %s client %d: server closed with %d %.*s\n", c->room->id, c->index,
@@ -869,6 +908,7 @@ void tl_client_free(tl_client *c)
     c->dec = NULL;
     free(c->rx);
     c->rx = NULL;
+    c->rx_len = c->rx_cap = 0; /* a reconnecting client reuses the struct */
 }
 
 void tl_client_seed(uint32_t seed) { tl__rng_state = seed ? seed : 2463534242u; }

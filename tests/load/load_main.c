@@ -19,6 +19,7 @@
 #include "load/load.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <netdb.h>
@@ -28,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { P_CONNECT, P_WARMUP, P_MEASURE, P_SCRAPE_END, P_CLOSE, P_DONE };
@@ -72,7 +74,10 @@ static void tl__usage(FILE *f)
         "  --prefix P              room id prefix (default load-<pid>)\n"
         "  --seed N                behaviour random seed (default 1)\n"
         "  --allow-remote          allow a server that is not on a loopback address\n"
-        "  --json                  one JSON object on stdout instead of the table\n"
+        "  --json                  one JSON object on stdout instead of the table (with the CPU\n"
+        "                          model, the core count and the load average at both ends)\n"
+        "  --report FILE           also draw the steps (a ramp's, or the one window) as a picture:\n"
+        "                          FILE.svg an SVG, anything else a self-contained HTML page\n"
         "  --quiet                 no progress or per-client messages on stderr\n"
         "  --help\n"
         "\n"
@@ -143,7 +148,7 @@ static int tl__parse(tl_options *o, int argc, char **argv)
     bool allow_remote = false;
     enum { O_URL = 256, O_ROOMS, O_CPR, O_SCENE, O_KIND, O_MIX, O_DURATION, O_WARMUP, O_IDLE, O_LEAVE, O_RAMP,
            O_RAMP_STEP, O_RAMP_INTERVAL, O_RAMP_SETTLE, O_RAMP_MAX, O_RAMP_RETRIES, O_TRATIO, O_TLATE, O_PID, O_RATE,
-           O_JOIN_TIMEOUT, O_DEADLINE, O_SRCADDR, O_PREFIX, O_SEED, O_REMOTE, O_JSON, O_QUIET, O_HELP };
+           O_JOIN_TIMEOUT, O_DEADLINE, O_SRCADDR, O_PREFIX, O_SEED, O_REMOTE, O_JSON, O_QUIET, O_REPORT, O_HELP };
     static const struct option opts[] = {
         {"url", required_argument, 0, O_URL}, {"rooms", required_argument, 0, O_ROOMS},
         {"clients-per-room", required_argument, 0, O_CPR}, {"scene", required_argument, 0, O_SCENE},
@@ -158,7 +163,8 @@ static int tl__parse(tl_options *o, int argc, char **argv)
         {"join-timeout", required_argument, 0, O_JOIN_TIMEOUT}, {"source-addrs", required_argument, 0, O_SRCADDR},
         {"deadline", required_argument, 0, O_DEADLINE}, {"prefix", required_argument, 0, O_PREFIX},
         {"seed", required_argument, 0, O_SEED}, {"allow-remote", no_argument, 0, O_REMOTE},
-        {"json", no_argument, 0, O_JSON}, {"quiet", no_argument, 0, O_QUIET}, {"help", no_argument, 0, O_HELP},
+        {"json", no_argument, 0, O_JSON}, {"quiet", no_argument, 0, O_QUIET},
+        {"report", required_argument, 0, O_REPORT}, {"help", no_argument, 0, O_HELP},
         {0, 0, 0, 0},
     };
     int ch;
@@ -219,6 +225,13 @@ static int tl__parse(tl_options *o, int argc, char **argv)
         case O_REMOTE: allow_remote = true; break;
         case O_JSON: o->json = true; break;
         case O_QUIET: o->quiet = true; break;
+        case O_REPORT:
+            if (strlen(optarg) >= sizeof o->report_path) {
+                fprintf(stderr, "tumble-load: --report path too long\n");
+                return 2;
+            }
+            snprintf(o->report_path, sizeof o->report_path, "%s", optarg);
+            break;
         case 'h':
         case O_HELP: tl__usage(stdout); return 1;
         default: tl__usage(stderr); return 2;
@@ -478,6 +491,7 @@ static void tl__fill_report(tl_run *run, tl_report *r, uint64_t errors_before)
     memcpy(r->server_errors_by_code, w->server_errors_by_code, sizeof r->server_errors_by_code);
     r->errors = tl__errors(run) - errors_before;
     r->inputs_refused = w->inputs_refused;
+    r->reconnects = w->reconnects;
     memcpy(r->inputs_sent_by_scene, w->inputs_sent_by_scene, sizeof r->inputs_sent_by_scene);
     memcpy(r->inputs_refused_by_scene, w->inputs_refused_by_scene, sizeof r->inputs_refused_by_scene);
     memcpy(r->pokes_sent_by_scene, w->pokes_sent_by_scene, sizeof r->pokes_sent_by_scene);
@@ -798,6 +812,7 @@ static void tl__json_report(const tl_report *r)
     tl__jnum("server_kb_per_room", r->server_kb_per_room, true);
     tl__jnum("generator_cpu_cores", r->generator_cpu_cores, true);
     printf("\"inputs_refused\":%llu,", (unsigned long long)r->inputs_refused);
+    printf("\"reconnects\":%llu,", (unsigned long long)r->reconnects);
     printf("\"errors\":%llu,\"errors_by\":{", (unsigned long long)r->errors);
     for (int e = 0; e < TL_ERR_COUNT; e++)
         printf("%s\"%s\":%llu", e ? "," : "", tl_err_names[e], (unsigned long long)r->errors_by[e]);
@@ -828,6 +843,20 @@ static void tl__print_json(const tl_run *run, const tl_report *top)
     printf("\",\"protocol_deviations\":[%s%s%s]", run->rebuild_as_reset ? "\"rebuild is reset\"" : "",
            run->rebuild_as_reset && run->throw_dice_as_roll ? "," : "",
            run->throw_dice_as_roll ? "\"throw_dice is roll\"" : "");
+    const tl_machine *m = &run->machine;
+    printf(",\"machine\":{\"cpu_model\":\"");
+    for (const char *c = m->cpu_model; *c; c++)
+        if (*c == '"' || *c == '\\')
+            printf("\\%c", *c);
+        else if ((unsigned char)*c >= 0x20)
+            putchar(*c);
+    printf("\",\"simd\":\"%s\",\"cores\":%d,\"load_average_start\":[", m->simd, m->cores);
+    for (int i = 0; i < 3; i++)
+        isnan(m->load_start[i]) ? printf("%snull", i ? "," : "") : printf("%s%.2f", i ? "," : "", m->load_start[i]);
+    printf("],\"load_average_end\":[");
+    for (int i = 0; i < 3; i++)
+        isnan(m->load_end[i]) ? printf("%snull", i ? "," : "") : printf("%s%.2f", i ? "," : "", m->load_end[i]);
+    printf("],\"started_utc\":\"%s\"}", run->started_utc);
     printf(",\"clients_per_room\":%d,\"idle\":%s,\"leave\":%s,\"server_pid\":%d", run->opt.clients_per_room,
            run->opt.idle ? "true" : "false", run->opt.leave ? "true" : "false", run->opt.server_pid);
     if (run->opt.ramp) {
@@ -866,6 +895,10 @@ static void tl__print_table(const tl_run *run, const tl_report *r)
     }
     printf("\ntumble-load against %s: %d rooms x %d clients (%d joined, %d measured), window %.1f s\n",
            run->opt.url, r->rooms, run->opt.clients_per_room, r->clients_joined, r->clients_in_window, r->window_s);
+    printf("  machine: %s%s%s, %d cores, load average %.2f %.2f %.2f at the start, %.2f %.2f %.2f at the end\n",
+           run->machine.cpu_model, run->machine.simd[0] ? " " : "", run->machine.simd, run->machine.cores,
+           run->machine.load_start[0], run->machine.load_start[1], run->machine.load_start[2],
+           run->machine.load_end[0], run->machine.load_end[1], run->machine.load_end[2]);
     printf("  %-34s %10s %10s %10s\n", "figure", "p50", "p99", "other");
     printf("  %-34s %10.2f %10.2f %10.2f  (min; set rate %u/s)\n", "snapshots/s per client", r->snaps_per_s_p50,
            r->snaps_per_s_p99, r->snaps_per_s_min, r->snap_rate);
@@ -895,6 +928,8 @@ static void tl__print_table(const tl_run *run, const tl_report *r)
     printf("  %-34s %10s %10s %10.2f\n", "generator cpu (cores)", "", "", r->generator_cpu_cores);
     printf("  inputs refused by the world (unknown_body, not_allowed; not errors): %llu\n",
            (unsigned long long)r->inputs_refused);
+    printf("  reconnects (server going away, client back in its room; not errors): %llu\n",
+           (unsigned long long)r->reconnects);
     printf("  errors: %llu (", (unsigned long long)r->errors);
     for (int e = 0; e < TL_ERR_COUNT; e++)
         printf("%s%s %llu", e ? ", " : "", tl_err_names[e], (unsigned long long)r->errors_by[e]);
@@ -1006,6 +1041,14 @@ int main(int argc, char **argv)
     }
 
     run->started_at = tl_now();
+    tl_machine_read(&run->machine);
+    tl_loadavg(run->machine.load_start);
+    {
+        time_t t = time(NULL);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(run->started_utc, sizeof run->started_utc, "%Y-%m-%d %H:%M UTC", &tm);
+    }
     run->rss_before_mb = o->server_pid > 0 ? tl_proc_rss_mb(o->server_pid) : -1;
     if (tl__add_rooms(run, o->rooms) != 0) {
         fprintf(stderr, "tumble-load: out of memory\n");
@@ -1036,6 +1079,7 @@ int main(int argc, char **argv)
         uv_loop_close(&loop);
     }
 
+    tl_loadavg(run->machine.load_end);
     const tl_report *top = NULL;
     if (o->ramp) {
         for (int i = 0; i < run->step_count; i++)
@@ -1050,6 +1094,24 @@ int main(int argc, char **argv)
         tl__print_json(run, top);
     else
         tl__print_table(run, top);
+    if (o->report_path[0]) {
+        char scenes[128] = "";
+        for (int i = 0; i < o->mix_count; i++)
+            snprintf(scenes + strlen(scenes), sizeof scenes - strlen(scenes), "%s%s", i ? "," : "",
+                     tl_scene_names[o->mix[i]]);
+        tl_report_meta meta = {
+            .machine = &run->machine, .scenes = scenes, .clients_per_room = o->clients_per_room,
+            .max_rooms_held = o->ramp ? run->max_rooms_held : (top && top->held ? top->rooms : 0),
+            .target_ratio = o->target_ratio, .target_lateness_ms = o->target_lateness_ms, .when = run->started_utc,
+        };
+        if (tl_report_write(o->report_path, run->steps, run->step_count, &meta) != 0) {
+            fprintf(stderr, "tumble-load: cannot write %s: %s\n", o->report_path, strerror(errno));
+            if (!run->exit_code)
+                run->exit_code = 1;
+        } else if (!o->quiet) {
+            fprintf(stderr, "tumble-load: wrote %s (%d steps)\n", o->report_path, run->step_count);
+        }
+    }
 
     uint64_t errors = o->ramp ? (top ? top->errors : tl__errors(run)) : tl__errors(run);
     for (int i = 0; i < run->room_count; i++) {

@@ -6,7 +6,8 @@
 # Every measurement gets a fresh build/tumble-server on an ephemeral loopback
 # port (rooms left by one run would load the next), and tumble-load on the same
 # machine. Ramp runs use 2 clients per room while the scenes keep moving; each
-# prints one JSON object to $OUT/<name>.json and a summary line here. Knobs:
+# prints one JSON object to $OUT/<name>.json (ramps also a picture, $OUT/ramp-<scene>.svg) and a
+# summary line here. Knobs:
 #   OUT=build/load-bench  LATENESS_MS=8.333 (ramp target; 1000 = judge on rates only)
 #   STEP=<rooms per step> INTERVAL=5 SETTLE=2 RAMP_MAX=5000 IDLE_ROOMS=10000 PLAYERS=2000
 set -u
@@ -56,7 +57,8 @@ summary() {
       `lateness p50/p99 ${f(r.tick_lateness_ms && r.tick_lateness_ms.p50)}/${f(r.tick_lateness_p99_ms)} ms, ` +
       `steps/s/room ${f(r.steps_per_room_per_s, 1)}, latency p99 ${f(r.latency_p99_ms)} ms, ` +
       `${f(r.kbit_per_s_per_client)} kbit/s/client, server cpu ${f(r.server_cpu_cores)} (${f(r.server_cpu_ms_per_room_s)} ms/s per room), rss ${f(r.server_rss_mb, 1)} MB ` +
-      `(${f(r.server_kb_per_room, 0)} kB/room), generator cpu ${f(r.generator_cpu_cores)}, errors ${r.errors}`);
+      `(${f(r.server_kb_per_room, 0)} kB/room), generator cpu ${f(r.generator_cpu_cores)}, errors ${r.errors}; ` +
+      `${r.machine.cpu_model}, load average ${r.machine.load_average_start[0]} -> ${r.machine.load_average_end[0]}`);
   ' "$1" "$2"
 }
 
@@ -66,7 +68,7 @@ ramp() { # scene step
   build/tumble-load --url "ws://127.0.0.1:$PORT" --scene "$scene" --clients-per-room 2 --ramp \
     --rooms "$step" --ramp-step "$step" --ramp-interval "$INTERVAL" --ramp-settle "$SETTLE" \
     --target-lateness "$LATENESS_MS" --ramp-max-rooms "$RAMP_MAX" --duration 900 --server-pid "$SERVER_PID" \
-    --json >"$OUT/ramp-$scene.json" 2>"$OUT/ramp-$scene.log"
+    --report "$OUT/ramp-$scene.svg" --json >"$OUT/ramp-$scene.json" 2>"$OUT/ramp-$scene.log"
   stop_server
   summary "$OUT/ramp-$scene.json" "ramp $scene"
 }

@@ -1,6 +1,7 @@
 /* test_load_tools.c: the measuring parts of tumble-load (tests/load): its
- * histograms, its reading of the server's Prometheus text, and finding the
- * local server process by its listening port. The network side is covered by
+ * histograms, its reading of the server's Prometheus text, finding the
+ * local server process by its listening port, the machine it names beside its
+ * figures, and the ramp's picture (--report). The network side is covered by
  * tests/integration/load.test.mjs against a real server.
  *
  * The load tool is a program, not part of libtumble, so its sources are
@@ -22,6 +23,7 @@
 #include "load/load_client.c"
 #include "load/load_hist.c"
 #include "load/load_metrics.c"
+#include "load/load_report.c"
 
 static void histogram_quantiles_are_within_two_percent(void **state)
 {
@@ -125,6 +127,123 @@ static void the_listening_process_is_found_by_port(void **state)
     assert_true(tl_proc_rss_mb(getpid()) > 0);
 }
 
+
+static void the_machine_is_named_with_its_load(void **state)
+{
+    (void)state;
+    tl_machine m;
+    tl_machine_read(&m);
+    assert_int_equal(m.cores, (int)sysconf(_SC_NPROCESSORS_ONLN));
+    assert_true(m.cpu_model[0] != 0);
+    double l[3];
+    assert_int_equal(tl_loadavg(l), 0);
+    for (int i = 0; i < 3; i++)
+        assert_true(isfinite(l[i]) && l[i] >= 0);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    static char buf[1 << 17];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return buf;
+}
+
+static int count_of(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)) != NULL; p += strlen(what))
+        n++;
+    return n;
+}
+
+/* The cy of the point of `series` at `rooms` in the picture, or NAN. */
+static double point_y(const char *text, const char *series, int rooms)
+{
+    char key[96];
+    snprintf(key, sizeof key, "class=\"pt %s", series);
+    for (const char *p = text; (p = strstr(p, key)) != NULL; p += strlen(key)) {
+        int r;
+        const char *d = strstr(p, "data-rooms=\"");
+        const char *cy = strstr(p, "cy=\"");
+        if (d && cy && sscanf(d, "data-rooms=\"%d\"", &r) == 1 && r == rooms)
+            return atof(cy + 4);
+    }
+    return NAN;
+}
+
+/* Twelve steps of 25 rooms, the last two fell behind: every step is a point on
+ * each of the four series, the held limit is marked at 250, the axes are there,
+ * a higher lateness is drawn higher, and text from the machine is escaped. */
+static void the_ramp_picture_has_every_step_and_the_held_mark(void **state)
+{
+    (void)state;
+    tl_report steps[12];
+    memset(steps, 0, sizeof steps);
+    for (int i = 0; i < 12; i++) {
+        tl_report *r = &steps[i];
+        r->rooms = 25 * (i + 1);
+        r->clients = 2 * r->rooms;
+        r->lateness_p99_ms = 1.0 + 0.6 * i + (i >= 10 ? 8.0 * (i - 9) : 0);
+        r->snapshot_rate_ratio = i >= 10 ? 0.985 : 1.001;
+        r->steps_per_room_s = 120;
+        r->server_cpu_cores = 0.006 * r->rooms;
+        r->generator_cpu_cores = 0.001 * r->rooms;
+        r->held = i < 10;
+        snprintf(r->why, sizeof r->why, "%s", r->held ? "" : "p99 tick lateness <high>");
+    }
+    tl_machine m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.cpu_model, sizeof m.cpu_model, "Test CPU <5 GHz> & \"friends\"");
+    snprintf(m.simd, sizeof m.simd, "avx2");
+    m.cores = 2;
+    m.load_start[0] = 1.5;
+    m.load_end[0] = 2.25;
+    tl_report_meta meta = {.machine = &m, .scenes = "tower", .clients_per_room = 2, .max_rooms_held = 250,
+                           .target_ratio = 0.99, .target_lateness_ms = 8.333, .when = "2026-12-01 10:00 UTC"};
+    char dir[] = "/tmp/tl-report-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char svg[64], html[64];
+    snprintf(svg, sizeof svg, "%s/ramp.svg", dir);
+    snprintf(html, sizeof html, "%s/ramp.html", dir);
+    assert_int_equal(tl_report_write(svg, steps, 12, &meta), 0);
+    const char *t = slurp(svg);
+    assert_true(strncmp(t, "<?xml", 5) == 0);
+    assert_non_null(strstr(t, "<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    assert_int_equal(count_of(t, "class=\"axis x\" data-name=\"rooms\""), 1);
+    assert_int_equal(count_of(t, "class=\"axis y\""), 3);
+    assert_int_equal(count_of(t, "class=\"pt lateness"), 12);
+    assert_int_equal(count_of(t, "class=\"pt ratio"), 12);
+    assert_int_equal(count_of(t, "class=\"pt server-cpu"), 12);
+    assert_int_equal(count_of(t, "class=\"pt generator-cpu"), 12);
+    assert_int_equal(count_of(t, " missed\""), 2 * 4);
+    assert_int_equal(count_of(t, "class=\"held-mark\" data-rooms=\"250\""), 1);
+    assert_int_equal(count_of(t, "<script"), 0);
+    assert_non_null(strstr(t, "Test CPU &lt;5 GHz&gt; &amp; &quot;friends&quot; avx2, 2 cores, load average 1.50"));
+    /* screen y grows downwards: the worst lateness is highest, and each rise is drawn as one */
+    for (int rooms = 50; rooms <= 300; rooms += 25)
+        assert_true(point_y(t, "lateness", rooms) < point_y(t, "lateness", rooms - 25));
+    assert_true(point_y(t, "server-cpu", 300) < point_y(t, "server-cpu", 25));
+
+    assert_int_equal(tl_report_write(html, steps, 12, &meta), 0);
+    t = slurp(html);
+    assert_true(strncmp(t, "<!doctype html>", 15) == 0);
+    assert_int_equal(count_of(t, "<svg class=\"tumble-ramp\""), 1);
+    assert_int_equal(count_of(t, "<tr class=\"step\">"), 12);
+    assert_int_equal(count_of(t, "fell behind: p99 tick lateness &lt;high&gt;"), 2);
+    assert_int_equal(count_of(t, "<script"), 0);
+    assert_int_equal(count_of(t, "src=\""), 0);
+    unlink(svg);
+    unlink(html);
+    rmdir(dir);
+
+    /* an unwritable path is an error, not a crash */
+    assert_int_equal(tl_report_write("/nonexistent-dir/x.svg", steps, 12, &meta), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -133,6 +252,8 @@ int main(void)
         cmocka_unit_test(prometheus_text_is_read_by_key),
         cmocka_unit_test(histogram_quantiles_come_from_bucket_deltas),
         cmocka_unit_test(the_listening_process_is_found_by_port),
+        cmocka_unit_test(the_machine_is_named_with_its_load),
+        cmocka_unit_test(the_ramp_picture_has_every_step_and_the_held_mark),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

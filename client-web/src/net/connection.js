@@ -1,8 +1,10 @@
 // The room connection: one WebSocket with the `tumble.v1` subprotocol, reconnected
-// with exponential backoff (0.5 s, 1 s, 2 s ... up to 10 s, with a little jitter)
+// with backoff (0.15 s, then 0.5 s, 1 s, 2 s ... up to 10 s, with a little jitter)
 // until the page leaves or the server says something that retrying cannot fix
-// (a protocol version mismatch, a refused room id). Status changes are reported so
-// the HUD can say what is going on.
+// (a protocol version mismatch, a refused room id). The first retry is quick: a
+// server that goes away (1001) has handed its rooms over within tens of ms, and the
+// router sends the same /ws/<room> to the room's next server. Status changes are
+// reported so the HUD can say what is going on.
 //
 // It knows nothing of message contents: an adapter turns bytes into the client's
 // internal messages and intents into bytes (net/adapter.js). The socket runs in a
@@ -68,7 +70,7 @@ export class Connection {
 
   _retry(reason) {
     if (this.closed) return;
-    const base = Math.min(10, 0.5 * 2 ** this.attempt);
+    const base = this.attempt === 0 ? 0.15 : Math.min(10, 0.5 * 2 ** (this.attempt - 1));
     const wait = base * (0.85 + Math.random() * 0.3);
     this.attempt++;
     this._status('reconnecting', { reason, retryAt: performance.now() + wait * 1000, attempt: this.attempt });

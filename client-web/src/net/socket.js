@@ -16,26 +16,31 @@
 // worker cannot start it is a plain WebSocket whose messages are stamped on
 // the main thread.
 
-// Runs inside the worker; self-contained (it is turned into source text).
+// Runs inside the worker; self-contained (it is turned into source text). One
+// socket at a time; each open names its socket (id), and every event carries it,
+// so a late event of the previous socket is told apart.
 function socketWorker() {
   let ws = null;
   const origin = performance.timeOrigin;
   self.onmessage = (e) => {
     const m = e.data;
     if (m.op === 'open') {
+      const id = m.id;
+      try { if (ws && ws.readyState < 2) ws.close(1000); } catch { /* already closing */ }
       try { ws = new WebSocket(m.url, m.protocol); } catch (err) {
-        self.postMessage({ ev: 'close', code: 1006, reason: String((err && err.message) || err) });
+        self.postMessage({ id, ev: 'close', code: 1006, reason: String((err && err.message) || err) });
         return;
       }
-      ws.binaryType = 'arraybuffer';
-      ws.onopen = () => self.postMessage({ ev: 'open', protocol: ws.protocol });
-      ws.onmessage = (ev) => {
+      const sock = ws;
+      sock.binaryType = 'arraybuffer';
+      sock.onopen = () => self.postMessage({ id, ev: 'open', protocol: sock.protocol });
+      sock.onmessage = (ev) => {
         const at = origin + performance.now();
-        if (typeof ev.data === 'string') self.postMessage({ ev: 'message', data: ev.data, at });
-        else self.postMessage({ ev: 'message', data: ev.data, at }, [ev.data]);
+        if (typeof ev.data === 'string') self.postMessage({ id, ev: 'message', data: ev.data, at });
+        else self.postMessage({ id, ev: 'message', data: ev.data, at }, [ev.data]);
       };
-      ws.onclose = (ev) => self.postMessage({ ev: 'close', code: ev.code, reason: ev.reason });
-      ws.onerror = () => self.postMessage({ ev: 'error' });
+      sock.onclose = (ev) => self.postMessage({ id, ev: 'close', code: ev.code, reason: ev.reason });
+      sock.onerror = () => self.postMessage({ id, ev: 'error' });
     } else if (m.op === 'send') {
       if (ws && ws.readyState === 1) ws.send(m.data);
     } else if (m.op === 'close') {
@@ -50,23 +55,32 @@ function workerSource() {
   return workerUrl;
 }
 
+// The worker of a closed socket, kept for the next one: a reconnect then opens its
+// socket at once instead of waiting for a new worker thread to start (hundreds of
+// ms on a busy machine).
+let idleWorker = null;
+let nextSocketId = 1;
+
 class WorkerSocket {
   constructor(url, protocol) {
     this.readyState = 0;
     this.protocol = '';
     this.binaryType = 'arraybuffer';
     this.onopen = this.onmessage = this.onclose = this.onerror = null;
-    this.worker = new Worker(workerSource());
+    this.worker = idleWorker || new Worker(workerSource());
+    idleWorker = null;
+    this.id = nextSocketId++;
     const shift = performance.timeOrigin;
     this.worker.onmessage = (e) => {
       const m = e.data;
+      if (m.id !== this.id) return; // the previous socket's last words
       if (m.ev === 'open') { this.readyState = 1; this.protocol = m.protocol; this.onopen?.({}); }
       else if (m.ev === 'message') { if (this.readyState === 1) this.onmessage?.({ data: m.data, arrival: m.at - shift }); }
       else if (m.ev === 'error') this.onerror?.({});
       else if (m.ev === 'close') { this._closed(m.code, m.reason); }
     };
-    this.worker.onerror = () => this._closed(1006, 'socket worker failed');
-    this.worker.postMessage({ op: 'open', url: new URL(url, location.href).href, protocol });
+    this.worker.onerror = () => this._closed(1006, 'socket worker failed', true);
+    this.worker.postMessage({ op: 'open', id: this.id, url: new URL(url, location.href).href, protocol });
   }
 
   send(bytes) {
@@ -82,10 +96,12 @@ class WorkerSocket {
     setTimeout(() => this._closed(code, reason), 3000);
   }
 
-  _closed(code, reason) {
+  _closed(code, reason, workerFailed = false) {
     if (this.readyState === 3) return;
     this.readyState = 3;
-    this.worker.terminate();
+    this.worker.onmessage = null;
+    if (workerFailed || idleWorker) this.worker.terminate();
+    else idleWorker = this.worker;
     this.onclose?.({ code, reason });
   }
 }

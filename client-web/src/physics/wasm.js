@@ -56,3 +56,18 @@ export async function loadPhysics(source, { write = () => {} } = {}) {
   instance.exports._initialize(); // the C library's constructors
   return { exports: instance.exports, memory, module };
 }
+
+/**
+ * The module the server serves with the client (client-web/dist/tumble-physics.wasm,
+ * copied there by client-web/build.mjs), compiled while it downloads where the browser
+ * can (application/wasm), then loaded as above. Fetched only by pages that step
+ * physics (the replay viewer): a room or the lobby never waits for it.
+ */
+export async function fetchPhysics(url = '/tumble-physics.wasm', opts = {}) {
+  const res = await fetch(url);
+  if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
+  const module = WebAssembly.compileStreaming && /application\/wasm/.test(res.headers.get('content-type') || '')
+    ? await WebAssembly.compileStreaming(res)
+    : await WebAssembly.compile(await res.arrayBuffer());
+  return loadPhysics(module, opts);
+}

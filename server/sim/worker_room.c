@@ -1,0 +1,411 @@
+/* worker_room.c: what a worker does to one room (worker_room.h).
+ *
+ * Before each step the room's queued inputs are applied in arrival order
+ * (joins get their welcome, sliders and resets are announced, the world's
+ * refusals go back to the one client); then the world steps, its events
+ * (dice) are broadcast and every snapshot_every ticks a snapshot is
+ * encoded, as a delta against the previous one plus a keyframe when a
+ * client needs one. A state image for the fleet (net/fleet.h) is made here
+ * too, because only this thread may read the world. Nothing here waits:
+ * what it produces goes to the network thread through tb_worker_emit.
+ */
+#define _GNU_SOURCE
+#include "sim/worker_room.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/clock.h"
+#include "sim/error.h"
+#include "sim/persist.h"
+#include "sim/record.h"
+#include "sim/wire.h"
+
+#define TB__INPUTS_PER_STEP 256
+
+static void tb__emit_error(tb_worker *w, tb_room *room, const tb_input *in, int code, const char *detail)
+{
+    int proto = tb_wire_code(code);
+    char text[160];
+    snprintf(text, sizeof text, "%s%s%s", detail ? detail : "", detail ? ": " : "", tb_strerror(code));
+    tb_worker_emit(w, TB_OUT_CLIENT, in->client, room, tb_wire_error(proto, text, in->seq));
+    TB_COUNT(w->sched->metrics, inputs_rejected_total[proto]);
+}
+
+static tb_peer *tb__peer(tb_room *room, uint32_t client)
+{
+    for (int i = 0; i < room->peer_count; i++)
+        if (room->peers[i].id == client)
+            return &room->peers[i];
+    return NULL;
+}
+
+static const char *tb__peer_name(tb_room *room, uint32_t client)
+{
+    tb_peer *p = tb__peer(room, client);
+    return p ? p->name : "";
+}
+
+/* Quantize the world's current state into the room's encoder; *out (may be
+ * NULL) keeps the input for the tier encoders of the same tick. */
+static int tb__encode_state(tb_room *room, tb_snap_input *out)
+{
+    tb_snap_input in;
+    room->ops->fill_snapshot(room->world, &in);
+    in.tick = (uint32_t)room->tick;
+    tb_proto_err err;
+    if (tb_snap_encoder_step(room->encoder, &in, &err) != TB_OK)
+        return TB_EINVAL;
+    room->encoder_tick = (uint32_t)room->tick;
+    if (out)
+        *out = in;
+    return 0;
+}
+
+static void tb__drop_tiers(tb_room *room)
+{
+    for (int t = 1; t < TB_ROOM_TIERS; t++) {
+        if (room->tier_encoder[t])
+            tb_snap_encoder_destroy(room->tier_encoder[t]);
+        room->tier_encoder[t] = NULL;
+    }
+}
+
+/* (Re)build the encoder for the world's frame (bounds, meshes): worker_room.h. */
+int tb_worker_start_encoder(tb_room *room)
+{
+    tb_proto_welcome *scratch = tb_wire_scratch();
+    memset(scratch, 0, sizeof *scratch);
+    room->ops->describe(room->world, scratch);
+    tb_proto_frame frame;
+    tb_proto_frame_from_static(&frame, &scratch->st);
+    if (room->encoder)
+        tb_snap_encoder_destroy(room->encoder);
+    tb__drop_tiers(room); /* the frame may have changed: tiers start afresh (with a keyframe) */
+    room->encoder = tb_snap_encoder_create(&frame, room->ops->max_bodies(room->world));
+    if (!room->encoder)
+        return TB_ENOMEM;
+    return tb__encode_state(room, NULL);
+}
+
+/* The world's static description changed between two steps (another scene,
+ * a new cloth grid): the new state takes a tick number of its own, without
+ * a step, so that every tick names exactly one state (PROTOCOL.md §3): the
+ * `scene` keyframe is tick T+1, the next step's snapshot deltas from it.
+ * Replays do the same (sim/record.c). */
+static int tb__static_changed(tb_room *room)
+{
+    room->tick++;
+    return tb_worker_start_encoder(room);
+}
+
+/* Rebuild the room's world (another scene of the same kind). An unknown
+ * scene name is a bad value of `action select`; another kind's scene is
+ * not allowed in this room. */
+static int tb__rebuild(tb_room *room, const char *scene_name)
+{
+    int rc = tb_room_swap_scene(room, scene_name);
+    if (rc == TB_EBADSCENE)
+        return TB_EINVAL;
+    return rc < 0 ? rc : tb__static_changed(room);
+}
+
+/* The room's state image for the fleet (net/fleet.h), made here because
+ * only this thread may read the world. After the last one (a drain) the
+ * room no longer steps: the image is where the next server continues. */
+static void tb__checkpoint(tb_worker *w, tb_room *room, bool final)
+{
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    tb_msg *msg = tb_persist_encode(room, &buf, &len) == 0 ? tb_msg_from(buf, len) : tb_msg_new(0);
+    free(buf);
+    if (msg)
+        msg->tick = room->tick;
+    if (final)
+        room->frozen = true;
+    tb_worker_emit(w, TB_OUT_CHECKPOINT, final ? 1 : 0, room, msg);
+}
+
+/* A client joins: its welcome (the room's static description and a
+ * keyframe), and the others hear of it. */
+static void tb__join(tb_worker *w, tb_room *room, const tb_input *in)
+{
+    /* An empty room is not encoded (tb__snapshot): the first one in
+     * gets the current state from a fresh encoder, and later deltas
+     * chain from it. Fresh, because an encoder stepped from a state
+     * minutes old would put the whole way since into the keyframe's
+     * velocities (the predictor of the next delta). */
+    if (room->peer_count == 0 && room->encoder && room->encoder_tick != (uint32_t)room->tick)
+        tb_worker_start_encoder(room);
+    if (!tb__peer(room, in->client) && room->peer_count < TB_ROOM_MAX_PEERS) {
+        tb_peer *p = &room->peers[room->peer_count++];
+        p->id = in->client;
+        snprintf(p->name, sizeof p->name, "%s", in->by_name);
+        p->contacts = false;
+    }
+    tb_msg *welcome = tb_wire_welcome(room, in->client, w->sched->instance, TB_MSG_WELCOME);
+    if (!welcome) { /* no encoder (out of memory at adoption): say so rather than leave it waiting */
+        tb_worker_emit(w, TB_OUT_CLIENT, in->client, room,
+                       tb_wire_error(TB_ERR_INTERNAL, "room cannot encode its state", -1));
+        return;
+    }
+    tb_worker_emit(w, TB_OUT_WELCOME, in->client, room, welcome);
+    tb_worker_emit(w, TB_OUT_BROADCAST, in->client, room, tb_wire_peer_joined(in->client, in->by_name));
+}
+
+/* A slider: set, then everyone hears the value as the world took it. */
+static int tb__set_param(tb_worker *w, tb_room *room, const tb_input *in)
+{
+    int rc = room->ops->param_set(room->world, in->name, in->value_d);
+    if (rc == TB_WORLD_STATIC_CHANGED) { /* new meshes: everyone needs the static description and a keyframe */
+        rc = tb__static_changed(room);
+        if (rc == 0)
+            tb_worker_emit(w, TB_OUT_SCENE, 0, room, tb_wire_welcome(room, 0, w->sched->instance, TB_MSG_SCENE));
+    }
+    if (rc == 0) {
+        double applied = in->value_d;
+        room->ops->param_get(room->world, in->name, &applied);
+        applied = tb_world_param_decimal(applied); /* 0.2, not 0.2 widened from float */
+        tb_worker_emit(w, TB_OUT_BROADCAST, 0, room,
+                       tb_wire_param_changed(in->name, applied, in->client, tb__peer_name(room, in->client)));
+    }
+    return rc;
+}
+
+static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *in)
+{
+    tb_metrics *m = w->sched->metrics;
+    int rc = 0;
+    if (room->record)
+        tb_record_input(room->record, room->tick, in);
+    room->applied_serial = in->serial;
+    if (in->type != TB_INPUT_JOIN && in->type != TB_INPUT_LEAVE && in->recv_ns &&
+        (!room->unsent_input_ns || in->recv_ns < room->unsent_input_ns))
+        room->unsent_input_ns = in->recv_ns;
+    switch (in->type) {
+    case TB_INPUT_JOIN:
+        tb__join(w, room, in);
+        return;
+    case TB_INPUT_LEAVE: {
+        room->ops->apply_input(room->world, in);
+        tb_peer *p = tb__peer(room, in->client);
+        if (p) {
+            *p = room->peers[--room->peer_count];
+            tb_worker_emit(w, TB_OUT_BROADCAST, in->client, room, tb_wire_peer_left(in->client));
+        }
+        return;
+    }
+    case TB_INPUT_PARAM:
+        rc = tb__set_param(w, room, in);
+        break;
+    case TB_INPUT_RESET:
+        rc = room->ops->apply_input(room->world, in);
+        if (rc == 0)
+            tb_worker_emit(w, TB_OUT_BROADCAST, 0, room,
+                           tb_wire_reset(in->name[0] ? in->name : "reset", in->client, tb__peer_name(room, in->client)));
+        break;
+    case TB_INPUT_SCENE:
+        rc = tb__rebuild(room, in->name);
+        if (rc == 0) { /* everyone needs the new static description and a keyframe */
+            tb_worker_emit(w, TB_OUT_SCENE, 0, room, tb_wire_welcome(room, 0, w->sched->instance, TB_MSG_SCENE));
+            /* ... and to hear who switched it (the scene message names the new scene) */
+            tb_worker_emit(w, TB_OUT_BROADCAST, 0, room,
+                           tb_wire_reset("select", in->client, tb__peer_name(room, in->client)));
+        }
+        break;
+    case TB_INPUT_CONTACTS: {
+        tb_peer *p = tb__peer(room, in->client);
+        if (!(room->ops->overlays & (1u << TB_WORLD_OVERLAY_CONTACTS)))
+            rc = TB_ENOTSUP;
+        else if (p)
+            p->contacts = in->flags != 0;
+        break;
+    }
+    default:
+        rc = room->ops->apply_input(room->world, in);
+        break;
+    }
+    if (rc == TB_ECAP && in->type == TB_INPUT_THROW) {
+        /* applied, but the oldest projectile made room: tell the thrower */
+        TB_COUNT(m, inputs_applied_total);
+        tb__emit_error(w, room, in, rc, "projectile cap: the oldest was recycled");
+    } else if (rc < 0) {
+        tb__emit_error(w, room, in, rc, in->type == TB_INPUT_PARAM ? in->name : NULL);
+    } else {
+        TB_COUNT(m, inputs_applied_total);
+    }
+}
+
+/* The stream tiers the network thread asked for (room.h, net/link.c): on
+ * this snapshot tick, every wanted tier whose stride divides the snapshot
+ * index steps its own encoder with the same input and emits its delta (and
+ * its keyframe when a session needs one, or when the encoder is new). A tier
+ * no session wants any more is dropped. Emitted as TB_OUT_SNAPSHOT with
+ * client = the tier. */
+static void tb__tier_snapshots(tb_worker *w, tb_room *room, const tb_snap_input *in, int64_t now)
+{
+    unsigned wanted = atomic_load_explicit(&room->tiers_wanted, memory_order_acquire);
+    for (int t = 1; t < TB_ROOM_TIERS; t++) {
+        if (!(wanted & (1u << t))) {
+            if (room->tier_encoder[t]) {
+                tb_snap_encoder_destroy(room->tier_encoder[t]);
+                room->tier_encoder[t] = NULL;
+            }
+            continue;
+        }
+        if (room->snapshot_index % (uint64_t)tb_room_strides[t] != 0)
+            continue;
+        if (!room->tier_encoder[t]) {
+            tb_proto_welcome *scratch = tb_wire_scratch();
+            memset(scratch, 0, sizeof *scratch);
+            room->ops->describe(room->world, scratch);
+            tb_proto_frame frame;
+            tb_proto_frame_from_static(&frame, &scratch->st);
+            room->tier_encoder[t] = tb_snap_encoder_create(&frame, room->ops->max_bodies(room->world));
+            if (!room->tier_encoder[t])
+                continue;
+        }
+        tb_proto_err err;
+        if (tb_snap_encoder_step(room->tier_encoder[t], in, &err) != TB_OK)
+            continue;
+        const tb_snap_blob *delta = tb_snap_encoder_delta(room->tier_encoder[t]);
+        unsigned bit = 1u << t;
+        bool want_key = (atomic_fetch_and_explicit(&room->tier_keys_wanted, ~bit, memory_order_acq_rel) & bit) || !delta;
+        tb_msg *key = NULL;
+        if (want_key) {
+            const tb_snap_blob *k = tb_snap_encoder_key(room->tier_encoder[t]);
+            key = k ? tb_wire_snap_blob(k, room->applied_serial) : NULL;
+        }
+        tb_msg *msg = delta ? tb_wire_snap_blob(delta, room->applied_serial) : tb_msg_ref(key);
+        if (msg)
+            msg->made_ns = now;
+        if (key)
+            key->made_ns = now;
+        tb_worker_emit2(w, TB_OUT_SNAPSHOT, (uint32_t)t, room, msg, key);
+    }
+}
+
+static void tb__snapshot(tb_worker *w, tb_room *room)
+{
+    tb_metrics *m = w->sched->metrics;
+    if (room->peer_count == 0) /* nobody to send it to; a join encodes afresh */
+        return;
+    tb_snap_input in;
+    if (!room->encoder || tb__encode_state(room, &in) < 0)
+        return;
+    const tb_snap_blob *delta = tb_snap_encoder_delta(room->encoder);
+    bool want_key = atomic_exchange_explicit(&room->key_wanted, false, memory_order_acq_rel) || !delta;
+    tb_msg *key = NULL;
+    if (want_key) {
+        const tb_snap_blob *k = tb_snap_encoder_key(room->encoder);
+        key = k ? tb_wire_snap_blob(k, room->applied_serial) : NULL;
+    }
+    tb_msg *main_msg = delta ? tb_wire_snap_blob(delta, room->applied_serial) : tb_msg_ref(key);
+    int64_t now = tb_clock_now_ns();
+    if (room->unsent_input_ns) {
+        tb_hist_observe(&m->input_latency, (now - room->unsent_input_ns) / TB_NS_PER_US);
+        room->unsent_input_ns = 0;
+    }
+    if (main_msg)
+        main_msg->made_ns = now;
+    if (key)
+        key->made_ns = now;
+    TB_COUNT(m, snapshots_total);
+    tb_worker_emit2(w, TB_OUT_SNAPSHOT, 0, room, main_msg, key);
+    tb__tier_snapshots(w, room, &in, now);
+
+    /* The contacts view, for the clients that asked for it. */
+    int viewers = 0;
+    for (int i = 0; i < room->peer_count; i++)
+        viewers += room->peers[i].contacts;
+    if (viewers && (room->ops->overlays & (1u << TB_WORLD_OVERLAY_CONTACTS))) {
+        tb_world_overlay ov;
+        room->ops->overlay(room->world, TB_WORLD_OVERLAY_CONTACTS, &ov);
+        tb_msg *msg = tb_wire_contacts((uint32_t)room->tick, ov.contacts, ov.count);
+        for (int i = 0; msg && i < room->peer_count; i++)
+            if (room->peers[i].contacts)
+                tb_worker_emit(w, TB_OUT_CLIENT, room->peers[i].id, room, tb_msg_ref(msg));
+        tb_msg_unref(msg);
+    }
+}
+
+/* The queued inputs, in arrival order, before the room's next step: none
+ * after a drain's last state image (worker_room.h). */
+void tb_worker_apply_inputs(tb_worker *w, tb_room *room)
+{
+    tb_input in;
+    for (int i = 0; i < TB__INPUTS_PER_STEP && !room->frozen && tb_ring_pop(&room->inputs, &in); i++) {
+        if (in.type == TB_INPUT_CHECKPOINT) /* the network thread's, not a client's: not recorded */
+            tb__checkpoint(w, room, in.flags == 1);
+        else
+            tb__apply_input(w, room, &in);
+    }
+}
+
+void tb_worker_step_room(tb_worker *w, tb_room *room, int64_t now)
+{
+    tb_metrics *m = w->sched->metrics;
+    uint64_t overrun = 0;
+    int64_t lateness = 0;
+    int owed = tb_pace_take(&room->pace, now, &overrun, &lateness);
+    if (owed == 0)
+        return;
+    tb_hist_observe(&m->tick_lateness, lateness / TB_NS_PER_US);
+    if (overrun)
+        TB_COUNT_N(m, overrun_steps_total, overrun);
+
+    const float dt = 1.0f / (float)TB_STEP_HZ;
+    /* The shared counters are added once per room and pass, not per step:
+     * with thousands of resting rooms, atomics on cache lines both workers
+     * write would cost more than the steps themselves. */
+    int64_t step_ns = 0;
+    uint64_t fast_steps = 0;
+    for (int s = 0; s < owed; s++) {
+        tb_worker_apply_inputs(w, room);
+        if (room->frozen) /* its last checkpoint is made: it lives on elsewhere */
+            return;
+
+        int64_t t0 = tb_clock_now_ns();
+        room->ops->step(room->world, dt);
+        int64_t t1 = tb_clock_now_ns();
+        room->tick++;
+        step_ns += t1 - t0;
+        if (t1 - t0 >= TB_NS_PER_US) /* a step under 1 us is a 0 us observation: added below, at once */
+            tb_hist_observe(&m->step_time, (t1 - t0) / TB_NS_PER_US);
+        else
+            fast_steps++;
+        /* a body gone non-finite or out of the room is fixed before anyone sees it */
+        int faults = room->ops->check ? room->ops->check(room->world) : 0;
+        if (faults > 0) {
+            TB_COUNT_N(m, physics_faults_total, (uint_fast64_t)faults);
+            if (w->sched->fault_cb)
+                w->sched->fault_cb(room, faults);
+        }
+
+        tb_world_event ev;
+        for (int k = 0; room->ops->poll_event && k < TB_WORLD_EVENTS_PER_STEP &&
+                        room->ops->poll_event(room->world, &ev) > 0; k++)
+            if (ev.kind == TB_WORLD_EVENT_DICE)
+                tb_worker_emit(w, TB_OUT_BROADCAST, 0, room, tb_wire_dice((uint32_t)room->tick, ev.values, ev.count));
+        if (room->record && room->tick % TB_RECORD_HASH_EVERY == 0)
+            tb_record_hash(room->record, room->tick, room->ops->hash(room->world));
+
+        /* Every Nth tick, also inside a catch-up burst: a client that keeps
+         * up then misses nothing; the network side drops what it cannot send. */
+        if (room->tick % (uint64_t)room->snapshot_every == 0) {
+            room->snapshot_index = room->tick / (uint64_t)room->snapshot_every;
+            tb__snapshot(w, room);
+        }
+    }
+    if (fast_steps)
+        tb_hist_observe_n(&m->step_time, 0, fast_steps);
+    atomic_fetch_add_explicit(&room->step_ns_sum, (uint_fast64_t)step_ns, memory_order_relaxed);
+    atomic_fetch_add_explicit(&room->step_count, (uint_fast64_t)owed, memory_order_relaxed);
+    atomic_fetch_add_explicit(&w->steps, (uint_fast64_t)owed, memory_order_relaxed);
+    TB_COUNT_N(m, steps_total, (uint_fast64_t)owed);
+    tb_world_info info = {0, 0};
+    room->ops->info(room->world, &info);
+    atomic_store_explicit(&room->bodies, info.bodies, memory_order_relaxed);
+    atomic_store_explicit(&room->awake, info.awake, memory_order_relaxed);
+}
