@@ -22,21 +22,41 @@
  *
  * The stream tier (latency-bounded streaming). A client that cannot take
  * every snapshot gets every k-th one, k in tb_room_strides (60, 30, 20, 15,
- * 10, 5 a second at 60/s), from an encoder of that tier (sim/sched.c) so its
- * deltas chain with the predictor state of its own stream; changing tier
- * costs one keyframe of the new tier, and the session stays on its old tier
- * until that keyframe arrives (outbox.c). The rule, evaluated at most every
- * 50 ms (on snapshots, pongs, reports and the housekeeping timer):
- *   - queueing delay above TB__Q_HIGH_NS, once the last change had time to
- *     show (a round trip + 100 ms) and unless the queue is already draining:
- *     down, to the tier whose expected rate fits 75% of what the link
- *     delivers (rate ~ stride^-0.7: a delta over k snapshots is a bit bigger
- *     than one over one), at least one tier;
- *   - below TB__Q_LOW_NS for a while: up one tier; after 1 s when the next
- *     tier's expected rate fits 80% of the seen capacity, otherwise after
- *     probe_hold (4 s), which doubles (to 64 s) each time a step up is
- *     followed by congestion within 4 s: a link that cannot take the faster
- *     rate is probed rarely, since each probe costs two keyframes.
+ * 10, 5 a second at 60/s), from an encoder of that tier (sim/worker_room.c)
+ * so its deltas chain with the predictor state of its own stream; changing
+ * tier costs one keyframe of the new tier, and the session stays on its old
+ * tier until that keyframe arrives (outbox.c).
+ *
+ * A queue alone does not say the link is slow. A client that stops reading
+ * for a moment (a loaded machine, a tab in the background, a Wi-Fi hand-over)
+ * builds the same queue as a slow link, at the same pace; what tells them
+ * apart is delivery while the queue stands. A slow link keeps delivering, at
+ * a rate below what is written, sample after sample; a stall delivers nothing
+ * and then, once it ends, its whole backlog at once. So every delivery sample
+ * (pong to pong by the server's clock, report to report by the client's) is
+ * judged: read at 5-85% of the rate written is slow, anything else (nothing,
+ * or as fast as written or faster: the drain) ends the run of slow samples.
+ * The link is slow when such a run spans TB__SLOW_FOR_NS with at least two
+ * samples, the newest under a second old. A stall does not step the client
+ * down: the queue it leaves drains by itself, faster than any keyframe of
+ * another tier could arrive, and the client keeps its full rate.
+ *
+ * The rule, evaluated at most every 50 ms (on snapshots, pongs, reports and
+ * the housekeeping timer):
+ *   - the link is slow and the queueing delay is above TB__Q_HIGH_NS, once
+ *     the last change had time to show (a round trip + 100 ms) and unless
+ *     the queue is already draining: down, to the tier whose expected rate
+ *     fits 80% of what the slow samples delivered (rate ~ stride^-0.55: a
+ *     delta over k snapshots is a bit bigger than one over one), at least
+ *     one tier; what they delivered is then the link's known capacity (30 s);
+ *   - with a known capacity, the tier written now exceeds it: down one
+ *     before the queue shows (the scene got busier);
+ *   - below TB__Q_LOW_NS: up one tier every TB__UP_CALM_NS of calm while
+ *     the next tier fits 80% of the known capacity (or none is known: after
+ *     a stall, or 30 s on), otherwise after probe_hold (2 s), which doubles
+ *     (to 16 s) each time a step up is followed by a slow link within 4 s:
+ *     a link that cannot take the faster rate is probed rarely, since each
+ *     probe costs two keyframes.
  * The view lag then stays near one-way delay + the tier's interval + a
  * queue below TB__Q_HIGH_NS: about RTT/2 + 150 ms at the tiers that fit.
  */
@@ -60,12 +80,15 @@ _Static_assert(TB_ROOM_TIERS == TB_METRICS_TIERS, "metrics count every stream ti
 #define TB__RTT_WINDOW_NS (5 * TB_NS_PER_SEC)
 #define TB__CAPACITY_KEEP_NS (30 * TB_NS_PER_SEC)
 #define TB__CONGESTED_FOR_NS (250 * TB_NS_PER_MS)
-#define TB__CALM_SAFE_NS (1 * TB_NS_PER_SEC)
-#define TB__PROBE_MIN_NS (4 * TB_NS_PER_SEC)
-#define TB__PROBE_MAX_NS (64 * TB_NS_PER_SEC)
+#define TB__SLOW_FOR_NS (300 * TB_NS_PER_MS)
+#define TB__SLOW_FRESH_NS (1 * TB_NS_PER_SEC)
+#define TB__UP_CALM_NS (300 * TB_NS_PER_MS)
+#define TB__PROBE_MIN_NS (2 * TB_NS_PER_SEC)
+#define TB__PROBE_MAX_NS (16 * TB_NS_PER_SEC)
 #define TB__RATE_EXPONENT 0.55
 
 static int64_t tb__max64(int64_t a, int64_t b) { return a > b ? a : b; }
+static int64_t tb__queue_now(tb_session *s, int64_t now);
 
 /* What the link carries: the delivery rate seen while it was the limit,
  * for 30 s; otherwise what it delivers now (a lower bound). */
@@ -76,10 +99,12 @@ static double tb__capacity(const tb_link *l, int64_t now)
     return l->delivered_bps;
 }
 
-/* Is the link the limit: it delivers clearly less than is written to it? */
-static bool tb__link_limited(const tb_link *l)
+/* Is the link the limit: a run of slow delivery samples (the file comment),
+ * long enough and recent? */
+static bool tb__link_slow(const tb_link *l, int64_t now)
 {
-    return l->delivered_bps > 0 && l->sent_bps > 0 && l->delivered_bps < 0.9 * l->sent_bps;
+    return l->slow_samples >= 2 && now - l->slow_since_ns >= TB__SLOW_FOR_NS &&
+           now - l->slow_last_ns < TB__SLOW_FRESH_NS;
 }
 
 static int64_t tb__rtt_min(const tb_link *l)
@@ -108,13 +133,33 @@ void tb_link_written(tb_session *s, size_t payload, bool snapshot)
         l->frame_bytes = l->frame_bytes > 0 ? 0.9 * l->frame_bytes + 0.1 * (double)payload : (double)payload;
 }
 
-/* A delivery sample: bytes delivered over dt. */
-static void tb__delivered(tb_link *l, double bytes, int64_t dt, int64_t now)
+/* A delivery sample: bytes delivered over dt while the queue was q,
+ * judged against what is written (the file comment). Slower than written
+ * while a queue stands extends the run of slow samples; nothing delivered
+ * (a stall), a drain (half as fast again as written) or no queue ends it;
+ * in between (a link near its limit, noise) leaves it. A sample of under
+ * 50 ms can only end a run. */
+static void tb__delivered(tb_link *l, double bytes, int64_t dt, int64_t q, int64_t now)
 {
-    if (dt < 20 * TB_NS_PER_MS || bytes < 0)
+    if (dt < TB_NS_PER_MS || bytes < 0)
         return;
     double bps = bytes * 1e9 / (double)dt;
-    l->delivered_bps = l->delivered_bps > 0 ? 0.7 * l->delivered_bps + 0.3 * bps : bps;
+    if (dt >= 20 * TB_NS_PER_MS)
+        l->delivered_bps = l->delivered_bps > 0 ? 0.7 * l->delivered_bps + 0.3 * bps : bps;
+    double ratio = l->sent_bps > 0 ? bps / l->sent_bps : 1.0;
+    if (ratio >= 1.5 || ratio < 0.05 || q <= TB__Q_HIGH_NS) {
+        l->slow_samples = 0;
+        return;
+    }
+    if (ratio >= 1.0 || dt < 50 * TB_NS_PER_MS)
+        return;
+    if (l->slow_samples++ == 0) {
+        l->slow_since_ns = now;
+        l->slow_bps = bps;
+    } else {
+        l->slow_bps += (bps - l->slow_bps) / (l->slow_samples < 8 ? l->slow_samples : 8);
+    }
+    l->slow_last_ns = now;
 }
 
 void tb_link_pong(tb_session *s, int64_t now)
@@ -134,8 +179,8 @@ void tb_link_pong(tb_session *s, int64_t now)
     l->queue_ns = l->rtt_ns - tb__rtt_min(l);
     if (s->welcomed)
         tb_hist_observe_link(&s->server->metrics->client_queue_delay, l->queue_ns / TB_NS_PER_US);
-    if (l->pong_at_ns)
-        tb__delivered(l, (double)(s->ping_end - l->pong_delivered), now - l->pong_at_ns, now);
+    if (l->pong_at_ns && s->ping_end >= l->pong_delivered)
+        tb__delivered(l, (double)(s->ping_end - l->pong_delivered), now - l->pong_at_ns, l->queue_ns, now);
     l->pong_delivered = s->ping_end;
     l->pong_at_ns = now;
     tb_link_check(s, now);
@@ -158,7 +203,14 @@ void tb_link_report(tb_session *s, const tb_client_msg *m, int64_t now)
     if (m->link.has_recv_bytes) {
         if (l->has_report_bytes) {
             uint32_t got = m->link.recv_bytes - l->report_bytes;
-            tb__delivered(l, (double)got, now - l->report_at_ns, now);
+            /* timed by the client's clock when it is plausible: reports held
+             * up on the way (a stall both ways) arrive together, but were
+             * sent apart and say what arrived between their sending */
+            double client_ms = m->ping_time - l->report_client_ms;
+            int64_t dt = now - l->report_at_ns;
+            if (isfinite(client_ms) && client_ms > 0 && client_ms < 10000)
+                dt = (int64_t)(client_ms * 1e6);
+            tb__delivered(l, (double)got, dt, tb__queue_now(s, now), now);
             if (got > 0) {
                 /* the client reads, however slowly: the outstanding ping is
                  * behind data it is still taking in, not a stalled reader */
@@ -169,6 +221,7 @@ void tb_link_report(tb_session *s, const tb_client_msg *m, int64_t now)
         }
         l->report_bytes = m->link.recv_bytes;
         l->report_at_ns = now;
+        l->report_client_ms = m->ping_time;
         l->has_report_bytes = true;
     }
     tb_link_check(s, now);
@@ -188,6 +241,17 @@ void tb_link_room_tiers(tb_room *room)
 void tb_link_joined(tb_session *s)
 {
     s->link.tier = s->link.next = 0;
+    /* a ping just ahead of the welcome: its round trip is the path's own,
+     * before the welcome's keyframe queues anything (on a slow link, every
+     * later one waits behind snapshots and would read as the path) */
+    int64_t now = tb_clock_now_ns();
+    if (!s->ping_sent_ns && !s->ping_wanted && !s->closing) {
+        s->last_ping_ns = now;
+        s->ping_wanted = true;
+        tb_outbox_ask_writable(s);
+    }
+    s->link.pong_delivered = s->wire_bytes;
+    s->link.pong_at_ns = now;
     atomic_store(&s->server->metrics->snapshot_hz, s->server->cfg->snapshot_rate);
     atomic_fetch_add(&s->server->metrics->clients_by_tier[0], 1);
 }
@@ -224,10 +288,10 @@ static void tb__switch(tb_session *s, int tier, int64_t now, int64_t q, int64_t 
 {
     tb_link *l = &s->link;
     tb_log_debug("client %u: stream every %d%s snapshot -> every %d (queue %.0f ms, frame %.0f ms, rtt_min %.0f ms, "
-                 "sent %.1f, delivered %.1f, capacity %.1f kbit/s, probe hold %.0f s)",
+                 "sent %.1f, delivered %.1f, slow %.1f kbit/s x %d, capacity %.1f kbit/s, probe hold %.0f s)",
                  s->id, tb_room_strides[l->tier], l->tier ? "th" : "", tb_room_strides[tier], (double)q / 1e6,
                  (double)frame_ns / 1e6, (double)tb__rtt_min(l) / 1e6, l->sent_bps * 8e-3, l->delivered_bps * 8e-3,
-                 tb__capacity(l, now) * 8e-3,
+                 l->slow_bps * 8e-3, l->slow_samples, tb__capacity(l, now) * 8e-3,
                  (double)l->probe_hold_ns / 1e9);
     TB_COUNT(s->server->metrics, stream_rate_changes_total[tier > l->tier ? 0 : 1]);
     if (tier < l->tier)
@@ -304,30 +368,28 @@ void tb_link_check(tb_session *s, int64_t now)
         l->calm_since_ns = 0;
         if (!l->congested_since_ns)
             l->congested_since_ns = now;
-        if (l->tier == TB_ROOM_TIERS - 1 || now - l->changed_ns < settle ||
+        /* a queue and no slow delivery (yet): a stall, or too early to say */
+        if (!tb__link_slow(l, now) || l->tier == TB_ROOM_TIERS - 1 || now - l->changed_ns < settle ||
             now - l->congested_since_ns < TB__CONGESTED_FOR_NS)
             return;
         /* still draining what the last change left: give it time */
         if (l->changed_ns && now - l->changed_ns < 3 * TB_NS_PER_SEC && q < l->queue_at_change_ns)
             return;
-        /* one tier, unless the link is known to carry far less than is sent */
-        double target = 0.8 * l->delivered_bps;
+        /* to the tier that fits what the slow samples delivered */
+        double target = 0.8 * l->slow_bps;
         double ratio = target > 0 && l->sent_bps > 1.5 * target ? l->sent_bps / target : 1.0;
         double want = stride * pow(ratio, 1.0 / TB__RATE_EXPONENT);
         int tier = l->tier + 1;
         while (tier < TB_ROOM_TIERS - 1 && tb_room_strides[tier] < want)
             tier++;
-        /* a long queue and no word yet of what the link delivers (the start):
-         * a tier more for each further threshold the queue is over */
+        /* a long queue at the start (the welcome's keyframe on top): a tier
+         * more for each further threshold the queue is over */
         for (int64_t over = q - 2 * (TB__Q_HIGH_NS + frame_ns); over > 0 && tier < TB_ROOM_TIERS - 1;
              over -= TB__Q_HIGH_NS + frame_ns)
             tier++;
-        bool limited = tb__link_limited(l);
-        if (limited) { /* the link is the limit: remember what it carries */
-            l->capacity_bps = l->delivered_bps;
-            l->capacity_at_ns = now;
-        }
-        if (limited && l->last_up_ns && now - l->last_up_ns < 4 * TB_NS_PER_SEC) /* a step up that failed */
+        l->capacity_bps = l->slow_bps; /* the link is the limit: remember what it carries */
+        l->capacity_at_ns = now;
+        if (l->last_up_ns && now - l->last_up_ns < 4 * TB_NS_PER_SEC) /* a step up that failed */
             l->probe_hold_ns = l->probe_hold_ns * 2 < TB__PROBE_MAX_NS ? l->probe_hold_ns * 2 : TB__PROBE_MAX_NS;
         l->queue_at_change_ns = q;
         tb__switch(s, tier, now, q, frame_ns);
@@ -343,12 +405,12 @@ void tb_link_check(tb_session *s, int64_t now)
     if (l->tier == 0)
         return;
     int64_t calm = now - tb__max64(l->calm_since_ns, l->changed_ns);
-    /* a link never seen limiting (or not for 30 s) is tried after 1 s of
-     * calm; one that was, when the next tier's rate fits what it carried,
-     * else after the probe hold */
+    /* up a tier every TB__UP_CALM_NS of calm while the next tier's rate fits
+     * the known capacity (none known: after a stall, or 30 s on), else
+     * after the probe hold */
     double expected = l->sent_bps * pow((double)stride / tb_room_strides[l->tier - 1], TB__RATE_EXPONENT);
     bool fits = !known || expected <= 0.8 * capacity;
-    if ((fits && calm >= TB__CALM_SAFE_NS) || calm >= l->probe_hold_ns) {
+    if ((fits && calm >= TB__UP_CALM_NS) || calm >= l->probe_hold_ns) {
         if (!fits && l->last_up_ns && now - l->last_up_ns > 30 * TB_NS_PER_SEC)
             l->probe_hold_ns = TB__PROBE_MIN_NS; /* long calm: the link may have changed */
         l->queue_at_change_ns = 0;

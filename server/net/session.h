@@ -58,6 +58,12 @@ typedef struct tb_link {
     uint64_t pong_delivered;  int64_t pong_at_ns;
     uint32_t report_bytes;    int64_t report_at_ns; bool has_report_bytes;
     double delivered_bps;      /* EWMA of delivery samples */
+    /* slow-link evidence: delivery samples in a row that show the client
+     * reading, but clearly slower than it is written to (link.c) */
+    int slow_samples;
+    int64_t slow_since_ns, slow_last_ns;
+    double slow_bps;           /* mean rate of those samples */
+    double report_client_ms;   /* client_time of the previous report with recv_bytes */
     double capacity_bps;       /* what the link delivered when it could not take what was sent */
     int64_t capacity_at_ns;    /* ... seen then (0: never; forgotten after 30 s) */
     int64_t congested_since_ns;
