@@ -311,7 +311,7 @@ static void tb__deliver(tb_server *server, tb_out *out)
             if (s->welcomed) {
                 tb_outbox_clear_slots(s);
                 s->sent_tick = s->queued_tick = (uint32_t)out->msg->tick;
-                if (s->link.tier) { /* the scene is tier 0's state; its tier starts afresh (sim/sched.c) */
+                if (s->link.tier) { /* the scene is tier 0's state; its tier starts afresh (sim/worker_room.c) */
                     s->link.next = s->link.tier;
                     s->link.tier = 0;
                     atomic_fetch_sub(&server->metrics->clients_by_tier[s->link.next], 1);
