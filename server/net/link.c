@@ -34,8 +34,9 @@
  * a rate below what is written, sample after sample; a stall delivers nothing
  * and then, once it ends, its whole backlog at once. So every delivery sample
  * (pong to pong by the server's clock, report to report by the client's) is
- * judged: read at 5-85% of the rate written is slow, anything else (nothing,
- * or as fast as written or faster: the drain) ends the run of slow samples.
+ * judged: read at 5-100% of the rate written while a queue stands is slow;
+ * nothing (under 5%: a stall), a drain (150% or more) or no queue ends the
+ * run of slow samples; 100-150% (a link near its limit, noise) leaves it.
  * The link is slow when such a run spans TB__SLOW_FOR_NS with at least two
  * samples, the newest under a second old. A stall does not step the client
  * down: the queue it leaves drains by itself, faster than any keyframe of
