@@ -53,11 +53,12 @@
  *   - with a known capacity, the tier written now exceeds it: down one
  *     before the queue shows (the scene got busier);
  *   - below TB__Q_LOW_NS: up one tier every TB__UP_CALM_NS of calm while
- *     the next tier fits 80% of the known capacity (or none is known: after
- *     a stall, or 30 s on), otherwise after probe_hold (2 s), which doubles
- *     (to 16 s) each time a step up is followed by a slow link within 4 s:
- *     a link that cannot take the faster rate is probed rarely, since each
- *     probe costs two keyframes.
+ *     no capacity is known (after a stall, or 30 s on); with one, after 1 s
+ *     of calm if the next tier fits 80% of it, otherwise after probe_hold
+ *     (4 s), which doubles (to 64 s) each time a step up is followed by a
+ *     slow link within 4 s: a link that cannot take the faster rate is
+ *     probed rarely, since each probe costs two keyframes (at 64 kbit/s a
+ *     cloth keyframe alone is half a second of the link).
  * The view lag then stays near one-way delay + the tier's interval + a
  * queue below TB__Q_HIGH_NS: about RTT/2 + 150 ms at the tiers that fit.
  */
@@ -84,8 +85,9 @@ _Static_assert(TB_ROOM_TIERS == TB_METRICS_TIERS, "metrics count every stream ti
 #define TB__SLOW_FOR_NS (300 * TB_NS_PER_MS)
 #define TB__SLOW_FRESH_NS (1 * TB_NS_PER_SEC)
 #define TB__UP_CALM_NS (300 * TB_NS_PER_MS)
-#define TB__PROBE_MIN_NS (2 * TB_NS_PER_SEC)
-#define TB__PROBE_MAX_NS (16 * TB_NS_PER_SEC)
+#define TB__UP_KNOWN_NS (1 * TB_NS_PER_SEC)
+#define TB__PROBE_MIN_NS (4 * TB_NS_PER_SEC)
+#define TB__PROBE_MAX_NS (64 * TB_NS_PER_SEC)
 #define TB__RATE_EXPONENT 0.55
 
 static int64_t tb__max64(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -406,12 +408,13 @@ void tb_link_check(tb_session *s, int64_t now)
     if (l->tier == 0)
         return;
     int64_t calm = now - tb__max64(l->calm_since_ns, l->changed_ns);
-    /* up a tier every TB__UP_CALM_NS of calm while the next tier's rate fits
-     * the known capacity (none known: after a stall, or 30 s on), else
-     * after the probe hold */
+    /* up a tier every TB__UP_CALM_NS of calm when no capacity is known
+     * (after a stall, or 30 s on); with one, after a second of calm (the
+     * written rate is then this tier's, not the last one's) if the next
+     * tier's rate fits it, else after the probe hold */
     double expected = l->sent_bps * pow((double)stride / tb_room_strides[l->tier - 1], TB__RATE_EXPONENT);
     bool fits = !known || expected <= 0.8 * capacity;
-    if ((fits && calm >= TB__UP_CALM_NS) || calm >= l->probe_hold_ns) {
+    if ((fits && calm >= (known ? TB__UP_KNOWN_NS : TB__UP_CALM_NS)) || calm >= l->probe_hold_ns) {
         if (!fits && l->last_up_ns && now - l->last_up_ns > 30 * TB_NS_PER_SEC)
             l->probe_hold_ns = TB__PROBE_MIN_NS; /* long calm: the link may have changed */
         l->queue_at_change_ns = 0;
