@@ -37,8 +37,10 @@
  * judged: read at 5-100% of the rate written while a queue stands is slow;
  * nothing (under 5%: a stall), a drain (150% or more) or no queue ends the
  * run of slow samples; 100-150% (a link near its limit, noise) leaves it.
- * The link is slow when such a run spans TB__SLOW_FOR_NS with at least two
- * samples, the newest under a second old. A stall does not step the client
+ * The link is slow when such a run spans TB__SLOW_FOR_NS (1.5 s on a path
+ * of under 2 ms: loopback or a LAN, where a slow reader is a client starved
+ * of CPU for a while) with at least two samples, the newest under a second
+ * old. A stall does not step the client
  * down: the queue it leaves drains by itself, faster than any keyframe of
  * another tier could arrive, and the client keeps its full rate.
  *
@@ -53,7 +55,8 @@
  *   - with a known capacity, the tier written now exceeds it: down one
  *     before the queue shows (the scene got busier);
  *   - below TB__Q_LOW_NS: up one tier every TB__UP_CALM_NS of calm while
- *     no capacity is known (after a stall, or 30 s on); with one, after 1 s
+ *     no capacity is known (after a stall, 30 s on, or once a sample shows
+ *     the link carrying half as much again as the known capacity); with one, after 1 s
  *     of calm if the next tier fits 80% of it, otherwise after probe_hold
  *     (4 s), which doubles (to 64 s) each time a step up is followed by a
  *     slow link within 4 s: a link that cannot take the faster rate is
@@ -83,6 +86,7 @@ _Static_assert(TB_ROOM_TIERS == TB_METRICS_TIERS, "metrics count every stream ti
 #define TB__CAPACITY_KEEP_NS (30 * TB_NS_PER_SEC)
 #define TB__CONGESTED_FOR_NS (250 * TB_NS_PER_MS)
 #define TB__SLOW_FOR_NS (300 * TB_NS_PER_MS)
+#define TB__SLOW_FOR_LAN_NS (1500 * TB_NS_PER_MS)
 #define TB__SLOW_FRESH_NS (1 * TB_NS_PER_SEC)
 #define TB__UP_CALM_NS (300 * TB_NS_PER_MS)
 #define TB__UP_KNOWN_NS (1 * TB_NS_PER_SEC)
@@ -92,6 +96,7 @@ _Static_assert(TB_ROOM_TIERS == TB_METRICS_TIERS, "metrics count every stream ti
 
 static int64_t tb__max64(int64_t a, int64_t b) { return a > b ? a : b; }
 static int64_t tb__queue_now(tb_session *s, int64_t now);
+static int64_t tb__rtt_min(const tb_link *l);
 
 /* What the link carries: the delivery rate seen while it was the limit,
  * for 30 s; otherwise what it delivers now (a lower bound). */
@@ -106,7 +111,12 @@ static double tb__capacity(const tb_link *l, int64_t now)
  * long enough and recent? */
 static bool tb__link_slow(const tb_link *l, int64_t now)
 {
-    return l->slow_samples >= 2 && now - l->slow_since_ns >= TB__SLOW_FOR_NS &&
+    /* a path of under 2 ms (loopback, a LAN) is not what limits a stream of
+     * at most a few hundred kbit/s: a client there that reads slowly is
+     * starved of CPU, which passes; only a long run says otherwise */
+    int64_t rtt_min = tb__rtt_min(l);
+    int64_t span = rtt_min > 0 && rtt_min < 2 * TB_NS_PER_MS ? TB__SLOW_FOR_LAN_NS : TB__SLOW_FOR_NS;
+    return l->slow_samples >= 2 && now - l->slow_since_ns >= span &&
            now - l->slow_last_ns < TB__SLOW_FRESH_NS;
 }
 
@@ -149,6 +159,11 @@ static void tb__delivered(tb_link *l, double bytes, int64_t dt, int64_t q, int64
     double bps = bytes * 1e9 / (double)dt;
     if (dt >= 20 * TB_NS_PER_MS)
         l->delivered_bps = l->delivered_bps > 0 ? 0.7 * l->delivered_bps + 0.3 * bps : bps;
+    /* the link carried far more than its known capacity (a drain after a
+     * stall that was read as a slow link, or a link that got faster): the
+     * capacity is no longer known, and the rate may climb at once */
+    if (l->capacity_at_ns && bytes >= 2048 && bps > 1.5 * l->capacity_bps)
+        l->capacity_at_ns = 0;
     double ratio = l->sent_bps > 0 ? bps / l->sent_bps : 1.0;
     if (ratio >= 1.5 || ratio < 0.05 || q <= TB__Q_HIGH_NS) {
         l->slow_samples = 0;
