@@ -54,6 +54,7 @@ void tb_housekeeping_cb(uv_timer_t *timer)
             lws_callback_on_writable(s->wsi); /* ask again: a request lws dropped must not stall it */
         if (tb__reader_progressed(s, now))
             s->last_progress_ns = now;
+        tb_link_check(s, now);
         if (!s->ping_sent_ns && !s->ping_wanted && !s->closing && now - s->last_ping_ns >= TB__PING_INTERVAL_NS) {
             s->last_ping_ns = now;
             s->ping_wanted = true;

@@ -341,6 +341,7 @@ static void tb__on_message(tb_session *s, const unsigned char *data, size_t len)
         tb__join(s, &m);
         return;
     case TB_CLIENT_PING:
+        tb_link_report(s, &m, now);
         tb_outbox_push_ctl(s, tb_wire_pong(m.ping_time, (double)now / 1e6));
         return;
     case TB_CLIENT_LOBBY:
@@ -350,7 +351,7 @@ static void tb__on_message(tb_session *s, const unsigned char *data, size_t len)
         if (s->room) {
             tb_outbox_clear_slots(s);
             s->sent_tick = s->queued_tick = 0; /* no delta fits: the next snapshot is a keyframe */
-            atomic_store(&s->room->key_wanted, true);
+            tb_outbox_want_key(s);
         }
         return;
     default:

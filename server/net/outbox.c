@@ -227,8 +227,19 @@ static void tb__put_snapshot(tb_session *s, tb_msg *msg)
     tb_outbox_want_write(s);
 }
 
+void tb_outbox_want_key(tb_session *s)
+{
+    if (!s->room)
+        return;
+    unsigned bits = (1u << s->link.tier) | (1u << s->link.next);
+    if (bits & 1u)
+        atomic_store_explicit(&s->room->key_wanted, true, memory_order_release);
+    if (bits & ~1u)
+        atomic_fetch_or_explicit(&s->room->tier_keys_wanted, bits & ~1u, memory_order_acq_rel);
+}
+
 /* Newest wins, and deltas must chain (see the file comment). */
-static void tb__offer_snapshot(tb_server *server, tb_session *s, tb_room *room, tb_msg *msg, tb_msg *key)
+static void tb__offer_snapshot(tb_server *server, tb_session *s, tb_msg *msg, tb_msg *key)
 {
     if (s->slot_count == TB__SNAP_SLOTS) {
         TB_COUNT_N(server->metrics, snapshots_skipped_total, s->slot_count);
@@ -242,7 +253,37 @@ static void tb__offer_snapshot(tb_server *server, tb_session *s, tb_room *room, 
         tb__put_snapshot(s, msg);
     else {
         TB_COUNT(server->metrics, snapshots_skipped_total);
-        atomic_store_explicit(&room->key_wanted, true, memory_order_release);
+        tb_outbox_want_key(s);
+    }
+}
+
+/* A snapshot of stream tier `tier` (0: the room's own; net/link.c): to the
+ * sessions on that tier, and as the first of the new tier to a session
+ * moving to it once it carries a keyframe. */
+static void tb__deliver_snapshot(tb_server *server, tb_room *room, int tier, tb_msg *msg, tb_msg *key)
+{
+    int64_t now = tb_clock_now_ns();
+    if (tier == 0)
+        room->net_tick = (uint32_t)msg->tick;
+    for (tb_session *s = room->net; s; s = s->room_next) {
+        if (!s->welcomed || s->closing)
+            continue;
+        if (s->link.tier == tier) {
+            tb__offer_snapshot(server, s, msg, key);
+        } else if (s->link.next == tier) {
+            tb_msg *k = key ? key : msg->type == TB_MSG_SNAP_KEY ? msg : NULL;
+            if (k) {
+                if (s->slot_count == TB__SNAP_SLOTS) {
+                    TB_COUNT_N(server->metrics, snapshots_skipped_total, s->slot_count);
+                    tb_outbox_clear_slots(s);
+                }
+                tb__put_snapshot(s, k);
+                tb_link_switched(s, k->len);
+            } else {
+                tb_outbox_want_key(s);
+            }
+        }
+        tb_link_check(s, now);
     }
 }
 
@@ -251,14 +292,14 @@ static void tb__deliver(tb_server *server, tb_out *out)
     tb_room *room = out->room;
     switch (out->kind) {
     case TB_OUT_SNAPSHOT:
-        for (tb_session *s = room->net; s; s = s->room_next)
-            if (s->welcomed && !s->closing)
-                tb__offer_snapshot(server, s, room, out->msg, out->key);
+        if (out->client < TB_ROOM_TIERS)
+            tb__deliver_snapshot(server, room, (int)out->client, out->msg, out->key);
         break;
     case TB_OUT_WELCOME: {
         tb_session *s = tb__room_session(room, out->client);
         if (s && !s->welcomed) {
             s->welcomed = true;
+            tb_link_joined(s);
             tb_outbox_clear_slots(s);
             s->sent_tick = s->queued_tick = (uint32_t)out->msg->tick;
             tb_outbox_push_ctl(s, tb_msg_ref(out->msg));
@@ -270,6 +311,13 @@ static void tb__deliver(tb_server *server, tb_out *out)
             if (s->welcomed) {
                 tb_outbox_clear_slots(s);
                 s->sent_tick = s->queued_tick = (uint32_t)out->msg->tick;
+                if (s->link.tier) { /* the scene is tier 0's state; its tier starts afresh (sim/worker_room.c) */
+                    s->link.next = s->link.tier;
+                    s->link.tier = 0;
+                    atomic_fetch_sub(&server->metrics->clients_by_tier[s->link.next], 1);
+                    atomic_fetch_add(&server->metrics->clients_by_tier[0], 1);
+                    tb_outbox_want_key(s);
+                }
                 tb_outbox_push_ctl(s, tb_msg_ref(out->msg));
             }
         break;
@@ -350,6 +398,7 @@ static int tb__write_snapshot(tb_session *s, tb_msg *msg)
     if (lws_write(s->wsi, s->tx + LWS_PRE, n, LWS_WRITE_BINARY) < (int)n)
         return -1;
     s->wire_bytes += n + (n < 126 ? 2 : n < 65536 ? 4 : 10);
+    tb_link_written(s, n, true);
     tb_metrics *m = s->server->metrics;
     TB_COUNT(m, snapshots_sent_total);
     TB_COUNT_N(m, bytes_sent_total, n);
@@ -371,6 +420,7 @@ static int tb__write_one(tb_session *s)
         } else {
             TB_COUNT_N(m, bytes_sent_total, msg->len);
             s->wire_bytes += msg->len + (msg->len < 126 ? 2 : msg->len < 65536 ? 4 : 10);
+            tb_link_written(s, msg->len, false);
         }
     } else if (s->slot_count) {
         msg = s->slot[0];
@@ -385,6 +435,7 @@ static int tb__write_one(tb_session *s)
         } else {
             TB_COUNT_N(m, bytes_sent_total, msg->len);
             s->wire_bytes += msg->len + (msg->len < 126 ? 2 : msg->len < 65536 ? 4 : 10);
+            tb_link_written(s, msg->len, false);
         }
     }
     if (!msg)

@@ -95,6 +95,7 @@ void tb_session_leave_room(tb_session *s)
     if (s->room_next)
         s->room_next->room_prev = s->room_prev;
     s->room_next = s->room_prev = NULL;
+    tb_link_left(s);
     tb_input in;
     memset(&in, 0, sizeof in);
     in.type = TB_INPUT_LEAVE;
@@ -261,6 +262,7 @@ static int tb__session_open(tb_server *server, struct lws *wsi, tb_session *s)
     int64_t now = tb_clock_now_ns();
     s->last_write_ns = now;
     s->last_progress_ns = now;
+    tb_link_init(s, now);
     tb_bucket_init(&s->input, 2.0 * server->cfg->input_rate, now);
     tb_bucket_init(&s->throws, 2.0 * server->cfg->throw_rate, now);
     tb_bucket_init(&s->flood, 2.0 * server->cfg->input_rate, now);
@@ -303,6 +305,7 @@ static int tb__session_closed(tb_server *server, tb_session *s)
 /* The client has read everything up to the outstanding ping (housekeeping.c). */
 static void tb__pong(tb_session *s)
 {
+    tb_link_pong(s, tb_clock_now_ns());
     if (s->ping_sent_ns) { /* read everything up to the ping */
         s->ping_sent_ns = 0;
         s->ping_delivered_ns = 0;

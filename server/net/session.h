@@ -10,6 +10,9 @@
  *   outbox.c        what it is sent: the control queue, the snapshot slots,
  *                   the contacts slot, worker output delivered to sessions,
  *                   and the writes;
+ *   link.c          what the client's link delivers (pings, link reports,
+ *                   the send accounting) and the snapshot rate that fits
+ *                   it (the stream tier);
  *   housekeeping.c  the 2 Hz timer: slow readers, pings, idle rooms;
  *   server.c        the lws context on the libuv loop and the server's
  *                   lifecycle.
@@ -27,6 +30,7 @@
 #include "sim/msg.h"
 #include "sim/room.h"
 #include "sim/sched.h"
+#include "sim/wire.h"
 
 /* Room events supersede each other (outbox.c), so what fills ctl is a
  * client's own requests; this is far more than a client that reads needs. */
@@ -38,6 +42,41 @@
 #define TB__ERROR_BURST 32.0
 #define TB__ERROR_RATE 16.0
 #define TB__RX_CHUNK 4096
+
+/* What the server knows of one client's link, and the stream tier that fits
+ * it (link.c). Times in ns (tb_clock), rates in bytes/s. */
+typedef struct tb_link {
+    uint64_t payload_sent;     /* WebSocket payload bytes written (what recv_bytes counts) */
+    int64_t rtt_ns;            /* newest round trip: ping to pong */
+    int64_t rtt_min_ns, rtt_min_next_ns, rtt_min_since_ns; /* smallest of the last 10-20 s (two windows) */
+    int64_t client_rtt_ns;     /* the client's own estimate, from its reports (0: none) */
+    int64_t queue_ns, queue_prev_ns; /* queueing delay by the newest two pongs */
+    int64_t view_lag_ns;       /* from the newest link report; -1 before one */
+    uint32_t ack_tick;
+    /* delivery samples: bytes known delivered (pongs: wire bytes; reports:
+     * payload) at a time, and the rates they give */
+    uint64_t pong_delivered;  int64_t pong_at_ns;
+    uint32_t report_bytes;    int64_t report_at_ns; bool has_report_bytes;
+    double delivered_bps;      /* EWMA of delivery samples */
+    /* slow-link evidence: delivery samples in a row that show the client
+     * reading, but clearly slower than it is written to (link.c) */
+    int slow_samples;
+    int64_t slow_since_ns, slow_last_ns;
+    double slow_bps;           /* mean rate of those samples */
+    double report_client_ms;   /* client_time of the previous report with recv_bytes */
+    double capacity_bps;       /* what the link delivered when it could not take what was sent */
+    int64_t capacity_at_ns;    /* ... seen then (0: never; forgotten after 30 s) */
+    int64_t congested_since_ns;
+    uint64_t rate_bytes; int64_t rate_since_ns; double sent_bps; /* what we wrote, per second */
+    double frame_bytes;        /* EWMA of the snapshot frames written */
+    /* the stream tier (room.h): tier is what the session is fed now; it
+     * moves to next once a keyframe of that tier arrives */
+    int tier, next;
+    int64_t changed_ns, calm_since_ns, last_up_ns, last_check_ns;
+    int64_t queue_at_change_ns;
+    int64_t settle_ns;         /* after a change took effect: time for its keyframe to cross */
+    int64_t probe_hold_ns;     /* calm time before an unproven step up; doubles after a failed one */
+} tb_link;
 
 typedef struct tb_session {
     struct lws *wsi;
@@ -75,6 +114,7 @@ typedef struct tb_session {
     uint64_t ping_end;         /* wire_bytes just past the ping frame */
     int64_t ping_delivered_ns; /* when it was seen acknowledged; 0: not yet */
     int64_t last_ping_ns;
+    tb_link link;
     unsigned char *tx;    /* LWS_PRE + composed snapshot frame */
     size_t tx_cap;
 
@@ -125,11 +165,29 @@ void tb_outbox_want_write(tb_session *s);
  * supersede an unsent one of their kind. */
 void tb_outbox_push_ctl(tb_session *s, tb_msg *msg);
 void tb_outbox_on_wake(uv_async_t *handle);
+/* The session's next snapshot must be a keyframe of the tier it streams (or
+ * waits for): asks the worker for one. */
+void tb_outbox_want_key(tb_session *s);
 /* LWS_CALLBACK_SERVER_WRITEABLE: a due ping, else the queued frames, else
  * the close frame; -1 when the socket failed. */
 int tb_outbox_writeable(tb_session *s);
 void tb_session_begin_close(tb_session *s, int code, const char *reason);
 void tb_session_count_slow_reader(tb_session *s);
+
+/* link.c */
+void tb_link_init(tb_session *s, int64_t now);
+void tb_link_written(tb_session *s, size_t payload, bool snapshot);
+void tb_link_pong(tb_session *s, int64_t now);
+void tb_link_report(tb_session *s, const tb_client_msg *m, int64_t now);
+/* Re-evaluates the stream tier (at most every 50 ms); asks for a ping when due. */
+void tb_link_check(tb_session *s, int64_t now);
+/* A joined session: counted at tier 0; leaving: uncounted. */
+void tb_link_joined(tb_session *s);
+void tb_link_left(tb_session *s);
+/* The keyframe of the tier the session waits for arrived: it streams that tier now. */
+void tb_link_switched(tb_session *s, size_t key_bytes);
+/* Recomputes room->tiers_wanted from its sessions (network thread). */
+void tb_link_room_tiers(tb_room *room);
 
 /* inbound.c */
 /* LWS_CALLBACK_RECEIVE: a fragment of a client frame; -1 when out of memory. */

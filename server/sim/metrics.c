@@ -10,6 +10,12 @@ const double tb_hist_bounds_us[TB_HIST_BUCKETS] = {
     25, 50, 100, 250, 500, 1000, 2000, 4000, 6000, 8000, 12000, 16000, 32000, 50000, 100000, 250000,
 };
 
+const double tb_hist_link_bounds_us[TB_HIST_BUCKETS] = {
+    5000, 10000, 20000, 35000, 50000, 75000, 100000, 150000, 200000, 300000, 500000, 750000,
+    1000000, 2000000, 5000000, 30000000,
+};
+const int tb_metrics_tier_strides[TB_METRICS_TIERS] = {1, 2, 3, 4, 6, 12};
+
 _Static_assert(TB_ERR__COUNT <= TB_REJECT_COUNT, "reject counters cover every protocol error code");
 
 const char *const tb_refuse_names[TB_REFUSE_COUNT] = {
@@ -22,12 +28,12 @@ void tb_metrics_init(tb_metrics *m)
     memset(m, 0, sizeof *m); /* all-zero is a valid state for lock-free atomics */
 }
 
-void tb_hist_observe_n(tb_hist *hist, int64_t value_us, uint64_t n)
+static void tb__observe(tb_hist *hist, const double *bounds, int64_t value_us, uint64_t n)
 {
     if (value_us < 0)
         value_us = 0;
     int b = 0;
-    while (b < TB_HIST_BUCKETS && (double)value_us > tb_hist_bounds_us[b])
+    while (b < TB_HIST_BUCKETS && (double)value_us > bounds[b])
         b++;
     atomic_fetch_add_explicit(&hist->bucket[b], n, memory_order_relaxed);
     atomic_fetch_add_explicit(&hist->count, n, memory_order_relaxed);
@@ -35,7 +41,9 @@ void tb_hist_observe_n(tb_hist *hist, int64_t value_us, uint64_t n)
         atomic_fetch_add_explicit(&hist->sum_us, (uint_fast64_t)value_us * n, memory_order_relaxed);
 }
 
-void tb_hist_observe(tb_hist *hist, int64_t value_us) { tb_hist_observe_n(hist, value_us, 1); }
+void tb_hist_observe_n(tb_hist *hist, int64_t value_us, uint64_t n) { tb__observe(hist, tb_hist_bounds_us, value_us, n); }
+void tb_hist_observe(tb_hist *hist, int64_t value_us) { tb__observe(hist, tb_hist_bounds_us, value_us, 1); }
+void tb_hist_observe_link(tb_hist *hist, int64_t value_us) { tb__observe(hist, tb_hist_link_bounds_us, value_us, 1); }
 
 double tb_hist_quantile(const tb_hist *hist, double q)
 {
@@ -82,17 +90,22 @@ static void tb__counter(tb__out *o, const char *name, const char *help, unsigned
     tb__printf(o, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name, v);
 }
 
-static void tb__hist(tb__out *o, const char *name, const char *help, const tb_hist *h)
+static void tb__hist_b(tb__out *o, const char *name, const char *help, const tb_hist *h, const double *bounds)
 {
     tb__printf(o, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
     unsigned long long cum = 0;
     for (int b = 0; b < TB_HIST_BUCKETS; b++) {
         cum += LOAD(h->bucket[b]);
-        tb__printf(o, "%s_bucket{le=\"%g\"} %llu\n", name, tb_hist_bounds_us[b] / 1e6, cum);
+        tb__printf(o, "%s_bucket{le=\"%g\"} %llu\n", name, bounds[b] / 1e6, cum);
     }
     cum += LOAD(h->bucket[TB_HIST_BUCKETS]);
     tb__printf(o, "%s_bucket{le=\"+Inf\"} %llu\n", name, cum);
     tb__printf(o, "%s_sum %g\n%s_count %llu\n", name, (double)LOAD(h->sum_us) / 1e6, name, LOAD(h->count));
+}
+
+static void tb__hist(tb__out *o, const char *name, const char *help, const tb_hist *h)
+{
+    tb__hist_b(o, name, help, h, tb_hist_bounds_us);
 }
 
 size_t tb_metrics_write(const tb_metrics *cm, char *buf, size_t cap)
@@ -112,6 +125,23 @@ size_t tb_metrics_write(const tb_metrics *cm, char *buf, size_t cap)
     tb__hist(&o, "tumble_input_to_snapshot_seconds",
              "From an input's arrival on the network thread to the first snapshot encoded with it.",
              &m->input_latency);
+    tb__hist_b(&o, "tumble_client_view_lag_seconds",
+               "How far behind the server's present a client's picture was, from its link reports.",
+               &m->client_view_lag, tb_hist_link_bounds_us);
+    tb__hist_b(&o, "tumble_client_queue_delay_seconds",
+               "WebSocket ping to pong beyond the smallest seen on that link: time a client's data waited in buffers.",
+               &m->client_queue_delay, tb_hist_link_bounds_us);
+    tb__printf(&o, "# HELP tumble_clients_by_stream_rate Joined clients by the snapshot rate streamed to them.\n"
+               "# TYPE tumble_clients_by_stream_rate gauge\n");
+    int hz = atomic_load(&m->snapshot_hz);
+    for (int t = 0; t < TB_METRICS_TIERS; t++)
+        tb__printf(&o, "tumble_clients_by_stream_rate{rate=\"%g\"} %d\n", (double)hz / tb_metrics_tier_strides[t],
+                   atomic_load(&m->clients_by_tier[t]));
+    tb__printf(&o, "# HELP tumble_stream_rate_changes_total A client's snapshot rate lowered (down) or raised (up) "
+               "to fit its link.\n# TYPE tumble_stream_rate_changes_total counter\n"
+               "tumble_stream_rate_changes_total{direction=\"down\"} %llu\n"
+               "tumble_stream_rate_changes_total{direction=\"up\"} %llu\n",
+               LOAD(m->stream_rate_changes_total[0]), LOAD(m->stream_rate_changes_total[1]));
     tb__counter(&o, "tumble_snapshots_total", "Snapshots encoded by the workers.", LOAD(m->snapshots_total));
     tb__counter(&o, "tumble_snapshots_sent_total", "Snapshot frames written to clients.",
                 LOAD(m->snapshots_sent_total));

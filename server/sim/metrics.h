@@ -25,8 +25,12 @@ typedef struct tb_hist {
     atomic_uint_fast64_t sum_us;
 } tb_hist;
 
-/* Upper bounds (us) shared by both histograms: 25 us .. 250 ms. */
+/* Upper bounds (us) shared by the step and latency histograms: 25 us .. 250 ms. */
 extern const double tb_hist_bounds_us[TB_HIST_BUCKETS];
+/* ... and of the client link histograms: 5 ms .. 30 s. */
+extern const double tb_hist_link_bounds_us[TB_HIST_BUCKETS];
+/* An observation into a histogram with the link bounds. */
+void tb_hist_observe_link(tb_hist *hist, int64_t value_us);
 
 void tb_hist_observe(tb_hist *hist, int64_t value_us);
 /* n observations of the same value at once */
@@ -55,6 +59,10 @@ typedef enum tb_refuse_reason {
     TB_REFUSE_COUNT
 } tb_refuse_reason;
 extern const char *const tb_refuse_names[TB_REFUSE_COUNT];
+
+/* Stream tiers (sim/room.h TB_ROOM_TIERS): snapshot rate / 1, 2, 3, 4, 6, 12. */
+#define TB_METRICS_TIERS 6
+extern const int tb_metrics_tier_strides[TB_METRICS_TIERS];
 
 typedef struct tb_metrics {
     atomic_uint_fast64_t steps_total;
@@ -87,6 +95,12 @@ typedef struct tb_metrics {
     tb_hist step_time;     /* one world step, us */
     tb_hist tick_lateness; /* wake-up time minus due time of the step, us */
     tb_hist input_latency; /* input received -> first snapshot encoded with it, us */
+    /* client links (net/link.c), link bounds */
+    tb_hist client_view_lag;    /* from link reports: how far behind the present a client's picture is, us */
+    tb_hist client_queue_delay; /* ping to pong beyond the link's smallest: data waiting in buffers, us */
+    atomic_int clients_by_tier[TB_METRICS_TIERS]; /* joined sessions streaming every 1st, 2nd, 3rd, ... snapshot */
+    atomic_int snapshot_hz;     /* the rooms' snapshot rate, to label the tiers as rates */
+    atomic_uint_fast64_t stream_rate_changes_total[2]; /* [0] down, [1] up */
 } tb_metrics;
 
 void tb_metrics_init(tb_metrics *m);

@@ -67,10 +67,15 @@ void tb_room_unref(tb_room *room)
         room->ops->destroy(room->world);
     if (room->encoder)
         tb_snap_encoder_destroy(room->encoder);
+    for (int t = 1; t < TB_ROOM_TIERS; t++)
+        if (room->tier_encoder[t])
+            tb_snap_encoder_destroy(room->tier_encoder[t]);
     tb_record_close(room->record);
     tb_ring_close(&room->inputs);
     free(room);
 }
+
+const int tb_room_strides[TB_ROOM_TIERS] = {1, 2, 3, 4, 6, 12};
 
 int tb_room_push_input(tb_room *room, const tb_input *in)
 {

@@ -34,6 +34,13 @@
  * 256 x 152 B = 39 kB a room (512 was 78 kB). */
 #define TB_ROOM_INPUT_CAPACITY 256
 #define TB_ROOM_MAX_PEERS TB_PROTO_MAX_PEERS
+/* Stream tiers (issue 17, net/link.c): a client on a link too slow for every
+ * snapshot streams every k-th one, k = tb_room_strides[tier]. Tier 0 is the
+ * room's own stream (the main encoder); each other tier in use has its own
+ * encoder, stepped on its own ticks, so its deltas chain from its previous
+ * tick with predictor state of their own. */
+#define TB_ROOM_TIERS 6
+extern const int tb_room_strides[TB_ROOM_TIERS]; /* 1, 2, 3, 4, 6, 12 */
 
 /* A client in the room as the worker knows it (names for events, views). */
 typedef struct tb_peer {
@@ -71,6 +78,11 @@ typedef struct tb_room {
     uint64_t applied_serial;   /* last input (by arrival number) applied */
     int64_t unsent_input_ns;   /* arrival of the oldest input no snapshot has shown yet */
     atomic_bool key_wanted;    /* a client skipped: add a keyframe next snapshot */
+    /* stream tiers 1.. (bit t): wanted by some session / a session needs the
+     * tier's keyframe (network thread sets, worker reads and clears keys) */
+    atomic_uint tiers_wanted, tier_keys_wanted;
+    tb_snap_encoder *tier_encoder[TB_ROOM_TIERS]; /* worker; [0] unused (encoder is tier 0) */
+    uint64_t snapshot_index;   /* tick / snapshot_every of the last snapshot: tier t steps when it divides by its stride */
     struct tb_record *record;  /* --record: this room's input log (sim/record.h), or NULL */
     bool frozen;               /* its last checkpoint is made (a drain): no more steps */
 
@@ -83,6 +95,7 @@ typedef struct tb_room {
     /* network thread */
     void *net;
     void *fleet;               /* net/fleet.c's record of it (--redis), or NULL */
+    uint32_t net_tick;         /* tick of the newest snapshot delivered to the network thread */
     int64_t idle_since_ns;
     uint64_t next_serial;
 } tb_room;

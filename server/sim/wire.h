@@ -36,7 +36,7 @@ typedef struct tb_client_msg {
     bool watch;             /* JOIN as a watcher (PROTOCOL.md "Watchers") */
     double ping_time;
     /* PING's link report (PROTOCOL.md "Link reports"); has_* false when the client sent none.
-     * Decoded here; the network layer does not use it yet (issue 17, points 2-3). */
+     * Decoded here; net/link.c acts on it. */
     struct { bool has_ack_tick, has_rtt, has_recv_bytes; uint32_t ack_tick, recv_bytes; double rtt_ms; } link;
     tb_input input;         /* INPUT (and seq for every message) */
 } tb_client_msg;

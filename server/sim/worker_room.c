@@ -47,8 +47,9 @@ static const char *tb__peer_name(tb_room *room, uint32_t client)
     return p ? p->name : "";
 }
 
-/* Quantize the world's current state into the room's encoder. */
-static int tb__encode_state(tb_room *room)
+/* Quantize the world's current state into the room's encoder; *out (may be
+ * NULL) keeps the input for the tier encoders of the same tick. */
+static int tb__encode_state(tb_room *room, tb_snap_input *out)
 {
     tb_snap_input in;
     room->ops->fill_snapshot(room->world, &in);
@@ -57,7 +58,18 @@ static int tb__encode_state(tb_room *room)
     if (tb_snap_encoder_step(room->encoder, &in, &err) != TB_OK)
         return TB_EINVAL;
     room->encoder_tick = (uint32_t)room->tick;
+    if (out)
+        *out = in;
     return 0;
+}
+
+static void tb__drop_tiers(tb_room *room)
+{
+    for (int t = 1; t < TB_ROOM_TIERS; t++) {
+        if (room->tier_encoder[t])
+            tb_snap_encoder_destroy(room->tier_encoder[t]);
+        room->tier_encoder[t] = NULL;
+    }
 }
 
 /* (Re)build the encoder for the world's frame (bounds, meshes): worker_room.h. */
@@ -70,10 +82,11 @@ int tb_worker_start_encoder(tb_room *room)
     tb_proto_frame_from_static(&frame, &scratch->st);
     if (room->encoder)
         tb_snap_encoder_destroy(room->encoder);
+    tb__drop_tiers(room); /* the frame may have changed: tiers start afresh (with a keyframe) */
     room->encoder = tb_snap_encoder_create(&frame, room->ops->max_bodies(room->world));
     if (!room->encoder)
         return TB_ENOMEM;
-    return tb__encode_state(room);
+    return tb__encode_state(room, NULL);
 }
 
 /* The world's static description changed between two steps (another scene,
@@ -259,12 +272,62 @@ static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *given)
     }
 }
 
+/* The stream tiers the network thread asked for (room.h, net/link.c): on
+ * this snapshot tick, every wanted tier whose stride divides the snapshot
+ * index steps its own encoder with the same input and emits its delta (and
+ * its keyframe when a session needs one, or when the encoder is new). A tier
+ * no session wants any more is dropped. Emitted as TB_OUT_SNAPSHOT with
+ * client = the tier. */
+static void tb__tier_snapshots(tb_worker *w, tb_room *room, const tb_snap_input *in, int64_t now)
+{
+    unsigned wanted = atomic_load_explicit(&room->tiers_wanted, memory_order_acquire);
+    for (int t = 1; t < TB_ROOM_TIERS; t++) {
+        if (!(wanted & (1u << t))) {
+            if (room->tier_encoder[t]) {
+                tb_snap_encoder_destroy(room->tier_encoder[t]);
+                room->tier_encoder[t] = NULL;
+            }
+            continue;
+        }
+        if (room->snapshot_index % (uint64_t)tb_room_strides[t] != 0)
+            continue;
+        if (!room->tier_encoder[t]) {
+            tb_proto_welcome *scratch = tb_wire_scratch();
+            memset(scratch, 0, sizeof *scratch);
+            room->ops->describe(room->world, scratch);
+            tb_proto_frame frame;
+            tb_proto_frame_from_static(&frame, &scratch->st);
+            room->tier_encoder[t] = tb_snap_encoder_create(&frame, room->ops->max_bodies(room->world));
+            if (!room->tier_encoder[t])
+                continue;
+        }
+        tb_proto_err err;
+        if (tb_snap_encoder_step(room->tier_encoder[t], in, &err) != TB_OK)
+            continue;
+        const tb_snap_blob *delta = tb_snap_encoder_delta(room->tier_encoder[t]);
+        unsigned bit = 1u << t;
+        bool want_key = (atomic_fetch_and_explicit(&room->tier_keys_wanted, ~bit, memory_order_acq_rel) & bit) || !delta;
+        tb_msg *key = NULL;
+        if (want_key) {
+            const tb_snap_blob *k = tb_snap_encoder_key(room->tier_encoder[t]);
+            key = k ? tb_wire_snap_blob(k, room->applied_serial) : NULL;
+        }
+        tb_msg *msg = delta ? tb_wire_snap_blob(delta, room->applied_serial) : tb_msg_ref(key);
+        if (msg)
+            msg->made_ns = now;
+        if (key)
+            key->made_ns = now;
+        tb_worker_emit2(w, TB_OUT_SNAPSHOT, (uint32_t)t, room, msg, key);
+    }
+}
+
 static void tb__snapshot(tb_worker *w, tb_room *room)
 {
     tb_metrics *m = w->sched->metrics;
     if (room->peer_count == 0 && room->watcher_count == 0) /* nobody to send it to; a join encodes afresh */
         return;
-    if (!room->encoder || tb__encode_state(room) < 0)
+    tb_snap_input in;
+    if (!room->encoder || tb__encode_state(room, &in) < 0)
         return;
     const tb_snap_blob *delta = tb_snap_encoder_delta(room->encoder);
     bool want_key = atomic_exchange_explicit(&room->key_wanted, false, memory_order_acq_rel) || !delta;
@@ -285,6 +348,7 @@ static void tb__snapshot(tb_worker *w, tb_room *room)
         key->made_ns = now;
     TB_COUNT(m, snapshots_total);
     tb_worker_emit2(w, TB_OUT_SNAPSHOT, 0, room, main_msg, key);
+    tb__tier_snapshots(w, room, &in, now);
 
     /* The contacts view, for the clients that asked for it. */
     int viewers = 0;
@@ -366,8 +430,10 @@ void tb_worker_step_room(tb_worker *w, tb_room *room, int64_t now)
 
         /* Every Nth tick, also inside a catch-up burst: a client that keeps
          * up then misses nothing; the network side drops what it cannot send. */
-        if (room->tick % (uint64_t)room->snapshot_every == 0)
+        if (room->tick % (uint64_t)room->snapshot_every == 0) {
+            room->snapshot_index = room->tick / (uint64_t)room->snapshot_every;
             tb__snapshot(w, room);
+        }
     }
     if (fast_steps)
         tb_hist_observe_n(&m->step_time, 0, fast_steps);

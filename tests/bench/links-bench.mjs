@@ -46,13 +46,14 @@ export const LINK_NAMES = {
 const ROOMS = ['tower', 'pile', 'flag', 'cape', 'dough'];
 
 function args() {
-  const a = process.argv.slice(2), o = { window: 20, warmup: 3, links: Object.keys(LINKS), rooms: ROOMS, json: false };
+  const a = process.argv.slice(2), o = { window: 20, warmup: 3, links: Object.keys(LINKS), rooms: ROOMS, json: false, reports: true };
   for (let i = 0; i < a.length; i++) {
     const v = a[i + 1];
     if (a[i] === '--window') { o.window = +v; i++; } else if (a[i] === '--warmup') { o.warmup = +v; i++; }
     else if (a[i] === '--links') { o.links = v.split(','); i++; } else if (a[i] === '--rooms') { o.rooms = v.split(','); i++; }
     else if (a[i] === '--json') o.json = true;
-    else { console.error(`usage: links-bench.mjs [--window S] [--warmup S] [--links ${Object.keys(LINKS).join(',')}] [--rooms ${ROOMS.join(',')}] [--json]`); process.exit(2); }
+    else if (a[i] === '--no-reports') o.reports = false;
+    else { console.error(`usage: links-bench.mjs [--window S] [--warmup S] [--links ${Object.keys(LINKS).join(',')}] [--rooms ${ROOMS.join(',')}] [--no-reports] [--json]`); process.exit(2); }
   }
   for (const l of o.links) if (!(l in LINKS)) { console.error(`unknown link ${l}`); process.exit(2); }
   return o;
@@ -155,9 +156,10 @@ async function runOne(srvPort, linkName, scene, o) {
     if (m.type === 'snap_delta' || m.type === 'snap_key' || m.type === 'welcome') { tickAt.set(p.st.tick, at); hostTickMax = p.st.tick; }
   });
   let measuring = false;
-  const w = { snaps: 0, keys: 0, bytes0: 0, lag: [], input: [], refused: 0, pending: new Map() };
+  const w = { snaps: 0, keys: 0, bytes0: 0, lag: [], lagAt: [], input: [], refused: 0, pending: new Map() };
   const remote = await player(link ? link.port : srvPort, room, null, 'remote', (p, m, at) => {
     if (m.type === 'error' && m.seq != null && w.pending.delete(m.seq)) w.refused++;
+    if (m.type === 'pong' && p.onPong) p.onPong(m);
     if (m.type !== 'snap_delta' && m.type !== 'snap_key') return;
     if (!measuring) return;
     w.snaps++;
@@ -165,6 +167,15 @@ async function runOne(srvPort, linkName, scene, o) {
     for (const [seq, sent] of w.pending) if (p.st.lastSeq >= seq) { w.input.push(at - sent); w.pending.delete(seq); }
   });
   drive(host, scene, timers);
+  // link reports every 0.5 s, as the browser client sends them (PROTOCOL.md §13); --no-reports: an old client
+  if (o.reports) {
+    let pingAt = 0, rtt = null;
+    remote.onPong = (m) => { rtt = now() - m.client_time; };
+    timers.push(setInterval(() => {
+      pingAt = now();
+      remote.send({ type: 'ping', client_time: pingAt, ack_tick: remote.st.tick || null, rtt_ms: rtt, recv_bytes: remote.bytes % 2 ** 32 });
+    }, 500));
+  }
   // the remote pokes once a second, at a random phase
   timers.push(setTimeout(() => timers.push(setInterval(() => { const s = poke(remote, scene); if (s && measuring) w.pending.set(s, now()); }, 1000)), rand() * 1000));
   // view lag, every 10 ms: how old is the present the remote player can show?
@@ -182,11 +193,22 @@ async function runOne(srvPort, linkName, scene, o) {
   measuring = true;
   const t0 = now();
   w.bytes0 = remote.bytes;
-  const sampler = setInterval(() => w.lag.push(lagOf(now())), 10);
+  const sampler = setInterval(() => { const t = now(); w.lag.push(lagOf(t)); w.lagAt.push(t); }, 10);
   await sleep(o.window * 1000);
   measuring = false;
   clearInterval(sampler);
   const secs = (now() - t0) / 1000;
+  // after each excursion over 0.5 s (a stall), the time from its peak until the lag is back under 0.2 s
+  const recoveries = [];
+  for (let i = 0; i < w.lag.length; i++) {
+    if (w.lag[i] <= 500) continue;
+    let peak = i;
+    while (peak + 1 < w.lag.length && w.lag[peak + 1] >= w.lag[peak]) peak++;
+    let j = peak;
+    while (j < w.lag.length && w.lag[j] >= 200) j++;
+    if (j < w.lag.length) recoveries.push(Math.round(w.lagAt[j] - w.lagAt[peak]));
+    i = j;
+  }
   for (const t of timers) { clearTimeout(t); clearInterval(t); }
   const res = {
     link: linkName, room: scene, window_s: r1(secs),
@@ -194,7 +216,8 @@ async function runOne(srvPort, linkName, scene, o) {
     input_to_visible_ms: { p50: r1(quantile(w.input, 0.5)), p99: r1(quantile(w.input, 0.99)), count: w.input.length, unanswered: w.pending.size, refused: w.refused },
     snapshots_per_s: r1(w.snaps / secs), snap_rate: remote.welcome.snap_rate,
     kbit_per_s: r1(((remote.bytes - w.bytes0) * 8) / 1000 / secs),
-    keyframes: w.keys, resyncs: remote.resyncs, disconnected: remote.closed,
+    recovery_ms: recoveries.length ? { count: recoveries.length, max: Math.max(...recoveries) } : null,
+    keyframes: w.keys, resyncs: remote.resyncs, disconnected: remote.closed, reports: o.reports,
   };
   host.ws.close(); remote.ws.close();
   await sleep(200);
@@ -226,10 +249,13 @@ async function main() {
         r.load_average = r1(Math.max(load0, os.loadavg()[0]));
         rows.push(r);
         if (o.json) console.log(JSON.stringify(r));
-        else console.error(`${l} ${scene}: view lag p50 ${r.view_lag_ms.p50} p99 ${r.view_lag_ms.p99} ms, input ${r.input_to_visible_ms.p50} ms, ${r.snapshots_per_s} snap/s, ${r.kbit_per_s} kbit/s, keyframes ${r.keyframes} (load ${r.load_average})`);
+        else console.error(`${l} ${scene}: view lag p50 ${r.view_lag_ms.p50} p99 ${r.view_lag_ms.p99} max ${r.view_lag_ms.max} ms${r.recovery_ms ? `, back under 0.2 s after ${r.recovery_ms.count} excursion(s) in at most ${r.recovery_ms.max} ms` : ''}, input ${r.input_to_visible_ms.p50} ms, ${r.snapshots_per_s} snap/s, ${r.kbit_per_s} kbit/s, keyframes ${r.keyframes} (load ${r.load_average})`);
       }
     }
-  } finally { await stopAll(); }
+  } finally {
+    await stopAll();
+    if (process.env.LINKS_BENCH_SERVER_LOG) (await import('node:fs')).writeFileSync(process.env.LINKS_BENCH_SERVER_LOG, srv.stderr);
+  }
   if (!o.json) {
     console.log(markdown(rows));
     console.log(`\n${cpu}, ${os.cpus().length} cores; load average during the runs ${Math.min(...rows.map((r) => r.load_average))}–${Math.max(...rows.map((r) => r.load_average))}; window ${o.window} s after ${o.warmup} s`);

@@ -87,7 +87,7 @@ async function guarded(name, fn, { minMs = 1500, rssSlackKb = 32768 } = {}) {
   const dm = (k) => mAfter[k] - m0[k];
   assert.ok(stats.rate >= 0.95 * RATE, `${name}: good client got ${stats.rate.toFixed(1)} snapshots/s over ${stats.seconds.toFixed(2)} s ` +
     `(server: ${dm('tumble_snapshots_skipped_total')} skipped for slow sessions, ${dm('tumble_overrun_steps_total')} overrun steps, ` +
-    `${dm('tumble_snapshots_dropped_total')} dropped)`);
+    `${dm('tumble_snapshots_dropped_total')} dropped, ${dm('tumble_stream_rate_changes_total{direction="down"}')} stream rate steps down)`);
   assert.equal(good.closed, null, `${name}: good client closed`);
   assert.deepEqual(good.snapErrors, [], `${name}: good client could not apply a snapshot`);
   const end = await fdsBackTo(pid, start.fds);
