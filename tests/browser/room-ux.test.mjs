@@ -188,7 +188,9 @@ test('the lobby keeps keyboard focus and scroll across its refreshes', { skip },
   await page.waitForTimeout(2500); // and one more refresh
   assert.equal(await page.evaluate(() => document.activeElement.__mine === true), true, 'focus kept on the same link');
   assert.equal(await page.evaluate(() => window.scrollY), y0, 'scroll kept');
-  // Tab moves on from there, not from the top of the page.
+  // Tab moves on from there (Join, Watch, Copy link on each card), not from the top of the page.
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Watch');
   await page.keyboard.press('Tab');
   assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Copy link');
   // People's terms on the cards: no step times, no point counts.
