@@ -118,8 +118,11 @@ test('at most 32 messages are taken from one socket per loop turn: a flooder doe
   const times = pongs.map((p) => p.server_time);
   const span = Math.max(...times) - Math.min(...times);
   // The flood is read 32 at a time, one turn apart (a 1 ms timer resumes it):
-  // the other client's ping comes in the first turns, not after the flood.
-  assert.ok(before <= 3 * 32, `${before} of the flood's ${N} pings were answered before the other client's one`);
+  // the other client's ping comes in the first turns, not after the flood. Its frame
+  // goes out on its own socket just after the flood's, so it may reach the server a
+  // few turns after the flood's first bytes (a clean clone saw 4 turns, 128 pongs):
+  // 8 turns (256 of 3,000) still tells pacing from none.
+  assert.ok(before <= 8 * 32, `${before} of the flood's ${N} pings were answered before the other client's one`);
   // Read all at once, the flood's 3,000 pongs would also overflow its own
   // must-deliver queue (128) and get it closed: paced, every one is answered.
   assert.equal(pongs.length, N, `every ping of the flood answered (flood client closed: ${JSON.stringify(flood.closed)})`);
