@@ -247,6 +247,24 @@ uint64_t tb_snap_encoder_idle_steps(const tb_snap_encoder *enc);
 #define TB_SNAP_TOL_ROT_DEG  0.095
 #define TB_SNAP_TOL_VERT     0.00098
 void tb_snap_encoder_set_tolerance(tb_snap_encoder *enc, double pos_m, double rot_deg, double vert_m);
+/* A bandwidth budget (issue 17, PROTOCOL.md §16): each delta may spend about
+ * `bits_per_snapshot` (a credit carried from snapshot to snapshot, at most two
+ * snapshots' worth, so a quiet snapshot lends to a busy one). When the items
+ * out of tolerance would cost more, they go out by accumulated priority (as in
+ * Glenn Fiedler's priority accumulator: every snapshot an item waits adds its
+ * current error, in metres, to its priority; sending it resets it), and the
+ * others keep the client's old pose (the receiver's rule for unlisted items).
+ * An item that has waited `refresh_snapshots` goes out whatever it costs.
+ * 0 bits: no budget (the default; the bytes are those of the plain encoder).
+ * Keyframes are never cut. */
+void tb_snap_encoder_set_budget(tb_snap_encoder *enc, uint32_t bits_per_snapshot, uint32_t refresh_snapshots);
+typedef struct tb_snap_budget_stats {
+    uint64_t cut_steps;      /* deltas that left items out for the budget */
+    uint64_t items_deferred; /* item-snapshots left out */
+    uint64_t items_forced;   /* items sent past the budget because they had waited refresh_snapshots */
+    uint32_t max_age;        /* the longest wait seen, in snapshots */
+} tb_snap_budget_stats;
+tb_snap_budget_stats tb_snap_encoder_budget_stats(const tb_snap_encoder *enc);
 /* Keyframe of the current state (encoded lazily, once per step). */
 const tb_snap_blob *tb_snap_encoder_key(tb_snap_encoder *enc);
 /* One client's frame: [type, last_seq, ...tail]. Returns bytes written, 0 if cap too small. */

@@ -45,6 +45,13 @@ typedef struct snap_state {
     int32_t *vert_cell[TB_PROTO_MAX_MESHES];       /* per mesh: 3 cells per vertex */
     int32_t *vert_vel[TB_PROTO_MAX_MESHES];        /* per mesh: last change of each cell, cells per snapshot */
     float *vert_input[TB_PROTO_MAX_MESHES];        /* per mesh: the input vertices (xyz) the cells came from */
+    /* budget (tb_snap_encoder_set_budget): per body / per vertex, the priority
+     * accumulated while out of tolerance and not sent, and for how many
+     * snapshots it has been so (0: the client's copy is within tolerance) */
+    float *prio;
+    uint16_t *age;
+    float *vert_prio[TB_PROTO_MAX_MESHES];
+    uint16_t *vert_age[TB_PROTO_MAX_MESHES];
 } snap_state;
 
 /* What step() learns about the new input and works in while choosing the
@@ -63,7 +70,17 @@ typedef struct snap_scratch {
     int32_t *other_vert_cell, *other_vert_vel;     /* the same for one mesh's vertices */
     uint32_t *residuals; size_t residual_cap;      /* zigzagged residuals while choosing exp-Golomb orders */
     uint8_t *bits; size_t bits_cap;                /* the bin being written */
+    struct budget_item *items;                     /* budget: the items out of tolerance, to rank */
 } snap_scratch;
+
+/* One body (mesh = -1) or vertex out of tolerance, ranked by the budget. */
+typedef struct budget_item {
+    float prio;
+    uint32_t cost;                                 /* estimated bits */
+    int32_t mesh;
+    uint32_t index;                                /* candidate body j, or vertex */
+    bool forced;                                   /* unsent for refresh snapshots: goes out whatever it costs */
+} budget_item;
 
 struct tb_snap_encoder {
     /* settings */
@@ -81,6 +98,11 @@ struct tb_snap_encoder {
     msgpack_sbuffer delta_sb, key_sb;
     tb_snap_blob delta_blob, key_blob;
     uint64_t idle_steps;                           /* steps that found the input bit-identical to the last one */
+    /* budget (tb_snap_encoder_set_budget) */
+    uint32_t budget_bits, refresh;                 /* bits per snapshot (0: none), max snapshots an item waits */
+    int64_t credit;                                /* bits the next snapshot may spend */
+    uint32_t pending;                              /* items the last step left out of tolerance and unsent */
+    tb_snap_budget_stats stats;
 };
 
 /* Allocates one state's arrays (zeroed); false when out of memory. */
@@ -88,13 +110,17 @@ static bool state_alloc(snap_state *s, const tb_proto_frame *frame, uint32_t max
 {
     s->bodies = calloc(max_bodies + 1, sizeof *s->bodies);
     s->body_pose = calloc(7u * (max_bodies + 1), sizeof *s->body_pose);
-    bool ok = s->bodies && s->body_pose;
+    s->prio = calloc(max_bodies + 1, sizeof *s->prio);
+    s->age = calloc(max_bodies + 1, sizeof *s->age);
+    bool ok = s->bodies && s->body_pose && s->prio && s->age;
     for (uint32_t m = 0; m < frame->mesh_count; m++) {
         size_t n = 3u * frame->mesh_verts[m] + 1;
         s->vert_cell[m] = calloc(n, sizeof(int32_t));
         s->vert_vel[m] = calloc(n, sizeof(int32_t));
         s->vert_input[m] = calloc(n, sizeof(float));
-        ok = ok && s->vert_cell[m] && s->vert_vel[m] && s->vert_input[m];
+        s->vert_prio[m] = calloc(frame->mesh_verts[m] + 1, sizeof(float));
+        s->vert_age[m] = calloc(frame->mesh_verts[m] + 1, sizeof(uint16_t));
+        ok = ok && s->vert_cell[m] && s->vert_vel[m] && s->vert_input[m] && s->vert_prio[m] && s->vert_age[m];
     }
     return ok;
 }
@@ -103,7 +129,11 @@ static void state_free(snap_state *s)
 {
     free(s->bodies);
     free(s->body_pose);
-    for (int m = 0; m < TB_PROTO_MAX_MESHES; m++) { free(s->vert_cell[m]); free(s->vert_vel[m]); free(s->vert_input[m]); }
+    free(s->prio);
+    free(s->age);
+    for (int m = 0; m < TB_PROTO_MAX_MESHES; m++) {
+        free(s->vert_cell[m]); free(s->vert_vel[m]); free(s->vert_input[m]); free(s->vert_prio[m]); free(s->vert_age[m]);
+    }
 }
 
 static bool scratch_alloc(snap_scratch *s, const tb_proto_frame *frame, uint32_t max_bodies)
@@ -132,13 +162,14 @@ static bool scratch_alloc(snap_scratch *s, const tb_proto_frame *frame, uint32_t
     s->bits = malloc(s->bits_cap);
     s->residual_cap = 6u * bodies + 3u * verts;
     s->residuals = malloc(s->residual_cap * sizeof *s->residuals);
-    return ok && s->other_vert_cell && s->other_vert_vel && s->bits && s->residuals;
+    s->items = malloc((bodies + verts) * sizeof *s->items);
+    return ok && s->other_vert_cell && s->other_vert_vel && s->bits && s->residuals && s->items;
 }
 
 static void scratch_free(snap_scratch *s)
 {
     free(s->base_index); free(s->base_fits); free(s->nearest); free(s->pos_lo); free(s->pos_hi); free(s->true_rot);
-    free(s->other_bodies); free(s->other_vert_cell); free(s->other_vert_vel); free(s->residuals); free(s->bits);
+    free(s->other_bodies); free(s->other_vert_cell); free(s->other_vert_vel); free(s->residuals); free(s->bits); free(s->items);
     for (int m = 0; m < TB_PROTO_MAX_MESHES; m++) { free(s->vert_lo[m]); free(s->vert_hi[m]); }
 }
 
@@ -413,6 +444,36 @@ static void delta_head(tb_snap_encoder *e, msgpack_packer *pk, uint32_t tick, ui
     msgpack_pack_uint32(pk, awake);
 }
 
+/* The exp-Golomb orders of a delta baseline -> candidate: from the residuals
+ * of the changed kept bodies and of each mesh's changed vertices (counted in
+ * mchanged). */
+static void delta_orders(tb_snap_encoder *e, int best_pred, const int *mpred, int *kp, int *kr, int *kv, uint32_t *mchanged)
+{
+    size_t np = 0, nr = 0;
+    uint32_t *rp = e->scratch.residuals, *rr = e->scratch.residuals + 3u * (e->max_bodies + 1);
+    for (uint32_t j = 0; j < e->cand.body_count; j++) {
+        if (e->scratch.base_index[j] < 0) continue;
+        const tb_snap_body *o = &e->base.bodies[e->scratch.base_index[j]], *b = &e->cand.bodies[j];
+        if (!body_changed(o, b)) continue;
+        for (int a = 0; a < 3; a++) rp[np++] = tb_zz(b->pos_cell[a] - (o->pos_cell[a] + best_pred * o->pos_vel[a]));
+        if (b->rot_largest == o->rot_largest)
+            for (int a = 0; a < 3; a++) rr[nr++] = tb_zz(b->rot_cell[a] - (o->rot_cell[a] + best_pred * o->rot_vel[a]));
+    }
+    *kp = best_k(rp, np, NULL);
+    *kr = best_k(rr, nr, NULL);
+    for (uint32_t m = 0; m < e->frame.mesh_count; m++) {
+        size_t n = 0;
+        mchanged[m] = 0;
+        for (uint32_t v = 0; v < e->frame.mesh_verts[m]; v++) {
+            const int32_t *o = &e->base.vert_cell[m][3 * v], *ov = &e->base.vert_vel[m][3 * v], *q = &e->cand.vert_cell[m][3 * v];
+            if (o[0] == q[0] && o[1] == q[1] && o[2] == q[2]) continue;
+            mchanged[m]++;
+            for (int a = 0; a < 3; a++) e->scratch.residuals[n++] = tb_zz(q[a] - (o[a] + mpred[m] * ov[a]));
+        }
+        kv[m] = best_k(e->scratch.residuals, n, NULL);
+    }
+}
+
 /* Writes the delta baseline -> candidate into delta_sb, with the predictors chosen. */
 static int encode_delta(tb_snap_encoder *e, int best_pred, const int *mpred)
 {
@@ -426,33 +487,9 @@ static int encode_delta(tb_snap_encoder *e, int best_pred, const int *mpred)
             i++; j++;
         }
     }
-    /* Orders from the residuals of changed kept bodies and vertices. */
-    int kp = 0, kr = 0, kv[TB_PROTO_MAX_MESHES] = {0};
-    uint32_t mchanged[TB_PROTO_MAX_MESHES] = {0};
-    {
-        size_t np = 0, nr = 0;
-        uint32_t *rp = e->scratch.residuals, *rr = e->scratch.residuals + 3u * (e->max_bodies + 1);
-        for (j = 0; j < e->cand.body_count; j++) {
-            if (e->scratch.base_index[j] < 0) continue;
-            const tb_snap_body *o = &e->base.bodies[e->scratch.base_index[j]], *b = &e->cand.bodies[j];
-            if (!body_changed(o, b)) continue;
-            for (int a = 0; a < 3; a++) rp[np++] = tb_zz(b->pos_cell[a] - (o->pos_cell[a] + best_pred * o->pos_vel[a]));
-            if (b->rot_largest == o->rot_largest)
-                for (int a = 0; a < 3; a++) rr[nr++] = tb_zz(b->rot_cell[a] - (o->rot_cell[a] + best_pred * o->rot_vel[a]));
-        }
-        kp = best_k(rp, np, NULL);
-        kr = best_k(rr, nr, NULL);
-    }
-    for (uint32_t m = 0; m < e->frame.mesh_count; m++) {
-        size_t n = 0;
-        for (uint32_t v = 0; v < e->frame.mesh_verts[m]; v++) {
-            const int32_t *o = &e->base.vert_cell[m][3 * v], *ov = &e->base.vert_vel[m][3 * v], *q = &e->cand.vert_cell[m][3 * v];
-            if (o[0] == q[0] && o[1] == q[1] && o[2] == q[2]) continue;
-            mchanged[m]++;
-            for (int a = 0; a < 3; a++) e->scratch.residuals[n++] = tb_zz(q[a] - (o[a] + mpred[m] * ov[a]));
-        }
-        kv[m] = best_k(e->scratch.residuals, n, NULL);
-    }
+    int kp, kr, kv[TB_PROTO_MAX_MESHES];
+    uint32_t mchanged[TB_PROTO_MAX_MESHES];
+    delta_orders(e, best_pred, mpred, &kp, &kr, kv, mchanged);
     /* Pass 2: write the bin. */
     tb_bitw w = {e->scratch.bits, e->scratch.bits_cap, 0, 0};
     tb_bitw_put(&w, (uint32_t)best_pred, 1); tb_bitw_put(&w, (uint32_t)kp, 4); tb_bitw_put(&w, (uint32_t)kr, 4);
@@ -576,9 +613,175 @@ static void step_same(tb_snap_encoder *e, const tb_snap_input *in)
 uint64_t tb_snap_encoder_idle_steps(const tb_snap_encoder *e) { return e->idle_steps; }
 void tb_snap__encoder_idle_path(tb_snap_encoder *e, bool on) { e->idle_path_off = !on; }
 
+/* ---- the budget (tb_snap_encoder_set_budget) ---------------------------------- */
+
+void tb_snap_encoder_set_budget(tb_snap_encoder *e, uint32_t bits_per_snapshot, uint32_t refresh_snapshots)
+{
+    if (bits_per_snapshot != e->budget_bits)
+        e->credit = bits_per_snapshot;
+    e->budget_bits = bits_per_snapshot;
+    e->refresh = refresh_snapshots < 1 ? 1 : refresh_snapshots > 60000 ? 60000 : refresh_snapshots;
+}
+
+tb_snap_budget_stats tb_snap_encoder_budget_stats(const tb_snap_encoder *e) { return e->stats; }
+
+/* Bits of v written exp-Golomb of order k. */
+static uint32_t eg_bits(uint32_t v, int k)
+{
+    uint64_t m = (uint64_t)v + (1ull << k);
+    int n = 64 - __builtin_clzll(m);
+    return (uint32_t)(2 * n - 1 - k);
+}
+
+static int item_cmp(const void *pa, const void *pb)
+{
+    const budget_item *a = pa, *b = pb;
+    if (a->forced != b->forced) return a->forced ? -1 : 1;
+    if (a->prio != b->prio) return a->prio > b->prio ? -1 : 1;
+    if (a->mesh != b->mesh) return a->mesh < b->mesh ? -1 : 1;
+    return a->index < b->index ? -1 : a->index > b->index;
+}
+
+/* How far the client's copy of candidate body j (the baseline's cells) is
+ * from the truth: metres of position plus the angle times the body's size. */
+static float body_error(const tb_snap_encoder *e, uint32_t j, const tb_snap_body *o)
+{
+    const float *pose = &e->cand.body_pose[7 * j];
+    double d2 = 0;
+    for (int a = 0; a < 3; a++) {
+        double d = tb_proto_dequant_pos(o->pos_cell[a], e->frame.bounds_min[a], TB_PROTO_POS_SCALE) - pose[a];
+        d2 += d * d;
+    }
+    double q[4];
+    const double *t = &e->scratch.true_rot[4 * j];
+    tb_proto_dequant_rot(o->rot_largest, o->rot_cell, q);
+    double dot = fabs(q[0] * t[0] + q[1] * t[1] + q[2] * t[2] + q[3] * t[3]);
+    double angle = 2.0 * acos(dot < 1.0 ? dot : 1.0);
+    const float *sz = o->shape.size;
+    double r = sz[0] > sz[1] ? sz[0] : sz[1];
+    r = r > sz[2] ? r : sz[2];
+    if (o->shape.kind == TB_SHAPE_CAPSULE) r = sz[0] + sz[1];
+    return (float)(sqrt(d2) + angle * r);
+}
+
+/* With a budget: the candidate's cells are chosen (every item out of
+ * tolerance moved toward the truth). If sending them all would cost more
+ * than the credit, rank them by accumulated priority and keep the baseline's
+ * cells (velocity 0: what the receiver does with an unlisted item) for those
+ * that do not fit. Writes every candidate item's priority and age. */
+static void budget_select(tb_snap_encoder *e, int pred, const int *mpred)
+{
+    snap_scratch *sc = &e->scratch;
+    uint32_t n = 0, spawned = 0, kept = 0;
+    int kp, kr, kv[TB_PROTO_MAX_MESHES];
+    uint32_t mchanged[TB_PROTO_MAX_MESHES];
+    delta_orders(e, pred, mpred, &kp, &kr, kv, mchanged);
+    uint32_t changed = 0;
+    for (uint32_t j = 0; j < e->cand.body_count; j++) {
+        e->cand.prio[j] = 0;
+        e->cand.age[j] = 0;
+        int32_t i = sc->base_index[j];
+        if (i < 0) { spawned++; continue; }
+        kept++;
+        const tb_snap_body *o = &e->base.bodies[i], *b = &e->cand.bodies[j];
+        if (body_changed(o, b)) changed++;
+    }
+    uint32_t gap_bits = eg_bits(changed ? kept / changed : 0, 0);
+    for (uint32_t j = 0; j < e->cand.body_count; j++) {
+        int32_t i = sc->base_index[j];
+        if (i < 0) continue;
+        const tb_snap_body *o = &e->base.bodies[i], *b = &e->cand.bodies[j];
+        if (!body_changed(o, b)) continue;
+        uint32_t cost = gap_bits + 1;
+        for (int a = 0; a < 3; a++) cost += eg_bits(tb_zz(b->pos_cell[a] - (o->pos_cell[a] + pred * o->pos_vel[a])), kp);
+        if (b->rot_largest == o->rot_largest)
+            for (int a = 0; a < 3; a++) cost += eg_bits(tb_zz(b->rot_cell[a] - (o->rot_cell[a] + pred * o->rot_vel[a])), kr);
+        else cost += 2 + 3 * TB_PROTO_ROT_BITS;
+        uint16_t age = e->base.age[i];
+        sc->items[n++] = (budget_item){e->base.prio[i] + body_error(e, j, o), cost, -1, j, age + 1u >= e->refresh};
+    }
+    for (uint32_t m = 0; m < e->frame.mesh_count; m++) {
+        uint32_t vgap = eg_bits(mchanged[m] ? e->frame.mesh_verts[m] / mchanged[m] : 0, 0);
+        double min = 0;
+        for (uint32_t v = 0; v < e->frame.mesh_verts[m]; v++) {
+            e->cand.vert_prio[m][v] = 0;
+            e->cand.vert_age[m][v] = 0;
+            const int32_t *o = &e->base.vert_cell[m][3 * v], *ov = &e->base.vert_vel[m][3 * v], *q = &e->cand.vert_cell[m][3 * v];
+            if (o[0] == q[0] && o[1] == q[1] && o[2] == q[2]) continue;
+            uint32_t cost = vgap;
+            double d2 = 0;
+            for (int a = 0; a < 3; a++) {
+                cost += eg_bits(tb_zz(q[a] - (o[a] + mpred[m] * ov[a])), kv[m]);
+                min = e->frame.bounds_min[a];
+                double d = tb_proto_dequant_pos(o[a], min, TB_PROTO_VERT_SCALE) - e->cand.vert_input[m][3 * v + a];
+                d2 += d * d;
+            }
+            uint16_t age = e->base.vert_age[m][v];
+            sc->items[n++] = (budget_item){e->base.vert_prio[m][v] + (float)sqrt(d2), cost, (int32_t)m, v, age + 1u >= e->refresh};
+        }
+    }
+    /* what the delta costs anyway: envelope and header, the spawned bodies, the counts */
+    uint64_t fixed = 8 * 24 + 5 * e->frame.mesh_count + 120u * spawned;
+    uint64_t total = fixed;
+    for (uint32_t k = 0; k < n; k++) total += sc->items[k].cost;
+    e->pending = 0;
+    if ((int64_t)total <= e->credit) return;   /* everything fits: priorities and ages stay 0 */
+
+    qsort(sc->items, n, sizeof *sc->items, item_cmp);
+    uint64_t spent = fixed;
+    uint32_t deferred = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        budget_item *it = &sc->items[k];
+        bool send = it->forced || (int64_t)(spent + it->cost) <= e->credit;
+        if (send) {
+            spent += it->cost;
+            if (it->forced) e->stats.items_forced++;
+            continue;
+        }
+        deferred++;
+        if (it->mesh < 0) {
+            uint32_t j = it->index;
+            int32_t i = sc->base_index[j];
+            const tb_snap_body *o = &e->base.bodies[i];
+            tb_snap_body *b = &e->cand.bodies[j];
+            for (int a = 0; a < 3; a++) { b->pos_cell[a] = o->pos_cell[a]; b->rot_cell[a] = o->rot_cell[a]; b->pos_vel[a] = 0; b->rot_vel[a] = 0; }
+            b->rot_largest = o->rot_largest;
+            e->cand.prio[j] = it->prio;
+            e->cand.age[j] = (uint16_t)(e->base.age[i] + 1);
+            if (e->cand.age[j] > e->stats.max_age) e->stats.max_age = e->cand.age[j];
+        } else {
+            uint32_t m = (uint32_t)it->mesh, v = it->index;
+            for (int a = 0; a < 3; a++) {
+                e->cand.vert_cell[m][3 * v + a] = e->base.vert_cell[m][3 * v + a];
+                e->cand.vert_vel[m][3 * v + a] = 0;
+            }
+            e->cand.vert_prio[m][v] = it->prio;
+            e->cand.vert_age[m][v] = (uint16_t)(e->base.vert_age[m][v] + 1);
+            if (e->cand.vert_age[m][v] > e->stats.max_age) e->stats.max_age = e->cand.vert_age[m][v];
+        }
+    }
+    e->pending = deferred;
+    if (deferred) {
+        e->stats.cut_steps++;
+        e->stats.items_deferred += deferred;
+    }
+}
+
+/* No budget: nothing waits. */
+static void budget_clear(tb_snap_encoder *e)
+{
+    memset(e->cand.prio, 0, e->cand.body_count * sizeof *e->cand.prio);
+    memset(e->cand.age, 0, e->cand.body_count * sizeof *e->cand.age);
+    for (uint32_t m = 0; m < e->frame.mesh_count; m++) {
+        memset(e->cand.vert_prio[m], 0, e->frame.mesh_verts[m] * sizeof(float));
+        memset(e->cand.vert_age[m], 0, e->frame.mesh_verts[m] * sizeof(uint16_t));
+    }
+    e->pending = 0;
+}
+
 int tb_snap_encoder_step(tb_snap_encoder *e, const tb_snap_input *in, tb_proto_err *err)
 {
-    if (!e->idle_path_off && same_input(e, in)) {   /* ids and shapes as validated before: valid */
+    if (!e->idle_path_off && e->pending == 0 && same_input(e, in)) {   /* ids and shapes as validated before: valid */
         step_same(e, in);
         return TB_OK;
     }
@@ -606,7 +809,7 @@ int tb_snap_encoder_step(tb_snap_encoder *e, const tb_snap_input *in, tb_proto_e
         float *pose = &e->cand.body_pose[7 * k];
         memcpy(pose, b->pos, 3 * sizeof(float));
         memcpy(pose + 3, b->rot, 4 * sizeof(float));
-        if (kept && memcmp(pose, &e->base.body_pose[7 * i], 7 * sizeof(float)) == 0) {
+        if (kept && e->base.age[i] == 0 && memcmp(pose, &e->base.body_pose[7 * i], 7 * sizeof(float)) == 0) {
             /* bit-identical input (a sleeping body): the baseline stands, nothing to compute */
             *near = e->base.bodies[i];
             for (int a = 0; a < 3; a++) { near->pos_vel[a] = 0; near->rot_vel[a] = 0; e->scratch.pos_lo[3 * k + a] = e->scratch.pos_hi[3 * k + a] = near->pos_cell[a]; }
@@ -662,11 +865,20 @@ int tb_snap_encoder_step(tb_snap_encoder *e, const tb_snap_input *in, tb_proto_e
             memcpy(e->scratch.other_vert_vel, e->cand.vert_vel[m], n);
             if (c1 < choose_mesh(e, m, 0)) { memcpy(e->cand.vert_cell[m], e->scratch.other_vert_cell, n); memcpy(e->cand.vert_vel[m], e->scratch.other_vert_vel, n); mpred[m] = 1; }
         }
+        if (e->budget_bits) {
+            int64_t cap = 2 * (int64_t)e->budget_bits;
+            e->credit = e->credit + e->budget_bits > cap ? cap : e->credit + e->budget_bits;
+            budget_select(e, pred, mpred);
+        } else {
+            budget_clear(e);
+        }
         int rc = encode_delta(e, pred, mpred);
         if (rc) return tb_proto__fail(err, rc, "delta encoding overflow");
+        if (e->budget_bits) e->credit -= 8 * (int64_t)(e->delta_blob.tail_len + 8);
         e->have_delta = true;
     } else {
         for (uint32_t k = 0; k < e->cand.body_count; k++) e->cand.bodies[k] = e->scratch.nearest[k];
+        budget_clear(e);
     }
     /* the candidate becomes the baseline; the old baseline's arrays hold the next candidate */
     snap_state old = e->base;

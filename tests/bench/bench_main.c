@@ -16,6 +16,7 @@ void tb_bench_cloth(const tb_bench_opts *opts);
 void tb_bench_soft(const tb_bench_opts *opts);
 void tb_bench_rigid(const tb_bench_opts *opts);
 void tb_bench_proto(const tb_bench_opts *opts);
+void tb_bench_proto_budget(const tb_bench_opts *opts);
 void tb_bench_count(const tb_bench_opts *opts);
 void tb_bench_tower_asleep(const tb_bench_opts *opts);
 void tb_bench_world_hash(const tb_bench_opts *opts);
@@ -26,6 +27,7 @@ static const struct { const char *name; tb_bench_fn fn; } scenarios[] = {
     {"soft", tb_bench_soft},
     {"rigid", tb_bench_rigid},
     {"proto", tb_bench_proto},
+    {"proto-budget", tb_bench_proto_budget},
     {"tower-asleep", tb_bench_tower_asleep},
     {"count", tb_bench_count},
     {"world-hash", tb_bench_world_hash},

@@ -29,6 +29,7 @@
 #endif
 
 void tb_bench_proto(const tb_bench_opts *opts);
+void tb_bench_proto_budget(const tb_bench_opts *opts);
 
 #if TB_BENCH_PROTO_WORLDS
 
@@ -113,8 +114,12 @@ static double quat_angle_deg(const float a[4], const float b[4])
     return 2.0 * acos(d > 1.0 ? 1.0 : d) * 57.29577951308232;
 }
 
+static void measure_budget(const capture *c, const tb_bench_opts *opts);
+static int budget_kbps;
+
 static void measure(const capture *c, const tb_bench_opts *opts)
 {
+    if (budget_kbps > 0) { measure_budget(c, opts); return; }
     static tb_proto_welcome wel;
     memset(&wel, 0, sizeof wel);
     wel.version = 1; wel.tick_rate = 120; wel.snap_rate = SNAP_HZ;
@@ -250,6 +255,130 @@ static void measure(const capture *c, const tb_bench_opts *opts)
     free(dec_us);
 }
 
+
+/* ---- a bandwidth budget (issue 17 point 3) ------------------------------------------ */
+
+/* proto-budget: the same captured scenes through an encoder with a budget of
+ * budget_kbps (tb_snap_encoder_set_budget, refresh 0.5 s), decoded as a client
+ * would. The error is what the client holds against the server's truth after
+ * each snapshot: the position of every body (or vertex), every snapshot. */
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void measure_budget(const capture *c, const tb_bench_opts *opts)
+{
+    static tb_proto_welcome wel;
+    memset(&wel, 0, sizeof wel);
+    wel.version = 1; wel.tick_rate = 120; wel.snap_rate = SNAP_HZ;
+    strcpy(wel.room, "bench"); strcpy(wel.kind, "bench"); strcpy(wel.scene, "bench"); strcpy(wel.server, "bench");
+    for (int a = 0; a < 3; a++) { wel.st.bounds_min[a] = c->frame.bounds_min[a]; wel.st.bounds_max[a] = c->frame.bounds_max[a]; }
+    wel.st.mesh_count = c->frame.mesh_count;
+    for (uint32_t m = 0; m < c->frame.mesh_count; m++) { strcpy(wel.st.meshes[m].kind, "cloth"); wel.st.meshes[m].verts = c->frame.mesh_verts[m]; }
+    static uint8_t frame[TB_PROTO_MAX_SERVER_MSG];
+    uint32_t bits = (uint32_t)((uint64_t)budget_kbps * 1000u / SNAP_HZ), refresh = SNAP_HZ / 2;
+    int runs = opts->runs;
+    double *enc_us = calloc((size_t)runs, sizeof(double));
+    size_t samples_cap = 0;
+    for (int i = 1; i < c->count; i++) {
+        samples_cap += c->body_count[i];
+        for (uint32_t m = 0; m < c->frame.mesh_count; m++) samples_cap += c->frame.mesh_verts[m];
+    }
+    float *err_all = malloc((samples_cap + 1) * sizeof(float));
+    size_t maxv = 0;
+    for (uint32_t m = 0; m < c->frame.mesh_count; m++) if (c->frame.mesh_verts[m] > maxv) maxv = c->frame.mesh_verts[m];
+    float *dv = malloc((3 * maxv + 1) * sizeof(float));
+    size_t ns = 0;
+    uint64_t bytes = 0, max_bytes = 0, window_max = 0;
+    double err_sum = 0;
+    tb_snap_budget_stats st = {0};
+    int snaps = c->count - 1;
+    uint64_t *per_snap = calloc((size_t)c->count, sizeof *per_snap);
+    for (int r = 0; r < runs; r++) {
+        tb_snap_encoder *enc = tb_snap_encoder_create(&c->frame, c->max_bodies);
+        tb_snap_decoder *dec = tb_snap_decoder_create(c->max_bodies);
+        tb_proto_err err;
+        if (!enc || !dec) { fprintf(stderr, "bench proto: encoder/decoder create failed\n"); exit(1); }
+        tb_snap_encoder_set_budget(enc, bits, refresh);
+        tb_snap_input in = {.tick = TICK0, .awake = c->awake[0], .bodies = c->bodies[0], .body_count = c->body_count[0]};
+        for (uint32_t m = 0; m < c->frame.mesh_count; m++) in.verts[m] = c->verts[m][0];
+        if (tb_snap_encoder_step(enc, &in, &err)) { fprintf(stderr, "bench proto: %s\n", err.msg); exit(1); }
+        msgpack_sbuffer sb;
+        msgpack_sbuffer_init(&sb);
+        tb_proto_encode_welcome(&sb, &wel, tb_snap_encoder_key(enc));
+        if (tb_snap_decoder_apply(dec, (const uint8_t *)sb.data, sb.size, &err)) { fprintf(stderr, "bench proto: welcome: %s\n", err.msg); exit(1); }
+        msgpack_sbuffer_destroy(&sb);
+        double t_enc = 0;
+        for (int i = 1; i < c->count; i++) {
+            in.tick = TICK0 + (uint32_t)(2 * i);
+            in.awake = c->awake[i];
+            in.bodies = c->bodies[i];
+            in.body_count = c->body_count[i];
+            for (uint32_t m = 0; m < c->frame.mesh_count; m++) in.verts[m] = c->verts[m][i];
+            double t0 = cpu_now_us();
+            if (tb_snap_encoder_step(enc, &in, &err)) { fprintf(stderr, "bench proto: %s\n", err.msg); exit(1); }
+            size_t n = tb_snap_write(frame, sizeof frame, tb_snap_encoder_delta(enc), LAST_SEQ);
+            t_enc += cpu_now_us() - t0;
+            if (tb_snap_decoder_apply(dec, frame, n, &err)) { fprintf(stderr, "bench proto: decode: %s\n", err.msg); exit(1); }
+            if (r > 0) continue;
+            bytes += n;
+            per_snap[i] = n;
+            if (n > max_bytes) max_bytes = n;
+            for (uint32_t b = 0; b < c->body_count[i]; b++) {
+                const tb_proto_body *now = &c->bodies[i][b];
+                tb_proto_body got;
+                tb_snap_decoder_body(dec, b, &got);
+                if (got.id != now->id) { fprintf(stderr, "bench proto: body order\n"); exit(1); }
+                double d2 = 0;
+                for (int a = 0; a < 3; a++) {
+                    double p = now->pos[a] < c->frame.bounds_min[a] ? c->frame.bounds_min[a] : now->pos[a] > c->frame.bounds_max[a] ? c->frame.bounds_max[a] : now->pos[a];
+                    d2 += ((double)got.pos[a] - p) * ((double)got.pos[a] - p);
+                }
+                err_all[ns++] = (float)sqrt(d2);
+                err_sum += sqrt(d2);
+            }
+            for (uint32_t m = 0; m < c->frame.mesh_count; m++) {
+                uint32_t nv = c->frame.mesh_verts[m];
+                tb_snap_decoder_verts(dec, m, dv, nv);
+                for (uint32_t v = 0; v < nv; v++) {
+                    double d2 = 0;
+                    for (int a = 0; a < 3; a++) { double d = (double)dv[3 * v + a] - c->verts[m][i][3 * v + a]; d2 += d * d; }
+                    err_all[ns++] = (float)sqrt(d2);
+                    err_sum += sqrt(d2);
+                }
+            }
+        }
+        enc_us[r] = t_enc / snaps;
+        if (r == 0) st = tb_snap_encoder_budget_stats(enc);
+        tb_snap_encoder_destroy(enc);
+        tb_snap_decoder_destroy(dec);
+    }
+    /* the busiest second: what a link of budget_kbps must carry at once */
+    for (int i = 1; i + SNAP_HZ <= c->count; i++) {
+        uint64_t w = 0;
+        for (int k = i; k < i + SNAP_HZ; k++) w += per_snap[k];
+        if (w > window_max) window_max = w;
+    }
+    qsort(err_all, ns, sizeof *err_all, cmp_float);
+    double p99 = ns ? err_all[(size_t)(0.99 * (double)(ns - 1))] : 0, p999 = ns ? err_all[(size_t)(0.999 * (double)(ns - 1))] : 0;
+    double bps = (double)bytes / snaps;
+    printf("{\"scenario\":\"proto_budget_%s\",\"budget_kbit_per_s\":%d,\"snapshots\":%d,\"kbit_per_s\":%.2f,"
+           "\"busiest_second_kbit\":%.1f,\"max_bytes\":%llu,\"error_mean_mm\":%.3f,\"error_p99_mm\":%.2f,\"error_p999_mm\":%.2f,"
+           "\"error_max_mm\":%.2f,\"cut_snapshots\":%llu,\"deferred_per_snapshot\":%.1f,\"forced\":%llu,\"max_wait_snapshots\":%u,"
+           "\"encode_us\":%.2f}\n",
+           c->name, budget_kbps, snaps, bps * 8.0 * SNAP_HZ / 1000.0, (double)window_max * 8.0 / 1000.0,
+           (unsigned long long)max_bytes, ns ? err_sum / (double)ns * 1000 : 0, p99 * 1000, p999 * 1000,
+           ns ? err_all[ns - 1] * 1000.0 : 0, (unsigned long long)st.cut_steps, (double)st.items_deferred / snaps,
+           (unsigned long long)st.items_forced, st.max_age, tb_bench_median(enc_us, (size_t)runs));
+    fflush(stdout);
+    free(per_snap);
+    free(err_all);
+    free(dv);
+    free(enc_us);
+}
+
 /* ---- rigid scenes ------------------------------------------------------------------ */
 
 static const tb_proto_frame rigid_frame = {{-8.0, -1.0, -8.0}, {8.0, 15.0, 8.0}, 0, {0}};
@@ -350,7 +479,7 @@ static void pile_user_throw(tb_rigid_world *w, int step)
         fprintf(stderr, "bench proto: pile user throw refused\n");
 }
 
-static void pile_scene(const tb_bench_opts *opts, const char *name, void (*throw_fn)(tb_rigid_world *, int))
+static void pile_capture(const tb_bench_opts *opts, capture *c, const char *name, void (*throw_fn)(tb_rigid_world *, int))
 {
     int cubes = 1000, seconds = opts->quick ? 4 : 20;
     pile_rng = 0x1234567u;
@@ -360,13 +489,18 @@ static void pile_scene(const tb_bench_opts *opts, const char *name, void (*throw
     settle(w, 120 * 20);
     fprintf(stderr, "bench proto: pile settled in %.1f s wall, %d awake\n", (tb_bench_now_us() - t0) / 1e6, tb_rigid_world_awake_count(w));
     tb_proto_body *scratch = malloc((size_t)(cubes + 32) * sizeof *scratch);
-    capture c;
-    cap_init(&c, name, &rigid_frame, (uint32_t)cubes + 32);
-    rigid_capture_steps(&c, w, scratch, 120 * seconds, throw_fn);
-    measure(&c, opts);
-    cap_free(&c);
+    cap_init(c, name, &rigid_frame, (uint32_t)cubes + 32);
+    rigid_capture_steps(c, w, scratch, 120 * seconds, throw_fn);
     free(scratch);
     tb_rigid_world_destroy(w);
+}
+
+static void pile_scene(const tb_bench_opts *opts, const char *name, void (*throw_fn)(tb_rigid_world *, int))
+{
+    capture c;
+    pile_capture(opts, &c, name, throw_fn);
+    measure(&c, opts);
+    cap_free(&c);
 }
 
 /* ---- cloth and soft ---------------------------------------------------------------- */
@@ -464,6 +598,27 @@ void tb_bench_proto(const tb_bench_opts *opts)
     dough_scene(opts);
 }
 
+/* proto-budget: the pile with a heavy ball at 256 and 128 kbit/s, the user
+ * ball at 256; flag, cape and dough at 64 kbit/s (TB_BENCH_PROTO_KBPS=N: one
+ * budget for every scene instead). */
+void tb_bench_proto_budget(const tb_bench_opts *opts)
+{
+    const char *fixed = getenv("TB_BENCH_PROTO_KBPS");
+    int k = fixed ? atoi(fixed) : 0;
+    budget_kbps = k > 0 ? k : 256;
+    pile_scene(opts, "pile_1000_heavy_ball_every_2s", pile_throw);
+    pile_scene(opts, "pile_1000_user_ball_every_2s", pile_user_throw);
+    if (k <= 0) {
+        budget_kbps = 128;
+        pile_scene(opts, "pile_1000_heavy_ball_every_2s", pile_throw);
+    }
+    budget_kbps = k > 0 ? k : 64;
+    cloth_scene(opts, TB_CLOTH_SCENE_FLAG, "flag_wind");
+    cloth_scene(opts, TB_CLOTH_SCENE_CAPE, "cape_walk");
+    dough_scene(opts);
+    budget_kbps = 0;
+}
+
 #else /* the physics worlds are not in this tree yet: say so, measure nothing */
 
 void tb_bench_proto(const tb_bench_opts *opts)
@@ -471,5 +626,7 @@ void tb_bench_proto(const tb_bench_opts *opts)
     (void)opts;
     fprintf(stderr, "tumble-bench proto: server/physics rigid/cloth/soft not in this build; no figures\n");
 }
+
+void tb_bench_proto_budget(const tb_bench_opts *opts) { tb_bench_proto(opts); }
 
 #endif

@@ -484,6 +484,124 @@ static void a_room_at_rest_takes_the_shortcut_with_the_same_bytes(void **s)
     tb_snap_encoder_destroy(enc[1]);
 }
 
+/* ---- a bandwidth budget (tb_snap_encoder_set_budget) ---------------------------- */
+
+/* Two encoders over the same world, one with `bits` per snapshot and a refresh
+ * of `refresh` snapshots; each delta of the budgeted one is applied by a
+ * client and must equal that encoder's keyframe. Counts bytes of both and the
+ * longest run of snapshots any body or vertex spent out of the promised bounds
+ * in the client's copy. */
+typedef struct budget_run { size_t plain_bytes, budget_bytes; int longest_stale, stale_at_end; uint64_t deferred; } budget_run;
+
+static budget_run run_budget(uint32_t bits, uint32_t refresh, int steps, int rest_after)
+{
+    static world w;
+    rng_state = 0x9E3779B97F4A7C15ull;
+    world_init(&w, 40);
+    tb_proto_frame fr = room;
+    fr.mesh_count = 2; fr.mesh_verts[0] = NV; fr.mesh_verts[1] = NV;
+    tb_snap_encoder *plain = tb_snap_encoder_create(&fr, MAXB), *enc = tb_snap_encoder_create(&fr, MAXB);
+    tb_snap_decoder *client = tb_snap_decoder_create(MAXB), *fresh = tb_snap_decoder_create(MAXB);
+    assert_non_null(plain); assert_non_null(enc); assert_non_null(client); assert_non_null(fresh);
+    tb_snap_encoder_set_budget(enc, bits, refresh);
+    tb_proto_err err;
+    tb_snap_input in = world_input(&w, 100);
+    assert_int_equal(tb_snap_encoder_step(plain, &in, &err), TB_OK);
+    assert_int_equal(tb_snap_encoder_step(enc, &in, &err), TB_OK);
+    prime_decoder(client, &fr, tb_snap_encoder_key(enc));
+    prime_decoder(fresh, &fr, tb_snap_encoder_key(enc));
+    static int stale_body[1 << 16], stale_vert[2][NV];
+    memset(stale_body, 0, sizeof stale_body);
+    memset(stale_vert, 0, sizeof stale_vert);
+    budget_run r = {0, 0, 0, 0, 0};
+    for (int t = 1; t <= steps; t++) {
+        if (t <= rest_after) world_step(&w, t);
+        in = world_input(&w, 100 + 2 * (uint32_t)t);
+        assert_int_equal(tb_snap_encoder_step(plain, &in, &err), TB_OK);
+        assert_int_equal(tb_snap_encoder_step(enc, &in, &err), TB_OK);
+        size_t n;
+        assert_int_equal(apply_blob(fresh, tb_snap_encoder_delta(plain), 1, &n), TB_OK);
+        r.plain_bytes += n;
+        assert_int_equal(apply_blob(client, tb_snap_encoder_delta(enc), 1, &n), TB_OK);
+        r.budget_bytes += n;
+        /* the client's state is the budgeted encoder's baseline: its keyframe decodes to the same */
+        static tb_snap_decoder *keyed;
+        keyed = tb_snap_decoder_create(MAXB);
+        prime_decoder(keyed, &fr, tb_snap_encoder_key(enc));
+        assert_same_state(client, keyed);
+        tb_snap_decoder_destroy(keyed);
+        int stale_now = 0;
+        for (uint32_t i = 0; i < w.n; i++) {
+            tb_proto_body b;
+            tb_snap_decoder_body(client, i, &b);
+            assert_int_equal(b.id, w.bodies[i].id);
+            bool off = false;
+            for (int a = 0; a < 3; a++) off = off || fabsf(b.pos[a] - w.bodies[i].pos[a]) > 0.0005f;
+            double q[4] = {b.rot[0], b.rot[1], b.rot[2], b.rot[3]};
+            off = off || angle_deg(w.bodies[i].rot, q) > 0.1;
+            stale_body[b.id] = off ? stale_body[b.id] + 1 : 0;
+            if (stale_body[b.id] > r.longest_stale) r.longest_stale = stale_body[b.id];
+            stale_now += off;
+        }
+        static float verts[NV * 3];
+        for (int m = 0; m < 2; m++) {
+            assert_int_equal(tb_snap_decoder_verts(client, (uint32_t)m, verts, NV), NV);
+            for (int v = 0; v < NV; v++) {
+                bool off = false;
+                for (int a = 0; a < 3; a++) off = off || fabsf(verts[3 * v + a] - w.verts[m][3 * v + a]) > 0.001f;
+                stale_vert[m][v] = off ? stale_vert[m][v] + 1 : 0;
+                if (stale_vert[m][v] > r.longest_stale) r.longest_stale = stale_vert[m][v];
+                stale_now += off;
+            }
+        }
+        r.stale_at_end = stale_now;
+    }
+    r.deferred = tb_snap_encoder_budget_stats(enc).items_deferred;
+    tb_snap_encoder_destroy(plain);
+    tb_snap_encoder_destroy(enc);
+    tb_snap_decoder_destroy(client);
+    tb_snap_decoder_destroy(fresh);
+    return r;
+}
+
+static void a_budget_caps_the_bytes_and_every_delta_still_chains(void **s)
+{
+    (void)s;
+    /* 1,200 bits a snapshot (72 kbit/s at 60/s) where the plain stream needs about 250 bytes */
+    budget_run r = run_budget(1200, 30, 300, 300);
+    print_message("plain %.1f B, budget %.1f B per snapshot, %llu items deferred, longest stale %d\n",
+                  (double)r.plain_bytes / 300, (double)r.budget_bytes / 300, (unsigned long long)r.deferred, r.longest_stale);
+    assert_true(r.plain_bytes / 300 > 1200 / 8 + 50);        /* the world does need more */
+    assert_true(r.deferred > 0);
+    /* the credit lends at most one snapshot's worth: on average within the budget plus a frame's prefix */
+    assert_true(r.budget_bytes / 300 <= 1200 / 8 + 16);
+}
+
+static void a_budget_refreshes_every_item_within_its_wait(void **s)
+{
+    (void)s;
+    budget_run r = run_budget(1200, 30, 300, 300);
+    /* an item out of bounds in the client's copy is sent at the latest after 30 snapshots of waiting */
+    assert_true(r.longest_stale > 0);
+    assert_true(r.longest_stale <= 30);
+}
+
+static void a_budget_catches_up_once_the_room_rests(void **s)
+{
+    (void)s;
+    budget_run r = run_budget(1200, 30, 260, 200);
+    assert_int_equal(r.stale_at_end, 0);
+}
+
+static void a_budget_that_fits_sends_the_plain_bytes(void **s)
+{
+    (void)s;
+    budget_run r = run_budget(1u << 22, 30, 300, 300);
+    assert_int_equal(r.budget_bytes, r.plain_bytes);
+    assert_int_equal(r.deferred, 0);
+    assert_int_equal(r.longest_stale, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -499,6 +617,10 @@ int main(void)
         cmocka_unit_test(corrupted_snapshots_never_crash_and_never_half_apply),
         cmocka_unit_test(unsorted_bodies_are_an_encoder_error),
         cmocka_unit_test(a_segment_becomes_a_capsule_body_along_it),
+        cmocka_unit_test(a_budget_caps_the_bytes_and_every_delta_still_chains),
+        cmocka_unit_test(a_budget_refreshes_every_item_within_its_wait),
+        cmocka_unit_test(a_budget_catches_up_once_the_room_rests),
+        cmocka_unit_test(a_budget_that_fits_sends_the_plain_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
