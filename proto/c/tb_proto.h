@@ -70,6 +70,8 @@
 /* ---- quantization (PROTOCOL.md "Quantization") ----------------------------- */
 #define TB_PROTO_POS_SCALE   2048   /* rigid positions: 1/2048 m grid, error <= 0.25 mm */
 #define TB_PROTO_VERT_SCALE  1024   /* cloth/soft vertices: 1/1024 m grid, error <= 0.5 mm */
+#define TB_PROTO_KBPS_MIN    16     /* hello.kbps: the smallest and largest cap a client may ask for */
+#define TB_PROTO_KBPS_MAX    1000000
 #define TB_PROTO_ROT_BITS    12     /* smallest-three component bits, error <= 0.07 deg */
 #define TB_PROTO_ROT_HALF    2047   /* cell of component 0: zero is exact */
 #define TB_PROTO_ROT_MAXQ    (2 * TB_PROTO_ROT_HALF)   /* 4094; 4095 is never sent */
@@ -133,9 +135,11 @@ typedef struct tb_proto_client_msg {
     int type;            /* enum tb_proto_type, 1..12 */
     uint32_t seq;        /* input sequence number (0 for hello/ping/resync/lobby_req) */
     union {
-        /* watch: join as a watcher (PROTOCOL.md "Watchers"); false when absent or nil */
+        /* watch: join as a watcher (PROTOCOL.md "Watchers"); false when absent or nil.
+         * kbps: the bandwidth cap the client asks for (PROTOCOL.md "Bandwidth budgets"),
+         * TB_PROTO_KBPS_MIN..MAX kbit/s; 0 when absent or nil */
         struct { uint32_t version; tb_proto_name room, kind, scene, name;
-                 bool has_kind, has_scene, watch; } hello;
+                 bool has_kind, has_scene, watch; uint32_t kbps; } hello;
         struct { double origin[3], velocity[3]; tb_proto_name shape; } throw_;
         /* view_tick (poke, grab_start; PROTOCOL.md "Lag compensation"): the tick the player was
          * looking at; has_view_tick false when absent or nil (= now) */

@@ -46,6 +46,13 @@ static int decode_fields(const msgpack_object *root, tb_proto_client_msg *m, tb_
         /* watch? (PROTOCOL.md "Watchers"): true joins as a watcher; nil, false or left out as a player */
         if (root->via.array.size > 6 && !tb_proto__is_nil(&f[6]))
             TRY(tb_proto__bool(&f[6], &m->u.hello.watch, "hello.watch", err));
+        /* kbps? (PROTOCOL.md "Bandwidth budgets"): a cap on what the server streams to this client */
+        if (root->via.array.size > 7 && !tb_proto__is_nil(&f[7])) {
+            TRY(tb_proto__uint(&f[7], UINT32_MAX, &m->u.hello.kbps, "hello.kbps", err));
+            if (m->u.hello.kbps < TB_PROTO_KBPS_MIN || m->u.hello.kbps > TB_PROTO_KBPS_MAX)
+                return tb_proto__fail(err, TB_ERR_BAD_VALUE, "hello.kbps: %u kbit/s outside %d..%d", m->u.hello.kbps,
+                                      TB_PROTO_KBPS_MIN, TB_PROTO_KBPS_MAX);
+        }
         if (m->u.hello.version != TB_PROTO_VERSION)
             return tb_proto__fail(err, TB_ERR_VERSION, "protocol version %u not supported; this server speaks %d (tumble.v1)",
                                   m->u.hello.version, TB_PROTO_VERSION);
@@ -172,8 +179,9 @@ int tb_proto_encode_client(msgpack_sbuffer *sb, const tb_proto_client_msg *m)
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
     switch (m->type) {
     case TB_MSG_HELLO:
-        /* watch is written only for a watcher: a player's hello stays 6 fields, as the JS codec writes it */
-        msgpack_pack_array(&pk, m->u.hello.watch ? 7 : 6);
+        /* watch is written only for a watcher, kbps only when asked for (watch then nil for a player):
+         * a player's hello stays 6 fields, as the JS codec writes it */
+        msgpack_pack_array(&pk, m->u.hello.kbps ? 8 : m->u.hello.watch ? 7 : 6);
         msgpack_pack_int(&pk, m->type);
         msgpack_pack_uint32(&pk, m->u.hello.version);
         tb_proto__pack_str(&pk, m->u.hello.room);
@@ -181,6 +189,8 @@ int tb_proto_encode_client(msgpack_sbuffer *sb, const tb_proto_client_msg *m)
         if (m->u.hello.has_scene) tb_proto__pack_str(&pk, m->u.hello.scene); else msgpack_pack_nil(&pk);
         tb_proto__pack_str(&pk, m->u.hello.name);
         if (m->u.hello.watch) msgpack_pack_true(&pk);
+        else if (m->u.hello.kbps) msgpack_pack_nil(&pk);
+        if (m->u.hello.kbps) msgpack_pack_uint32(&pk, m->u.hello.kbps);
         return TB_OK;
     case TB_MSG_PING: {
         /* with any link report field, all three are written (nil where absent), as the JS codec does */

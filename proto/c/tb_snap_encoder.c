@@ -732,7 +732,11 @@ static void budget_select(tb_snap_encoder *e, int pred, const int *mpred)
     uint32_t deferred = 0;
     for (uint32_t k = 0; k < n; k++) {
         budget_item *it = &sc->items[k];
-        bool send = it->forced || (int64_t)(spent + it->cost) <= e->credit;
+        /* an item that has waited its refresh may overdraw the credit by one
+         * snapshot's budget, no more: the credit never falls below minus one
+         * budget, so on average the budget holds even when refreshing
+         * everything would cost more (then the longest waiting go first) */
+        bool send = (int64_t)(spent + it->cost) <= e->credit + (it->forced ? (int64_t)e->budget_bits : 0);
         if (send) {
             spent += it->cost;
             if (it->forced) e->stats.items_forced++;
@@ -747,7 +751,7 @@ static void budget_select(tb_snap_encoder *e, int pred, const int *mpred)
             for (int a = 0; a < 3; a++) { b->pos_cell[a] = o->pos_cell[a]; b->rot_cell[a] = o->rot_cell[a]; b->pos_vel[a] = 0; b->rot_vel[a] = 0; }
             b->rot_largest = o->rot_largest;
             e->cand.prio[j] = it->prio;
-            e->cand.age[j] = (uint16_t)(e->base.age[i] + 1);
+            e->cand.age[j] = (uint16_t)(e->base.age[i] < 60000 ? e->base.age[i] + 1 : 60000);
             if (e->cand.age[j] > e->stats.max_age) e->stats.max_age = e->cand.age[j];
         } else {
             uint32_t m = (uint32_t)it->mesh, v = it->index;
@@ -756,7 +760,7 @@ static void budget_select(tb_snap_encoder *e, int pred, const int *mpred)
                 e->cand.vert_vel[m][3 * v + a] = 0;
             }
             e->cand.vert_prio[m][v] = it->prio;
-            e->cand.vert_age[m][v] = (uint16_t)(e->base.vert_age[m][v] + 1);
+            e->cand.vert_age[m][v] = (uint16_t)(e->base.vert_age[m][v] < 60000 ? e->base.vert_age[m][v] + 1 : 60000);
             if (e->cand.vert_age[m][v] > e->stats.max_age) e->stats.max_age = e->cand.vert_age[m][v];
         }
     }

@@ -36,7 +36,7 @@ export const LIMITS = Object.freeze({
   clientMsg: 4096, serverMsg: 2 * 1024 * 1024, depth: 8, name: 32, text: 200,
   bodies: 4096, meshes: 4, verts: 16384, tris: 32768, pins: 1024, planes: 16, capsules: 32, boxes: 64,
   params: 32, peers: 64, rooms: 256, contacts: 512, dice: 8,
-  coord: 10000, speed: 1000, impulse: 100000, paramAbs: 1e9, rttMs: 60000,
+  coord: 10000, speed: 1000, impulse: 100000, paramAbs: 1e9, rttMs: 60000, kbpsMin: 16, kbpsMax: 1000000,
 });
 
 /** WebSocket close code that follows a fatal error (0: not fatal). */
@@ -223,7 +223,13 @@ const CLIENT_OPTIONAL = {
   poke: [['view_tick', (v) => optUint(v, 0xffffffff, 'poke.view_tick')]],
   grab_start: [['view_tick', (v) => optUint(v, 0xffffffff, 'grab.view_tick')]],
   // a watcher's hello (PROTOCOL.md "Watchers"): true, else not written (false and nil read as a player)
-  hello: [['watch', (v) => (v === null ? null : (bool(v, 'hello.watch') || null))]],
+  // and the bandwidth cap it asks for (PROTOCOL.md "Bandwidth budgets"), kbit/s
+  hello: [['watch', (v) => (v === null ? null : (bool(v, 'hello.watch') || null))],
+    ['kbps', (v) => {
+      const k = optUint(v, 0xffffffff, 'hello.kbps');
+      if (k !== null && (k < L.kbpsMin || k > L.kbpsMax)) fail(ERR.bad_value, `hello.kbps: ${k} kbit/s outside ${L.kbpsMin}..${L.kbpsMax}`);
+      return k;
+    }]],
   // the link report (PROTOCOL.md "Link reports")
   ping: [['ack_tick', (v) => optUint(v, 0xffffffff, 'ping.ack_tick')],
     ['rtt_ms', (v) => {
@@ -253,6 +259,8 @@ export function encodeClient(msg) {
     out.push(name === 'seq' ? readSeq(v) : read(v));
   }
   const opt = (CLIENT_OPTIONAL[msg.type] ?? []).map(([name, read]) => read(msg[name] ?? null));
+  // hello's optional fields end at the last one given (a watcher's hello stays 7 fields)
+  if (msg.type === 'hello') while (opt.length && opt[opt.length - 1] === null) opt.pop();
   if (opt.some((x) => x !== null)) out.push(...opt);
   return encode(out);
 }
@@ -272,7 +280,8 @@ export function decodeClient(bytes) {
   const opt = CLIENT_OPTIONAL[type];
   if (opt) {
     const got = opt.map(([, read], i) => (v.length > fields.length + 1 + i ? read(v[fields.length + 1 + i]) : null));
-    if (got.some((x) => x !== null)) opt.forEach(([name], i) => { out[name] = got[i]; });
+    if (type === 'hello') opt.forEach(([name], i) => { if (got[i] !== null) out[name] = got[i]; }); // each on its own
+    else if (got.some((x) => x !== null)) opt.forEach(([name], i) => { out[name] = got[i]; });
   }
   if (type === 'hello' && out.version !== VERSION) {
     fail(ERR.bad_version, `protocol version ${out.version} not supported; this server speaks ${VERSION} (tumble.v1)`);

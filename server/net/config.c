@@ -3,6 +3,7 @@
 #include "net/config.h"
 #include "net/proxy.h"
 #include "net/redis.h"
+#include "tb_proto.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -38,6 +39,8 @@ static const tb__opt tb__opts[] = {
      "players joined to one room (watchers not counted)"},
     {"max-watchers-per-room", "TUMBLE_MAX_WATCHERS_PER_ROOM", TB__INT, OFF(max_watchers_per_room), 0, 0, 10000,
      "watchers joined to one room (hello with watch: receive, send no inputs; 0: none allowed)"},
+    {"client-kbps", "TUMBLE_CLIENT_KBPS", TB__INT, OFF(client_kbps), 0, 0, 1000000,
+     "snapshot bandwidth budget per client, kbit/s (0: none; a client may ask for less in its hello)"},
     {"room-idle-timeout", "TUMBLE_ROOM_IDLE_TIMEOUT", TB__INT, OFF(room_idle_timeout), 0, 1, 86400 * 7,
      "seconds a room without clients is kept (default rooms are never closed)"},
     {"log-level", "TUMBLE_LOG_LEVEL", TB__LEVEL, OFF(log_level), 0, 0, 0, "error, warn, info or debug"},
@@ -198,6 +201,10 @@ int tb_config_parse(tb_config *cfg, int argc, char **argv, tb_config_getenv_fn g
     if (120 % cfg->snapshot_rate != 0) {
         snprintf(err, err_cap, "--snapshot-rate %d does not divide 120 (use 1,2,3,4,5,6,8,10,12,15,20,24,30,40,60,120)",
                  cfg->snapshot_rate);
+        return TB_CONFIG_ERROR;
+    }
+    if (cfg->client_kbps > 0 && cfg->client_kbps < TB_PROTO_KBPS_MIN) {
+        snprintf(err, err_cap, "--client-kbps %d is below %d kbit/s (0 for no budget)", cfg->client_kbps, TB_PROTO_KBPS_MIN);
         return TB_CONFIG_ERROR;
     }
     tb_proxy_list proxies;

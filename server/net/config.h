@@ -24,6 +24,7 @@ typedef struct tb_config {
     int max_rooms;
     int max_clients_per_room;
     int max_watchers_per_room;
+    int client_kbps;         /* snapshot budget per client, kbit/s (0: none; hello.kbps may lower it) */
     int room_idle_timeout;   /* seconds */
     int log_level;           /* TB_LOG_* */
     char instance[64];

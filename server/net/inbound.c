@@ -210,6 +210,9 @@ static void tb__join(tb_session *s, const tb_client_msg *m)
         s->room_next->room_prev = s;
     room->net = s;
     s->watcher = m->watch;
+    /* its budget (PROTOCOL.md "Bandwidth budgets"): the server's, lowered by the hello's */
+    uint32_t kbps = (uint32_t)server->cfg->client_kbps;
+    s->link.kbps = m->kbps && (!kbps || m->kbps < kbps) ? m->kbps : kbps;
     atomic_fetch_add(m->watch ? &room->watchers : &room->clients, 1);
     atomic_fetch_add(&server->metrics->clients, 1);
     room->idle_since_ns = 0;

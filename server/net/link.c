@@ -252,13 +252,62 @@ void tb_link_room_tiers(tb_room *room)
     unsigned wanted = 0;
     for (tb_session *s = room->net; s; s = s->room_next)
         if (s->welcomed)
-            wanted |= (1u << s->link.tier) | (1u << s->link.next);
+            wanted |= tb_link_streams(s);
     atomic_store_explicit(&room->tiers_wanted, wanted & ~1u, memory_order_release);
+}
+
+unsigned tb_link_streams(const tb_session *s)
+{
+    return (1u << TB_ROOM_STREAM(s->link.lane_now, s->link.tier)) | (1u << TB_ROOM_STREAM(s->link.lane, s->link.next));
+}
+
+/* ---- the bandwidth lane ------------------------------------------------- */
+
+/* The lane of a client with a budget of kbps: the lane of that budget, else
+ * a free one (it takes the budget), else the one nearest below (or the
+ * smallest): a client never gets more than it asked for, unless every lane
+ * is smaller... then the smallest, the nearest to what it can take. */
+static int tb__take_lane(tb_room *room, uint32_t kbps)
+{
+    if (!kbps)
+        return 0;
+    int free_lane = 0, below = 0, lowest = 0;
+    uint32_t k[TB_ROOM_LANES];
+    for (int l = 1; l < TB_ROOM_LANES; l++) {
+        k[l] = atomic_load_explicit(&room->lane_kbps[l], memory_order_relaxed);
+        if (room->lane_users[l] == 0) {
+            free_lane = free_lane ? free_lane : l;
+            continue;
+        }
+        if (k[l] == kbps) {
+            room->lane_users[l]++;
+            return l;
+        }
+        if (k[l] < kbps && (!below || k[l] > k[below]))
+            below = l;
+        if (!lowest || k[l] < k[lowest])
+            lowest = l;
+    }
+    int l = free_lane ? free_lane : below ? below : lowest;
+    if (free_lane)
+        atomic_store_explicit(&room->lane_kbps[l], kbps, memory_order_relaxed);
+    room->lane_users[l]++;
+    return l;
 }
 
 void tb_link_joined(tb_session *s)
 {
     s->link.tier = s->link.next = 0;
+    /* the welcome's keyframe is lane 0's: a client with a budget moves to
+     * its lane with the lane's first keyframe */
+    s->link.lane_now = 0;
+    s->link.lane = tb__take_lane(s->room, s->link.kbps);
+    if (s->link.lane) {
+        tb_log_info("client %u: streams under a budget of %u kbit/s (lane %d at %u)", s->id, s->link.kbps, s->link.lane,
+                    atomic_load(&s->room->lane_kbps[s->link.lane]));
+        atomic_fetch_or_explicit(&s->room->tier_keys_wanted, 1u << TB_ROOM_STREAM(s->link.lane, 0), memory_order_acq_rel);
+        tb_link_room_tiers(s->room);
+    }
     /* a ping just ahead of the welcome: its round trip is the path's own,
      * before the welcome's keyframe queues anything (on a slow link, every
      * later one waits behind snapshots and would read as the path) */
@@ -279,7 +328,10 @@ void tb_link_left(tb_session *s)
     if (!s->welcomed)
         return;
     atomic_fetch_sub(&s->server->metrics->clients_by_tier[s->link.tier], 1);
+    if (s->room && s->link.lane)
+        s->room->lane_users[s->link.lane]--;
     s->link.tier = s->link.next = 0;
+    s->link.lane = s->link.lane_now = 0;
     if (s->room)
         tb_link_room_tiers(s->room);
 }
@@ -299,6 +351,7 @@ void tb_link_switched(tb_session *s, size_t key_bytes)
     atomic_fetch_sub(&m->clients_by_tier[s->link.tier], 1);
     atomic_fetch_add(&m->clients_by_tier[s->link.next], 1);
     s->link.tier = s->link.next;
+    s->link.lane_now = s->link.lane;
     tb_link_room_tiers(s->room);
 }
 

@@ -231,7 +231,7 @@ void tb_outbox_want_key(tb_session *s)
 {
     if (!s->room)
         return;
-    unsigned bits = (1u << s->link.tier) | (1u << s->link.next);
+    unsigned bits = tb_link_streams(s);
     if (bits & 1u)
         atomic_store_explicit(&s->room->key_wanted, true, memory_order_release);
     if (bits & ~1u)
@@ -257,20 +257,20 @@ static void tb__offer_snapshot(tb_server *server, tb_session *s, tb_msg *msg, tb
     }
 }
 
-/* A snapshot of stream tier `tier` (0: the room's own; net/link.c): to the
- * sessions on that tier, and as the first of the new tier to a session
- * moving to it once it carries a keyframe. */
-static void tb__deliver_snapshot(tb_server *server, tb_room *room, int tier, tb_msg *msg, tb_msg *key)
+/* A snapshot of stream `stream` (TB_ROOM_STREAM(lane, tier); 0: the room's
+ * own; net/link.c): to the sessions on that stream, and as the first of the
+ * new stream to a session moving to it once it carries a keyframe. */
+static void tb__deliver_snapshot(tb_server *server, tb_room *room, int stream, tb_msg *msg, tb_msg *key)
 {
     int64_t now = tb_clock_now_ns();
-    if (tier == 0)
+    if (stream == 0)
         room->net_tick = (uint32_t)msg->tick;
     for (tb_session *s = room->net; s; s = s->room_next) {
         if (!s->welcomed || s->closing)
             continue;
-        if (s->link.tier == tier) {
+        if (TB_ROOM_STREAM(s->link.lane_now, s->link.tier) == stream) {
             tb__offer_snapshot(server, s, msg, key);
-        } else if (s->link.next == tier) {
+        } else if (TB_ROOM_STREAM(s->link.lane, s->link.next) == stream) {
             tb_msg *k = key ? key : msg->type == TB_MSG_SNAP_KEY ? msg : NULL;
             if (k) {
                 if (s->slot_count == TB__SNAP_SLOTS) {
@@ -292,7 +292,7 @@ static void tb__deliver(tb_server *server, tb_out *out)
     tb_room *room = out->room;
     switch (out->kind) {
     case TB_OUT_SNAPSHOT:
-        if (out->client < TB_ROOM_TIERS)
+        if (out->client < TB_ROOM_STREAMS)
             tb__deliver_snapshot(server, room, (int)out->client, out->msg, out->key);
         break;
     case TB_OUT_WELCOME: {
@@ -311,9 +311,11 @@ static void tb__deliver(tb_server *server, tb_out *out)
             if (s->welcomed) {
                 tb_outbox_clear_slots(s);
                 s->sent_tick = s->queued_tick = (uint32_t)out->msg->tick;
-                if (s->link.tier) { /* the scene is tier 0's state; its tier starts afresh (sim/worker_room.c) */
+                if (s->link.tier || s->link.lane) {
+                    /* the scene is lane 0 tier 0's state; its stream starts afresh (sim/worker_room.c) */
                     s->link.next = s->link.tier;
                     s->link.tier = 0;
+                    s->link.lane_now = 0;
                     atomic_fetch_sub(&server->metrics->clients_by_tier[s->link.next], 1);
                     atomic_fetch_add(&server->metrics->clients_by_tier[0], 1);
                     tb_outbox_want_key(s);

@@ -72,6 +72,11 @@ typedef struct tb_link {
     /* the stream tier (room.h): tier is what the session is fed now; it
      * moves to next once a keyframe of that tier arrives */
     int tier, next;
+    /* the bandwidth lane (room.h): lane is the client's, lane_now the one it
+     * is fed now (0 from its welcome, whose keyframe is lane 0's, until a
+     * keyframe of its lane arrives); kbps its budget (0: none) */
+    int lane, lane_now;
+    uint32_t kbps;
     int64_t changed_ns, calm_since_ns, last_up_ns, last_check_ns;
     int64_t queue_at_change_ns;
     int64_t settle_ns;         /* after a change took effect: time for its keyframe to cross */
@@ -188,6 +193,8 @@ void tb_link_left(tb_session *s);
 void tb_link_switched(tb_session *s, size_t key_bytes);
 /* Recomputes room->tiers_wanted from its sessions (network thread). */
 void tb_link_room_tiers(tb_room *room);
+/* The bits of the streams the session is fed and moves to (room.h TB_ROOM_STREAM). */
+unsigned tb_link_streams(const tb_session *s);
 
 /* inbound.c */
 /* LWS_CALLBACK_RECEIVE: a fragment of a client frame; -1 when out of memory. */

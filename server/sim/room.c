@@ -67,9 +67,10 @@ void tb_room_unref(tb_room *room)
         room->ops->destroy(room->world);
     if (room->encoder)
         tb_snap_encoder_destroy(room->encoder);
-    for (int t = 1; t < TB_ROOM_TIERS; t++)
-        if (room->tier_encoder[t])
-            tb_snap_encoder_destroy(room->tier_encoder[t]);
+    for (int l = 0; l < TB_ROOM_LANES; l++)
+        for (int t = 0; t < TB_ROOM_TIERS; t++)
+            if (room->tier_encoder[l][t])
+                tb_snap_encoder_destroy(room->tier_encoder[l][t]);
     tb_record_close(room->record);
     tb_ring_close(&room->inputs);
     free(room);

@@ -41,6 +41,15 @@
  * tick with predictor state of their own. */
 #define TB_ROOM_TIERS 6
 extern const int tb_room_strides[TB_ROOM_TIERS]; /* 1, 2, 3, 4, 6, 12 */
+/* Bandwidth lanes (issue 17, PROTOCOL.md "Bandwidth budgets"): lane 0 is
+ * unbudgeted; a client with a budget (--client-kbps, hello.kbps) streams a
+ * lane whose encoders spend at most that budget (tb_snap_encoder_set_budget).
+ * Clients with the same budget share a lane; a room has at most 3 budgets at
+ * once (a fourth client budget takes the nearest lane below it). A stream is
+ * a lane and a tier: its bit in tiers_wanted is TB_ROOM_STREAM(lane, tier). */
+#define TB_ROOM_LANES 4
+#define TB_ROOM_STREAM(lane, tier) ((lane) * 8 + (tier))
+#define TB_ROOM_STREAMS (TB_ROOM_LANES * 8)
 
 /* A client in the room as the worker knows it (names for events, views). */
 typedef struct tb_peer {
@@ -78,10 +87,13 @@ typedef struct tb_room {
     uint64_t applied_serial;   /* last input (by arrival number) applied */
     int64_t unsent_input_ns;   /* arrival of the oldest input no snapshot has shown yet */
     atomic_bool key_wanted;    /* a client skipped: add a keyframe next snapshot */
-    /* stream tiers 1.. (bit t): wanted by some session / a session needs the
-     * tier's keyframe (network thread sets, worker reads and clears keys) */
+    /* streams 1.. (bit TB_ROOM_STREAM(lane, tier)): wanted by some session / a
+     * session needs the stream's keyframe (network thread sets, worker reads
+     * and clears keys) */
     atomic_uint tiers_wanted, tier_keys_wanted;
-    tb_snap_encoder *tier_encoder[TB_ROOM_TIERS]; /* worker; [0] unused (encoder is tier 0) */
+    tb_snap_encoder *tier_encoder[TB_ROOM_LANES][TB_ROOM_TIERS]; /* worker; [0][0] unused (encoder is lane 0 tier 0) */
+    atomic_uint lane_kbps[TB_ROOM_LANES]; /* a lane's budget, kbit/s (network thread sets; [0] = 0: none) */
+    int lane_users[TB_ROOM_LANES];       /* sessions joined on each lane (network thread) */
     uint64_t snapshot_index;   /* tick / snapshot_every of the last snapshot: tier t steps when it divides by its stride */
     struct tb_record *record;  /* --record: this room's input log (sim/record.h), or NULL */
     bool frozen;               /* its last checkpoint is made (a drain): no more steps */

@@ -38,6 +38,7 @@ static int tb__decode_session(const tb_proto_client_msg *m, tb_client_msg *out)
             snprintf(out->wanted_kind, sizeof out->wanted_kind, "%s", m->u.hello.kind);
         snprintf(out->name, sizeof out->name, "%s", m->u.hello.name);
         out->watch = m->u.hello.watch;
+        out->kbps = m->u.hello.kbps;
         return 1;
     case TB_MSG_PING:
         out->kind = TB_CLIENT_PING;

@@ -34,6 +34,7 @@ typedef struct tb_client_msg {
     char wanted_kind[TB_PROTO_NAME_MAX + 1];
     char name[TB_PROTO_NAME_MAX + 1];
     bool watch;             /* JOIN as a watcher (PROTOCOL.md "Watchers") */
+    uint32_t kbps;          /* the bandwidth cap the hello asks for, kbit/s (0: none; PROTOCOL.md "Bandwidth budgets") */
     double ping_time;
     /* PING's link report (PROTOCOL.md "Link reports"); has_* false when the client sent none.
      * Decoded here; net/link.c acts on it. */

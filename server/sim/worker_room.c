@@ -65,11 +65,12 @@ static int tb__encode_state(tb_room *room, tb_snap_input *out)
 
 static void tb__drop_tiers(tb_room *room)
 {
-    for (int t = 1; t < TB_ROOM_TIERS; t++) {
-        if (room->tier_encoder[t])
-            tb_snap_encoder_destroy(room->tier_encoder[t]);
-        room->tier_encoder[t] = NULL;
-    }
+    for (int l = 0; l < TB_ROOM_LANES; l++)
+        for (int t = 0; t < TB_ROOM_TIERS; t++) {
+            if (room->tier_encoder[l][t])
+                tb_snap_encoder_destroy(room->tier_encoder[l][t]);
+            room->tier_encoder[l][t] = NULL;
+        }
 }
 
 /* (Re)build the encoder for the world's frame (bounds, meshes): worker_room.h. */
@@ -272,53 +273,64 @@ static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *given)
     }
 }
 
-/* The stream tiers the network thread asked for (room.h, net/link.c): on
- * this snapshot tick, every wanted tier whose stride divides the snapshot
- * index steps its own encoder with the same input and emits its delta (and
- * its keyframe when a session needs one, or when the encoder is new). A tier
- * no session wants any more is dropped. Emitted as TB_OUT_SNAPSHOT with
- * client = the tier. */
+/* The streams the network thread asked for (room.h, net/link.c): on this
+ * snapshot tick, every wanted stream (a lane and a tier) whose tier's stride
+ * divides the snapshot index steps its own encoder with the same input and
+ * emits its delta (and its keyframe when a session needs one, or when the
+ * encoder is new). A lane's encoders spend at most the lane's budget: per
+ * snapshot of the tier, kbps x stride / snapshot rate, and every item is
+ * refreshed within 0.5 s. A stream no session wants any more is dropped.
+ * Emitted as TB_OUT_SNAPSHOT with client = TB_ROOM_STREAM(lane, tier). */
 static void tb__tier_snapshots(tb_worker *w, tb_room *room, const tb_snap_input *in, int64_t now)
 {
     unsigned wanted = atomic_load_explicit(&room->tiers_wanted, memory_order_acquire);
-    for (int t = 1; t < TB_ROOM_TIERS; t++) {
-        if (!(wanted & (1u << t))) {
-            if (room->tier_encoder[t]) {
-                tb_snap_encoder_destroy(room->tier_encoder[t]);
-                room->tier_encoder[t] = NULL;
-            }
-            continue;
-        }
-        if (room->snapshot_index % (uint64_t)tb_room_strides[t] != 0)
-            continue;
-        if (!room->tier_encoder[t]) {
-            tb_proto_welcome *scratch = tb_wire_scratch();
-            memset(scratch, 0, sizeof *scratch);
-            room->ops->describe(room->world, scratch);
-            tb_proto_frame frame;
-            tb_proto_frame_from_static(&frame, &scratch->st);
-            room->tier_encoder[t] = tb_snap_encoder_create(&frame, room->ops->max_bodies(room->world));
-            if (!room->tier_encoder[t])
+    int snap_hz = TB_STEP_HZ / room->snapshot_every;
+    for (int l = 0; l < TB_ROOM_LANES; l++)
+        for (int t = l ? 0 : 1; t < TB_ROOM_TIERS; t++) {
+            unsigned bit = 1u << TB_ROOM_STREAM(l, t);
+            tb_snap_encoder **enc = &room->tier_encoder[l][t];
+            if (!(wanted & bit)) {
+                if (*enc) {
+                    tb_snap_encoder_destroy(*enc);
+                    *enc = NULL;
+                }
                 continue;
+            }
+            if (room->snapshot_index % (uint64_t)tb_room_strides[t] != 0)
+                continue;
+            if (!*enc) {
+                tb_proto_welcome *scratch = tb_wire_scratch();
+                memset(scratch, 0, sizeof *scratch);
+                room->ops->describe(room->world, scratch);
+                tb_proto_frame frame;
+                tb_proto_frame_from_static(&frame, &scratch->st);
+                *enc = tb_snap_encoder_create(&frame, room->ops->max_bodies(room->world));
+                if (!*enc)
+                    continue;
+            }
+            if (l) {
+                uint64_t kbps = atomic_load_explicit(&room->lane_kbps[l], memory_order_relaxed);
+                int per_second = snap_hz / tb_room_strides[t];
+                per_second = per_second > 0 ? per_second : 1;
+                tb_snap_encoder_set_budget(*enc, (uint32_t)(kbps * 1000u / (uint64_t)per_second), (uint32_t)(per_second + 1) / 2);
+            }
+            tb_proto_err err;
+            if (tb_snap_encoder_step(*enc, in, &err) != TB_OK)
+                continue;
+            const tb_snap_blob *delta = tb_snap_encoder_delta(*enc);
+            bool want_key = (atomic_fetch_and_explicit(&room->tier_keys_wanted, ~bit, memory_order_acq_rel) & bit) || !delta;
+            tb_msg *key = NULL;
+            if (want_key) {
+                const tb_snap_blob *k = tb_snap_encoder_key(*enc);
+                key = k ? tb_wire_snap_blob(k, room->applied_serial) : NULL;
+            }
+            tb_msg *msg = delta ? tb_wire_snap_blob(delta, room->applied_serial) : tb_msg_ref(key);
+            if (msg)
+                msg->made_ns = now;
+            if (key)
+                key->made_ns = now;
+            tb_worker_emit2(w, TB_OUT_SNAPSHOT, (uint32_t)TB_ROOM_STREAM(l, t), room, msg, key);
         }
-        tb_proto_err err;
-        if (tb_snap_encoder_step(room->tier_encoder[t], in, &err) != TB_OK)
-            continue;
-        const tb_snap_blob *delta = tb_snap_encoder_delta(room->tier_encoder[t]);
-        unsigned bit = 1u << t;
-        bool want_key = (atomic_fetch_and_explicit(&room->tier_keys_wanted, ~bit, memory_order_acq_rel) & bit) || !delta;
-        tb_msg *key = NULL;
-        if (want_key) {
-            const tb_snap_blob *k = tb_snap_encoder_key(room->tier_encoder[t]);
-            key = k ? tb_wire_snap_blob(k, room->applied_serial) : NULL;
-        }
-        tb_msg *msg = delta ? tb_wire_snap_blob(delta, room->applied_serial) : tb_msg_ref(key);
-        if (msg)
-            msg->made_ns = now;
-        if (key)
-            key->made_ns = now;
-        tb_worker_emit2(w, TB_OUT_SNAPSHOT, (uint32_t)t, room, msg, key);
-    }
 }
 
 static void tb__snapshot(tb_worker *w, tb_room *room)

@@ -81,6 +81,7 @@ static void dump_client(js *j, const tb_proto_client_msg *m)
         js_key(j, "scene"); if (m->u.hello.has_scene) js_str(j, m->u.hello.scene); else js_null(j);
         KS("name", m->u.hello.name);
         if (m->u.hello.watch) js_key(j, "watch"), js_bool(j, true); /* only a watcher's hello has it */
+        if (m->u.hello.kbps) KU("kbps", m->u.hello.kbps); /* only when asked for */
         break;
     case TB_MSG_PING:
         KD("client_time", m->u.ping.client_time);
@@ -454,6 +455,12 @@ static void client_messages(void)
     memset(&m, 0, sizeof m); m.type = TB_MSG_HELLO; m.u.hello.version = 1; m.u.hello.watch = true;
     strcpy(m.u.hello.room, "tower"); strcpy(m.u.hello.name, "Eve");
     client_vector("c_hello_watch", &m);
+    /* a bandwidth cap (PROTOCOL.md "Bandwidth budgets"): watch nil for a player, then kbps */
+    memset(&m, 0, sizeof m); m.type = TB_MSG_HELLO; m.u.hello.version = 1; m.u.hello.kbps = 256;
+    strcpy(m.u.hello.room, "pile"); strcpy(m.u.hello.name, "Far");
+    client_vector("c_hello_kbps", &m);
+    m.u.hello.watch = true; m.u.hello.kbps = 64;
+    client_vector("c_hello_watch_kbps", &m);
 
     memset(&m, 0, sizeof m); m.type = TB_MSG_THROW; m.seq = 1;
     m.u.throw_.origin[0] = 0; m.u.throw_.origin[1] = 1.5; m.u.throw_.origin[2] = 6;
@@ -583,6 +590,13 @@ static void hostile_client(void)
     /* [1, 1, "tower", nil, nil, "Ada", nil]: a nil watch is a player's hello */
     static const uint8_t watch_nil[] = {0x97, 0x01, 0x01, 0xa5, 't', 'o', 'w', 'e', 'r', 0xc0, 0xc0, 0xa3, 'A', 'd', 'a', 0xc0};
     raw_client_vector("x_hello_watch_nil", watch_nil, sizeof watch_nil, TB_OK);
+    /* [1, 1, "tower", nil, nil, "Ada", nil, 8]: hello.kbps below 16 */
+    static const uint8_t kbps_low[] = {0x98, 0x01, 0x01, 0xa5, 't', 'o', 'w', 'e', 'r', 0xc0, 0xc0, 0xa3, 'A', 'd', 'a', 0xc0, 0x08};
+    raw_client_vector("x_hello_kbps_too_low", kbps_low, sizeof kbps_low, TB_ERR_BAD_VALUE);
+    /* [1, 1, "tower", nil, nil, "Ada", nil, 256.0]: hello.kbps must be an unsigned integer */
+    static const uint8_t kbps_float[] = {0x98, 0x01, 0x01, 0xa5, 't', 'o', 'w', 'e', 'r', 0xc0, 0xc0, 0xa3, 'A', 'd', 'a', 0xc0,
+                                         0xcb, 0x40, 0x70, 0, 0, 0, 0, 0, 0};
+    raw_client_vector("x_hello_kbps_float", kbps_float, sizeof kbps_float, TB_ERR_BAD_MESSAGE);
     /* [6, 1.0, 1]: grab_end whose seq is the float 1.0, not an integer */
     static const uint8_t float_seq[] = {0x93, 0x06, 0xcb, 0x3f, 0xf0, 0, 0, 0, 0, 0, 0, 0x01};
     raw_client_vector("x_float_for_uint", float_seq, sizeof float_seq, TB_ERR_BAD_MESSAGE);
