@@ -101,7 +101,7 @@ done
 # routing, churn, workers and replay files measure rates or run many servers and
 # would only measure ASan's slowness.
 ASAN_SERVER=build/asan/tumble-server
-ASAN_SUITES="hostile ws rooms restart persistence shutdown limits flags fleet tls watchers"
+ASAN_SUITES="hostile ws rooms restart persistence shutdown limits flags fleet tls watchers budget"
 if [ -x "$ASAN_SERVER" ]; then
   for n in $ASAN_SUITES; do
     f=tests/integration/$n.test.mjs

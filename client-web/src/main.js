@@ -20,6 +20,8 @@ if (replay) {
 } else if (m) {
   const roomId = m[1], kind = q.get('kind') || undefined, scene = q.get('scene') || undefined;
   const watch = q.get('watch') === '1';
+  // ?kbps=N: a cap on the snapshots this page is sent (PROTOCOL.md "Bandwidth budgets", 16..1000000)
+  const kbps = /^\d{2,7}$/.test(q.get('kbps') || '') ? Math.min(1e6, Math.max(16, Number(q.get('kbps')))) : null;
   // The room id in the path lets a router in front of several servers hash it (DESIGN.md).
   // ?ws-port=N: the WebSocket goes to another port of the same host (tests put the link
   // emulator, build/tumble-netem, there while the page itself loads directly).
@@ -30,7 +32,7 @@ if (replay) {
     const r = (await fetchRoomList()).find((x) => x.id === id);
     return r && { stepMs: r.step_us != null ? r.step_us / 1000 : r.step_ms };
   };
-  startRoom({ host: app, roomId, kind, scene, watch, transport: createWsTransport({ roomId, kind, scene, url, watch }), fetchRoomStats, fetchRooms: fetchRoomList });
+  startRoom({ host: app, roomId, kind, scene, watch, transport: createWsTransport({ roomId, kind, scene, url, watch, kbps }), fetchRoomStats, fetchRooms: fetchRoomList });
 } else if (location.pathname.startsWith('/r/')) {
   let name = location.pathname.slice(3).replace(/\/$/, '');
   try { name = decodeURIComponent(name); } catch { /* shown as typed */ }

@@ -136,6 +136,19 @@ test('a watcher: its hello says watch, the watcher count comes from the welcome 
   assert.deepEqual(a.decode(bytes('s_watchers')), [{ type: 'watchers', count: 3 }]);
 });
 
+test('a page given ?kbps asks for that budget in its hello; without it the hello is the one it always was', () => {
+  const plain = createAdapter({ roomId: 'pile', kind: 'rigid', scene: 'pile', name: 'T' });
+  const hello = decodeClient(plain.onOpen()[0]);
+  assert.equal(hello.kbps, undefined);
+  assert.equal(hello.watch, undefined);
+  const far = createAdapter({ roomId: 'pile', kind: 'rigid', scene: 'pile', name: 'T', kbps: 128 });
+  const capped = decodeClient(far.onOpen()[0]);
+  assert.equal(capped.kbps, 128);
+  assert.equal(capped.watch, undefined, 'still a player');
+  const both = createAdapter({ roomId: 'pile', kind: 'rigid', scene: 'pile', name: 'T', kbps: 64, watch: true });
+  assert.deepEqual([decodeClient(both.onOpen()[0]).watch, decodeClient(both.onOpen()[0]).kbps], [true, 64]);
+});
+
 test('a poke or grab start carries the tick of the picture it was aimed at (lag compensation)', () => {
   const a = createAdapter({ roomId: 'tower', kind: 'rigid', scene: 'tower', name: 'T' });
   a.decode(bytes('seq_tower_00_welcome'));

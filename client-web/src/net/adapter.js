@@ -89,7 +89,7 @@ function nameParts(capsules, ends) {
   });
 }
 
-export function createAdapter({ roomId, kind, scene, name, watch = false }) {
+export function createAdapter({ roomId, kind, scene, name, watch = false, kbps = null }) {
   let st, seq, desc, tickRate, clientId, awaitingKey, peers, prev, sender, recvBytes, myName = name;
   const actionAlias = new Map();   // learned: protocol action -> the name this server takes
   const pendingActions = new Map(); // seq -> {action, scene} of recent actions
@@ -223,7 +223,7 @@ export function createAdapter({ roomId, kind, scene, name, watch = false }) {
     reset,
     setSender(fn) { sender = fn; },
     onOpen() {
-      return [encodeClient({ type: 'hello', version: VERSION, room: roomId, kind: kind ?? null, scene: scene ?? null, name: myName, watch })];
+      return [encodeClient({ type: 'hello', version: VERSION, room: roomId, kind: kind ?? null, scene: scene ?? null, name: myName, watch, kbps })];
     },
     decode(bytes) {
       recvBytes = (recvBytes + bytes.byteLength) >>> 0; // for the link report (PROTOCOL.md §13)

@@ -28,8 +28,8 @@ export function setPlayerName(name) {
   return n;
 }
 
-export function createWsTransport({ roomId, kind, scene, url, name = playerName(), watch = false }) {
-  const adapter = createAdapter({ roomId, kind, scene, name, watch });
+export function createWsTransport({ roomId, kind, scene, url, name = playerName(), watch = false, kbps = null }) {
+  const adapter = createAdapter({ roomId, kind, scene, name, watch, kbps });
   let conn = null;
   return {
     adapter,
