@@ -269,6 +269,10 @@ typedef struct tb_snap_budget_stats {
     uint32_t max_age;        /* the longest wait seen, in snapshots */
 } tb_snap_budget_stats;
 tb_snap_budget_stats tb_snap_encoder_budget_stats(const tb_snap_encoder *enc);
+/* Makes dst's baseline src's (same frame and capacity; src stepped at least
+ * once): dst's next delta then chains from src's last state, so a client
+ * holding that state moves from src's stream to dst's without a keyframe. */
+int tb_snap_encoder_copy_baseline(tb_snap_encoder *dst, const tb_snap_encoder *src);
 /* Keyframe of the current state (encoded lazily, once per step). */
 const tb_snap_blob *tb_snap_encoder_key(tb_snap_encoder *enc);
 /* One client's frame: [type, last_seq, ...tail]. Returns bytes written, 0 if cap too small. */

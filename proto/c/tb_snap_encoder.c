@@ -625,6 +625,36 @@ void tb_snap_encoder_set_budget(tb_snap_encoder *e, uint32_t bits_per_snapshot, 
 
 tb_snap_budget_stats tb_snap_encoder_budget_stats(const tb_snap_encoder *e) { return e->stats; }
 
+int tb_snap_encoder_copy_baseline(tb_snap_encoder *dst, const tb_snap_encoder *src)
+{
+    if (!src->have_baseline || dst->max_bodies != src->max_bodies || dst->frame.mesh_count != src->frame.mesh_count)
+        return TB_ERR_BAD_VALUE;
+    for (uint32_t m = 0; m < src->frame.mesh_count; m++)
+        if (dst->frame.mesh_verts[m] != src->frame.mesh_verts[m]) return TB_ERR_BAD_VALUE;
+    snap_state *d = &dst->base;
+    const snap_state *s = &src->base;
+    d->tick = s->tick;
+    d->awake = s->awake;
+    d->body_count = s->body_count;
+    memcpy(d->bodies, s->bodies, s->body_count * sizeof *s->bodies);
+    memcpy(d->body_pose, s->body_pose, 7u * s->body_count * sizeof *s->body_pose);
+    memcpy(d->prio, s->prio, s->body_count * sizeof *s->prio);
+    memcpy(d->age, s->age, s->body_count * sizeof *s->age);
+    for (uint32_t m = 0; m < src->frame.mesh_count; m++) {
+        size_t n = src->frame.mesh_verts[m];
+        memcpy(d->vert_cell[m], s->vert_cell[m], 3 * n * sizeof(int32_t));
+        memcpy(d->vert_vel[m], s->vert_vel[m], 3 * n * sizeof(int32_t));
+        memcpy(d->vert_input[m], s->vert_input[m], 3 * n * sizeof(float));
+        memcpy(d->vert_prio[m], s->vert_prio[m], n * sizeof(float));
+        memcpy(d->vert_age[m], s->vert_age[m], n * sizeof(uint16_t));
+    }
+    dst->have_baseline = true;
+    dst->have_delta = false;
+    dst->key_valid = false;
+    dst->pending = src->pending;
+    return TB_OK;
+}
+
 /* Bits of v written exp-Golomb of order k. */
 static uint32_t eg_bits(uint32_t v, int k)
 {

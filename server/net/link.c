@@ -87,6 +87,8 @@ _Static_assert(TB_ROOM_TIERS == TB_METRICS_TIERS, "metrics count every stream ti
 #define TB__CONGESTED_FOR_NS (250 * TB_NS_PER_MS)
 #define TB__SLOW_FOR_NS (300 * TB_NS_PER_MS)
 #define TB__SLOW_FOR_LAN_NS (1500 * TB_NS_PER_MS)
+#define TB__SLOW_FOR_EARLY_NS (100 * TB_NS_PER_MS)
+#define TB__EARLY_NS (2 * TB_NS_PER_SEC)
 #define TB__SLOW_FRESH_NS (1 * TB_NS_PER_SEC)
 #define TB__UP_CALM_NS (300 * TB_NS_PER_MS)
 #define TB__UP_KNOWN_NS (1 * TB_NS_PER_SEC)
@@ -116,6 +118,12 @@ static bool tb__link_slow(const tb_link *l, int64_t now)
      * starved of CPU, which passes; only a long run says otherwise */
     int64_t rtt_min = tb__rtt_min(l);
     int64_t span = rtt_min > 0 && rtt_min < 2 * TB_NS_PER_MS ? TB__SLOW_FOR_LAN_NS : TB__SLOW_FOR_NS;
+    /* the first seconds of a remote client: the welcome's keyframe and the
+     * full stream arrive at once; every 100 ms it waits there is a second of
+     * queue to drain on a link a third of the stream (a stall this early,
+     * taken for a slow link, costs a budget that comes back up in seconds) */
+    if (span == TB__SLOW_FOR_NS && now - l->joined_ns < TB__EARLY_NS)
+        span = TB__SLOW_FOR_EARLY_NS;
     return l->slow_samples >= 2 && now - l->slow_since_ns >= span &&
            now - l->slow_last_ns < TB__SLOW_FRESH_NS;
 }
@@ -295,9 +303,51 @@ static int tb__take_lane(tb_room *room, uint32_t kbps)
     return l;
 }
 
+/* The budget levels a slow link is given (kbit/s): clients on links alike
+ * share a lane. */
+static const uint32_t tb__ladder[] = {16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024};
+#define TB__LADDER_N ((int)(sizeof tb__ladder / sizeof tb__ladder[0]))
+
+/* The largest level at or below kbps (0 below the first). */
+static uint32_t tb__ladder_floor(double kbps)
+{
+    uint32_t k = 0;
+    for (int i = 0; i < TB__LADDER_N && tb__ladder[i] <= kbps; i++)
+        k = tb__ladder[i];
+    return k;
+}
+
+/* What the session may be sent: its own budget, lowered by the link's. */
+static uint32_t tb__budget(const tb_link *l)
+{
+    if (!l->auto_kbps)
+        return l->kbps;
+    return l->kbps && l->kbps < l->auto_kbps ? l->kbps : l->auto_kbps;
+}
+
+/* The budget changed: another lane, which the session streams once its
+ * keyframe arrives (outbox.c), like a change of tier. */
+static void tb__relane(tb_session *s, int64_t now)
+{
+    tb_room *room = s->room;
+    int old = s->link.lane;
+    if (old)
+        room->lane_users[old]--;
+    s->link.lane = tb__take_lane(room, tb__budget(&s->link));
+    s->link.changed_ns = s->link.budget_ns = now;
+    s->link.calm_since_ns = 0;
+    tb_log_debug("client %u: snapshot budget %u kbit/s (asked %u, link %u): lane %d -> %d", s->id, tb__budget(&s->link),
+                 s->link.kbps, s->link.auto_kbps, old, s->link.lane);
+    TB_COUNT(s->server->metrics, stream_budget_changes_total);
+    tb_link_room_tiers(room);
+    tb_outbox_want_key(s);
+}
+
 void tb_link_joined(tb_session *s)
 {
     s->link.tier = s->link.next = 0;
+    s->link.auto_kbps = 0;
+    s->link.joined_ns = tb_clock_now_ns();
     /* the welcome's keyframe is lane 0's: a client with a budget moves to
      * its lane with the lane's first keyframe */
     s->link.lane_now = 0;
@@ -416,7 +466,7 @@ void tb_link_check(tb_session *s, int64_t now)
         l->rate_bytes = 0;
         l->rate_since_ns = now;
     }
-    if (l->tier != l->next)
+    if (l->tier != l->next || l->lane != l->lane_now)
         return; /* a change is on its way (its keyframe): judge it once it shows */
     int64_t q = tb__queue_now(s, now), rtt_min = tb__rtt_min(l);
     /* a ping sent just behind a snapshot waits while that frame crosses the
@@ -441,7 +491,7 @@ void tb_link_check(tb_session *s, int64_t now)
             l->congested_since_ns = now;
         /* a queue and no slow delivery (yet): a stall, or too early to say */
         if (!tb__link_slow(l, now) || l->tier == TB_ROOM_TIERS - 1 || now - l->changed_ns < settle ||
-            now - l->congested_since_ns < TB__CONGESTED_FOR_NS)
+            now - l->congested_since_ns < (now - l->joined_ns < TB__EARLY_NS ? TB__SLOW_FOR_EARLY_NS : TB__CONGESTED_FOR_NS))
             return;
         /* still draining what the last change left: give it time */
         if (l->changed_ns && now - l->changed_ns < 3 * TB_NS_PER_SEC && q < l->queue_at_change_ns)
@@ -463,6 +513,27 @@ void tb_link_check(tb_session *s, int64_t now)
         if (l->last_up_ns && now - l->last_up_ns < 4 * TB_NS_PER_SEC) /* a step up that failed */
             l->probe_hold_ns = l->probe_hold_ns * 2 < TB__PROBE_MAX_NS ? l->probe_hold_ns * 2 : TB__PROBE_MAX_NS;
         l->queue_at_change_ns = q;
+        /* at the full rate, less detail first: a budget of 70 % of what the
+         * link delivered keeps every snapshot (the view lag is the path's)
+         * and leaves the rest to drain the queue, less by a tenth for each
+         * 100 ms of queue (the welcome's keyframe and the full stream at
+         * the start: half a second of queue drains in about a second, then
+         * the budget comes back up a level a second); lower rates once even
+         * the smallest budget does not fit */
+        double share = 0.7 - (double)q / 1e9;
+        uint32_t fit = tb__ladder_floor(share * l->slow_bps * 8e-3);
+        if (!fit && l->slow_bps * 8e-3 >= 2 * tb__ladder[0])
+            fit = tb__ladder[0]; /* a long queue on a link that carries the smallest budget twice */
+        uint32_t now_budget = tb__budget(l);
+        if (l->tier == 0 && fit && (!now_budget || fit < now_budget)) {
+            l->auto_kbps = fit;
+            tb__relane(s, now);
+            return;
+        }
+        /* a budget just set drains the queue in a few seconds; a keyframe of
+         * another tier now would only add to it */
+        if (l->auto_kbps && now - l->budget_ns < 3 * TB_NS_PER_SEC)
+            return;
         tb__switch(s, tier, now, q, frame_ns);
         return;
     }
@@ -473,9 +544,27 @@ void tb_link_check(tb_session *s, int64_t now)
     }
     if (!l->calm_since_ns)
         l->calm_since_ns = now;
-    if (l->tier == 0)
-        return;
     int64_t calm = now - tb__max64(l->calm_since_ns, l->changed_ns);
+    if (l->tier == 0) {
+        /* a budget the link set: a level up after a second of calm if it
+         * fits 80 % of the link's known capacity; beyond that only once the
+         * capacity is forgotten (30 s after the link was last the limit)
+         * and after the probe hold of calm (a failed step doubles it, as for
+         * tiers); past the top, none */
+        int i = 0;
+        while (l->auto_kbps && i < TB__LADDER_N && tb__ladder[i] <= l->auto_kbps)
+            i++;
+        uint32_t up = i < TB__LADDER_N ? tb__ladder[i] : 0;
+        bool up_fits = known && up && up * 1000.0 / 8 <= 0.8 * capacity;
+        if (l->auto_kbps && ((up_fits && calm >= TB__UP_KNOWN_NS) || (!known && calm >= l->probe_hold_ns))) {
+            l->auto_kbps = up;
+            if (l->last_up_ns && now - l->last_up_ns > 30 * TB_NS_PER_SEC)
+                l->probe_hold_ns = TB__PROBE_MIN_NS; /* long calm: the link may have changed */
+            l->last_up_ns = now;
+            tb__relane(s, now);
+        }
+        return;
+    }
     /* up a tier every TB__UP_CALM_NS of calm when no capacity is known
      * (after a stall, or 30 s on); with one, after a second of calm (the
      * written rate is then this tier's, not the last one's) if the next

@@ -271,7 +271,10 @@ static void tb__deliver_snapshot(tb_server *server, tb_room *room, int stream, t
         if (TB_ROOM_STREAM(s->link.lane_now, s->link.tier) == stream) {
             tb__offer_snapshot(server, s, msg, key);
         } else if (TB_ROOM_STREAM(s->link.lane, s->link.next) == stream) {
-            tb_msg *k = key ? key : msg->type == TB_MSG_SNAP_KEY ? msg : NULL;
+            /* its keyframe, or a delta from the very state it holds (a lane's
+             * stream made from the room's own: sim/worker_room.c) */
+            bool chains = msg->type == TB_MSG_SNAP_DELTA && msg->base_tick == s->queued_tick && s->slot_count < TB__SNAP_SLOTS;
+            tb_msg *k = chains ? msg : key ? key : msg->type == TB_MSG_SNAP_KEY ? msg : NULL;
             if (k) {
                 if (s->slot_count == TB__SNAP_SLOTS) {
                     TB_COUNT_N(server->metrics, snapshots_skipped_total, s->slot_count);

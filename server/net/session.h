@@ -76,7 +76,10 @@ typedef struct tb_link {
      * is fed now (0 from its welcome, whose keyframe is lane 0's, until a
      * keyframe of its lane arrives); kbps its budget (0: none) */
     int lane, lane_now;
-    uint32_t kbps;
+    uint32_t kbps;             /* the budget asked for (--client-kbps, hello.kbps; 0: none) */
+    uint32_t auto_kbps;        /* the budget the link set (link.c: a slow link; 0: none) */
+    int64_t joined_ns;         /* when the welcome was queued */
+    int64_t budget_ns;         /* when the link last changed the budget */
     int64_t changed_ns, calm_since_ns, last_up_ns, last_check_ns;
     int64_t queue_at_change_ns;
     int64_t settle_ns;         /* after a change took effect: time for its keyframe to cross */

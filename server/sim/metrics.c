@@ -142,6 +142,9 @@ size_t tb_metrics_write(const tb_metrics *cm, char *buf, size_t cap)
                "tumble_stream_rate_changes_total{direction=\"down\"} %llu\n"
                "tumble_stream_rate_changes_total{direction=\"up\"} %llu\n",
                LOAD(m->stream_rate_changes_total[0]), LOAD(m->stream_rate_changes_total[1]));
+    tb__printf(&o, "# HELP tumble_stream_budget_changes_total A client's snapshot budget set or changed to fit its link "
+               "(PROTOCOL.md \"Bandwidth budgets\").\n# TYPE tumble_stream_budget_changes_total counter\n"
+               "tumble_stream_budget_changes_total %llu\n", LOAD(m->stream_budget_changes_total));
     tb__counter(&o, "tumble_snapshots_total", "Snapshots encoded by the workers.", LOAD(m->snapshots_total));
     tb__counter(&o, "tumble_snapshots_sent_total", "Snapshot frames written to clients.",
                 LOAD(m->snapshots_sent_total));

@@ -101,6 +101,7 @@ typedef struct tb_metrics {
     atomic_int clients_by_tier[TB_METRICS_TIERS]; /* joined sessions streaming every 1st, 2nd, 3rd, ... snapshot */
     atomic_int snapshot_hz;     /* the rooms' snapshot rate, to label the tiers as rates */
     atomic_uint_fast64_t stream_rate_changes_total[2]; /* [0] down, [1] up */
+    atomic_uint_fast64_t stream_budget_changes_total;  /* a client's snapshot budget set or changed by its link (net/link.c) */
 } tb_metrics;
 
 void tb_metrics_init(tb_metrics *m);

@@ -307,6 +307,11 @@ static void tb__tier_snapshots(tb_worker *w, tb_room *room, const tb_snap_input 
                 *enc = tb_snap_encoder_create(&frame, room->ops->max_bodies(room->world));
                 if (!*enc)
                     continue;
+                /* a lane's full-rate stream starts from the room's own state of
+                 * this tick: its next delta chains from what the room's own
+                 * clients hold, so one moving to the lane needs no keyframe */
+                if (t == 0 && tb_snap_encoder_copy_baseline(*enc, room->encoder) == TB_OK)
+                    continue;
             }
             if (l) {
                 uint64_t kbps = atomic_load_explicit(&room->lane_kbps[l], memory_order_relaxed);
@@ -359,8 +364,12 @@ static void tb__snapshot(tb_worker *w, tb_room *room)
     if (key)
         key->made_ns = now;
     TB_COUNT(m, snapshots_total);
-    tb_worker_emit2(w, TB_OUT_SNAPSHOT, 0, room, main_msg, key);
+    /* the other streams first: a client moving to a lane whose stream was
+     * made from this one's last state takes that stream's delta of this tick
+     * as its first (it chains from what the client holds) before this
+     * stream's delta of the same tick would move the client on */
     tb__tier_snapshots(w, room, &in, now);
+    tb_worker_emit2(w, TB_OUT_SNAPSHOT, 0, room, main_msg, key);
 
     /* The contacts view, for the clients that asked for it. */
     int viewers = 0;

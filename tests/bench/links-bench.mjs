@@ -1,6 +1,7 @@
 // links-bench.mjs: what a remote player sees through a bad link.
 //
-//   node tests/bench/links-bench.mjs [--window 20] [--warmup 3] [--links a,b] [--rooms a,b] [--json]
+//   node tests/bench/links-bench.mjs [--window 20] [--warmup 3] [--links a,b] [--rooms a,b] [--kbps N] [--json]
+//   (--kbps N: the remote player asks for a bandwidth budget of N kbit/s in its hello)
 //
 // For every link x room it starts a fresh room on one tumble-server (ephemeral
 // loopback port) and two players in it:
@@ -46,14 +47,15 @@ export const LINK_NAMES = {
 const ROOMS = ['tower', 'pile', 'flag', 'cape', 'dough'];
 
 function args() {
-  const a = process.argv.slice(2), o = { window: 20, warmup: 3, links: Object.keys(LINKS), rooms: ROOMS, json: false, reports: true };
+  const a = process.argv.slice(2), o = { kbps: null, window: 20, warmup: 3, links: Object.keys(LINKS), rooms: ROOMS, json: false, reports: true };
   for (let i = 0; i < a.length; i++) {
     const v = a[i + 1];
     if (a[i] === '--window') { o.window = +v; i++; } else if (a[i] === '--warmup') { o.warmup = +v; i++; }
     else if (a[i] === '--links') { o.links = v.split(','); i++; } else if (a[i] === '--rooms') { o.rooms = v.split(','); i++; }
     else if (a[i] === '--json') o.json = true;
+    else if (a[i] === '--kbps') { o.kbps = +v; i++; } // the remote player asks for this budget (PROTOCOL.md §16)
     else if (a[i] === '--no-reports') o.reports = false;
-    else { console.error(`usage: links-bench.mjs [--window S] [--warmup S] [--links ${Object.keys(LINKS).join(',')}] [--rooms ${ROOMS.join(',')}] [--no-reports] [--json]`); process.exit(2); }
+    else { console.error(`usage: links-bench.mjs [--window S] [--warmup S] [--links ${Object.keys(LINKS).join(',')}] [--rooms ${ROOMS.join(',')}] [--kbps N] [--no-reports] [--json]`); process.exit(2); }
   }
   for (const l of o.links) if (!(l in LINKS)) { console.error(`unknown link ${l}`); process.exit(2); }
   return o;
@@ -64,12 +66,12 @@ const quantile = (a, q) => { if (!a.length) return null; const s = [...a].sort((
 const r1 = (x) => (x == null ? null : Math.round(x * 10) / 10);
 
 // A player: a WebSocket, a SnapshotState, and hooks on every message.
-function player(port, room, scene, name, onMsg) {
+function player(port, room, scene, name, onMsg, kbps = null) {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(`ws://127.0.0.1:${port}/ws/${room}`, ['tumble.v1']);
     const p = { ws, st: new SnapshotState(), seq: 0, bytes: 0, welcome: null, closed: false, awaitingKey: false, resyncs: 0,
       send(m) { if (ws.readyState !== 1) return 0; if (!['ping', 'resync', 'hello'].includes(m.type)) m.seq = ++p.seq; ws.send(encodeClient(m)); return m.seq; } };
-    ws.on('open', () => p.send({ type: 'hello', version: 1, room, kind: null, scene, name }));
+    ws.on('open', () => p.send({ type: 'hello', version: 1, room, kind: null, scene, name, kbps }));
     ws.on('message', (data) => {
       const at = now();
       p.bytes += data.length;
@@ -165,7 +167,7 @@ async function runOne(srvPort, linkName, scene, o) {
     w.snaps++;
     if (m.type === 'snap_key') w.keys++;
     for (const [seq, sent] of w.pending) if (p.st.lastSeq >= seq) { w.input.push(at - sent); w.pending.delete(seq); }
-  });
+  }, o.kbps);
   drive(host, scene, timers);
   // link reports every 0.5 s, as the browser client sends them (PROTOCOL.md §13); --no-reports: an old client
   if (o.reports) {
