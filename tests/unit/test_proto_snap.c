@@ -602,6 +602,50 @@ static void a_budget_that_fits_sends_the_plain_bytes(void **s)
     assert_int_equal(r.longest_stale, 0);
 }
 
+static void a_copied_baseline_lets_a_client_change_streams_without_a_keyframe(void **s)
+{
+    (void)s;
+    static world w;
+    rng_state = 0x1234ull;
+    world_init(&w, 20);
+    tb_proto_frame fr = room;
+    fr.mesh_count = 2; fr.mesh_verts[0] = NV; fr.mesh_verts[1] = NV;
+    tb_snap_encoder *room_enc = tb_snap_encoder_create(&fr, MAXB), *lane = tb_snap_encoder_create(&fr, MAXB);
+    tb_snap_decoder *client = tb_snap_decoder_create(MAXB);
+    tb_proto_err err;
+    tb_snap_input in = world_input(&w, 100);
+    assert_int_equal(tb_snap_encoder_copy_baseline(lane, room_enc), TB_ERR_BAD_VALUE); /* nothing to copy yet */
+    assert_int_equal(tb_snap_encoder_step(room_enc, &in, &err), TB_OK);
+    prime_decoder(client, &fr, tb_snap_encoder_key(room_enc));
+    for (int t = 1; t <= 20; t++) { /* the client follows the room's own stream */
+        world_step(&w, t);
+        in = world_input(&w, 100 + 2 * (uint32_t)t);
+        assert_int_equal(tb_snap_encoder_step(room_enc, &in, &err), TB_OK);
+        assert_int_equal(apply_blob(client, tb_snap_encoder_delta(room_enc), 1, NULL), TB_OK);
+    }
+    assert_int_equal(tb_snap_encoder_copy_baseline(lane, room_enc), TB_OK);
+    tb_snap_encoder_set_budget(lane, 1200, 30);
+    for (int t = 21; t <= 80; t++) { /* then the lane's, from its first delta on */
+        world_step(&w, t);
+        in = world_input(&w, 100 + 2 * (uint32_t)t);
+        assert_int_equal(tb_snap_encoder_step(room_enc, &in, &err), TB_OK);
+        assert_int_equal(tb_snap_encoder_step(lane, &in, &err), TB_OK);
+        assert_int_equal(apply_blob(client, tb_snap_encoder_delta(lane), 1, NULL), TB_OK);
+        tb_snap_decoder *keyed = tb_snap_decoder_create(MAXB);
+        prime_decoder(keyed, &fr, tb_snap_encoder_key(lane));
+        assert_same_state(client, keyed);
+        tb_snap_decoder_destroy(keyed);
+    }
+    /* another frame cannot take it */
+    tb_proto_frame other = room;
+    tb_snap_encoder *odd = tb_snap_encoder_create(&other, MAXB);
+    assert_int_equal(tb_snap_encoder_copy_baseline(odd, room_enc), TB_ERR_BAD_VALUE);
+    tb_snap_encoder_destroy(odd);
+    tb_snap_encoder_destroy(room_enc);
+    tb_snap_encoder_destroy(lane);
+    tb_snap_decoder_destroy(client);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -621,6 +665,7 @@ int main(void)
         cmocka_unit_test(a_budget_refreshes_every_item_within_its_wait),
         cmocka_unit_test(a_budget_catches_up_once_the_room_rests),
         cmocka_unit_test(a_budget_that_fits_sends_the_plain_bytes),
+        cmocka_unit_test(a_copied_baseline_lets_a_client_change_streams_without_a_keyframe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
