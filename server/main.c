@@ -156,7 +156,8 @@ static void tb__poke(const tb_room *room, uint64_t tick, const tb_world_event *e
     memcpy(p, &ev->values[3], sizeof p);
     tb_log_debug("room %s: %s by client %u on body %u applied at (%.5f, %.5f, %.5f) to the state of tick %llu, "
                  "view %u steps back",
-                 room->id, ev->values[6] == TB_INPUT_GRAB_START ? "grab" : "poke", ev->values[0], ev->values[1], p[0],
+                 room->id, ev->values[6] == TB_INPUT_GRAB_START ? "grab" : ev->values[6] == TB_INPUT_THROW ? "throw" : "poke",
+                 ev->values[0], ev->values[1], p[0],
                  p[1], p[2], (unsigned long long)(tick - 1), ev->values[2]);
 }
 

@@ -95,7 +95,7 @@ export function startRoom({ host, roomId, kind: askedKind, scene: askedScene, tr
     if (watch && !WATCHER_SENDS.has(intent.type)) { hud?.toast('You are watching: controls are off'); return false; }
     // What the person aimed at is the picture on screen: the server resolves a poke or grab
     // against the poses of that moment (lag compensation, PROTOCOL.md §15).
-    if (intent.type === 'poke' || (intent.type === 'grab' && intent.phase === 'start')) intent.viewTime = buffer.playTime;
+    if (intent.type === 'poke' || intent.type === 'throw' || (intent.type === 'grab' && intent.phase === 'start')) intent.viewTime = buffer.playTime;
     hook.sent.push(intent);
     if (hook.sent.length > 200) hook.sent.shift();
     const ok = transport.send(intent);

@@ -140,8 +140,9 @@ typedef struct tb_proto_client_msg {
          * TB_PROTO_KBPS_MIN..MAX kbit/s; 0 when absent or nil */
         struct { uint32_t version; tb_proto_name room, kind, scene, name;
                  bool has_kind, has_scene, watch; uint32_t kbps; } hello;
-        struct { double origin[3], velocity[3]; tb_proto_name shape; } throw_;
-        /* view_tick (poke, grab_start; PROTOCOL.md "Lag compensation"): the tick the player was
+        struct { double origin[3], velocity[3]; tb_proto_name shape;
+                 bool has_view_tick; uint32_t view_tick; } throw_;
+        /* view_tick (throw, poke, grab_start; PROTOCOL.md "Lag compensation"): the tick the player was
          * looking at; has_view_tick false when absent or nil (= now) */
         struct { bool has_body; uint32_t body; double point[3], impulse[3];
                  bool has_view_tick; uint32_t view_tick; } poke;
@@ -267,6 +268,7 @@ typedef struct tb_snap_budget_stats {
     uint64_t items_deferred; /* item-snapshots left out */
     uint64_t items_forced;   /* items sent past the budget because they had waited refresh_snapshots */
     uint32_t max_age;        /* the longest wait seen, in snapshots */
+    uint32_t pending;        /* items the last step left out (0: everything that changed went out) */
 } tb_snap_budget_stats;
 tb_snap_budget_stats tb_snap_encoder_budget_stats(const tb_snap_encoder *enc);
 /* Makes dst's baseline src's (same frame and capacity; src stepped at least

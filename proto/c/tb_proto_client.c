@@ -87,6 +87,8 @@ static int decode_fields(const msgpack_object *root, tb_proto_client_msg *m, tb_
         TRY(tb_proto__vec(&f[2], 3, TB_PROTO_MAX_COORD, m->u.throw_.origin, "throw.origin", err));
         TRY(tb_proto__vec(&f[3], 3, TB_PROTO_MAX_SPEED, m->u.throw_.velocity, "throw.velocity", err));
         TRY(tb_proto__str(&f[4], TB_STR_TOKEN, m->u.throw_.shape, TB_PROTO_NAME_MAX, "throw.shape", err));
+        if (root->via.array.size > 5) /* view_tick? (PROTOCOL.md "Lag compensation") */
+            TRY(opt_uint(&f[5], &m->u.throw_.has_view_tick, &m->u.throw_.view_tick, UINT32_MAX, "throw.view_tick", err));
         return TB_OK;
     case TB_MSG_POKE:
         TRY(need(root, 5, name, err));
@@ -214,7 +216,7 @@ int tb_proto_encode_client(msgpack_sbuffer *sb, const tb_proto_client_msg *m)
     static const uint8_t nfields[13] = {0, 0, 5, 5, 5, 4, 3, 4, 4, 3, 0, 0, 0};
     if (m->type < 2 || m->type > 9) return TB_ERR_UNKNOWN_TYPE;
     /* view_tick is written only when given: an input without it is the one it always was */
-    bool view = (m->type == TB_MSG_POKE && m->u.poke.has_view_tick) ||
+    bool view = (m->type == TB_MSG_THROW && m->u.throw_.has_view_tick) || (m->type == TB_MSG_POKE && m->u.poke.has_view_tick) ||
                 (m->type == TB_MSG_GRAB_START && m->u.grab.has_view_tick);
     msgpack_pack_array(&pk, nfields[m->type] + (view ? 1 : 0));
     msgpack_pack_int(&pk, m->type);
@@ -224,6 +226,7 @@ int tb_proto_encode_client(msgpack_sbuffer *sb, const tb_proto_client_msg *m)
         pack_vec(&pk, m->u.throw_.origin);
         pack_vec(&pk, m->u.throw_.velocity);
         tb_proto__pack_str(&pk, m->u.throw_.shape);
+        if (view) msgpack_pack_uint32(&pk, m->u.throw_.view_tick);
         break;
     case TB_MSG_POKE:
         pack_opt_uint(&pk, m->u.poke.has_body, m->u.poke.body);

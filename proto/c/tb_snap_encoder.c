@@ -623,7 +623,12 @@ void tb_snap_encoder_set_budget(tb_snap_encoder *e, uint32_t bits_per_snapshot, 
     e->refresh = refresh_snapshots < 1 ? 1 : refresh_snapshots > 60000 ? 60000 : refresh_snapshots;
 }
 
-tb_snap_budget_stats tb_snap_encoder_budget_stats(const tb_snap_encoder *e) { return e->stats; }
+tb_snap_budget_stats tb_snap_encoder_budget_stats(const tb_snap_encoder *e)
+{
+    tb_snap_budget_stats s = e->stats;
+    s.pending = e->pending;
+    return s;
+}
 
 int tb_snap_encoder_copy_baseline(tb_snap_encoder *dst, const tb_snap_encoder *src)
 {

@@ -220,6 +220,7 @@ const CLIENT_FIELDS = {
 /** Optional trailing fields (absent or nil), written all together when any is given. */
 const CLIENT_OPTIONAL = {
   // lag compensation (PROTOCOL.md "Lag compensation"): the tick the player was looking at
+  throw: [['view_tick', (v) => optUint(v, 0xffffffff, 'throw.view_tick')]],
   poke: [['view_tick', (v) => optUint(v, 0xffffffff, 'poke.view_tick')]],
   grab_start: [['view_tick', (v) => optUint(v, 0xffffffff, 'grab.view_tick')]],
   // a watcher's hello (PROTOCOL.md "Watchers"): true, else not written (false and nil read as a player)

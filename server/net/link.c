@@ -88,6 +88,8 @@ _Static_assert(TB_ROOM_TIERS == TB_METRICS_TIERS, "metrics count every stream ti
 #define TB__SLOW_FOR_NS (300 * TB_NS_PER_MS)
 #define TB__SLOW_FOR_LAN_NS (1500 * TB_NS_PER_MS)
 #define TB__SLOW_FOR_EARLY_NS (100 * TB_NS_PER_MS)
+#define TB__START_KBPS 48u
+#define TB__START_UP_NS (500 * TB_NS_PER_MS)
 #define TB__EARLY_NS (2 * TB_NS_PER_SEC)
 #define TB__SLOW_FRESH_NS (1 * TB_NS_PER_SEC)
 #define TB__UP_CALM_NS (300 * TB_NS_PER_MS)
@@ -348,6 +350,7 @@ void tb_link_joined(tb_session *s)
     s->link.tier = s->link.next = 0;
     s->link.auto_kbps = 0;
     s->link.joined_ns = tb_clock_now_ns();
+    s->link.start_checked = s->link.ramping = false;
     /* the welcome's keyframe is lane 0's: a client with a budget moves to
      * its lane with the lane's first keyframe */
     s->link.lane_now = 0;
@@ -466,6 +469,25 @@ void tb_link_check(tb_session *s, int64_t now)
         l->rate_bytes = 0;
         l->rate_since_ns = now;
     }
+    /* A remote client (its first round trip over 20 ms) starts under a
+     * budget of 64 kbit/s that goes up a level every second of calm (every
+     * 500 ms past 128 kbit/s) while it binds (what it is not tested at
+     * says nothing of the link) until
+     * its link is seen to be the limit (or it has none past 1 Mbit/s), as
+     * a video call starts low and ramps: the full stream at once, on top of
+     * the welcome's keyframe, would put seconds of queue on a slow link
+     * before anything could tell. A client on a LAN or loopback streams as
+     * it always did. */
+    if (!l->start_checked && l->rtt_ns > 0) {
+        l->start_checked = true;
+        if (tb__rtt_min(l) > TB__LAN_RTT_NS && !l->auto_kbps && (!l->kbps || l->kbps > TB__START_KBPS)) {
+            l->auto_kbps = TB__START_KBPS;
+            l->ramping = true;
+            l->ramp_from = 0;
+            tb__relane(s, now);
+            return;
+        }
+    }
     if (l->tier != l->next || l->lane != l->lane_now)
         return; /* a change is on its way (its keyframe): judge it once it shows */
     int64_t q = tb__queue_now(s, now), rtt_min = tb__rtt_min(l);
@@ -480,9 +502,22 @@ void tb_link_check(tb_session *s, int64_t now)
     /* known capacity, and what is written now does not fit it: step down
      * before the queue shows (the scene got busier) */
     bool known = l->capacity_at_ns && now - l->capacity_at_ns < TB__CAPACITY_KEEP_NS;
-    if (known && l->tier < TB_ROOM_TIERS - 1 && l->sent_bps > l->capacity_bps && now - l->changed_ns >= settle) {
+    bool budget_fresh = l->auto_kbps && now - l->budget_ns < 3 * TB_NS_PER_SEC;
+    if (known && !budget_fresh && l->tier < TB_ROOM_TIERS - 1 && l->sent_bps > l->capacity_bps && now - l->changed_ns >= settle) {
         l->queue_at_change_ns = q;
         tb__switch(s, l->tier + 1, now, q, frame_ns);
+        return;
+    }
+    /* a step of the start ramp that a queue follows within 2 s: back to the
+     * level before, which the link carried, and no further ramp (the usual
+     * rules take it from there) */
+    if (l->ramping && l->ramp_from && now - l->last_up_ns < 2 * TB_NS_PER_SEC && q > 2 * TB__Q_LOW_NS + frame_ns) {
+        l->auto_kbps = l->ramp_from;
+        l->ramping = false;
+        double carried = l->ramp_from * 1000.0 / 8;
+        l->capacity_bps = l->delivered_bps > carried ? l->delivered_bps : carried; /* what it carries, for 30 s */
+        l->capacity_at_ns = now;
+        tb__relane(s, now);
         return;
     }
     if (q > TB__Q_HIGH_NS + frame_ns) {
@@ -525,6 +560,7 @@ void tb_link_check(tb_session *s, int64_t now)
         if (!fit && l->slow_bps * 8e-3 >= 2 * tb__ladder[0])
             fit = tb__ladder[0]; /* a long queue on a link that carries the smallest budget twice */
         uint32_t now_budget = tb__budget(l);
+        l->ramping = false;
         if (l->tier == 0 && fit && (!now_budget || fit < now_budget)) {
             l->auto_kbps = fit;
             tb__relane(s, now);
@@ -532,7 +568,7 @@ void tb_link_check(tb_session *s, int64_t now)
         }
         /* a budget just set drains the queue in a few seconds; a keyframe of
          * another tier now would only add to it */
-        if (l->auto_kbps && now - l->budget_ns < 3 * TB_NS_PER_SEC)
+        if (budget_fresh)
             return;
         tb__switch(s, tier, now, q, frame_ns);
         return;
@@ -556,7 +592,14 @@ void tb_link_check(tb_session *s, int64_t now)
             i++;
         uint32_t up = i < TB__LADDER_N ? tb__ladder[i] : 0;
         bool up_fits = known && up && up * 1000.0 / 8 <= 0.8 * capacity;
-        if (l->auto_kbps && ((up_fits && calm >= TB__UP_KNOWN_NS) || (!known && calm >= l->probe_hold_ns))) {
+        /* slowly where slow links are (a second of calm up to 128 kbit/s:
+         * a level over the link fills its queue slowly, and must be seen
+         * before the next), then faster */
+        uint32_t cut = atomic_load_explicit(&s->room->lane_cut_tick[l->lane], memory_order_relaxed);
+        bool binds = cut && (uint32_t)s->room->net_tick - cut < TB_STEP_HZ; /* it left something out in the last second */
+        bool ramp = l->ramping && binds && !known && calm >= (l->auto_kbps <= 128 ? TB_NS_PER_SEC : TB__START_UP_NS);
+        if (l->auto_kbps && (ramp || (up_fits && calm >= TB__UP_KNOWN_NS) || (!known && calm >= l->probe_hold_ns))) {
+            l->ramp_from = l->auto_kbps;
             l->auto_kbps = up;
             if (l->last_up_ns && now - l->last_up_ns > 30 * TB_NS_PER_SEC)
                 l->probe_hold_ns = TB__PROBE_MIN_NS; /* long calm: the link may have changed */

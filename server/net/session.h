@@ -80,6 +80,9 @@ typedef struct tb_link {
     uint32_t auto_kbps;        /* the budget the link set (link.c: a slow link; 0: none) */
     int64_t joined_ns;         /* when the welcome was queued */
     int64_t budget_ns;         /* when the link last changed the budget */
+    bool start_checked;        /* the first round trip was seen: a remote client starts under a budget */
+    bool ramping;              /* that start budget is going up while the link has not been the limit */
+    uint32_t ramp_from;        /* the level before the last step up of the ramp */
     int64_t changed_ns, calm_since_ns, last_up_ns, last_check_ns;
     int64_t queue_at_change_ns;
     int64_t settle_ns;         /* after a change took effect: time for its keyframe to cross */

@@ -94,6 +94,7 @@ typedef struct tb_room {
     tb_snap_encoder *tier_encoder[TB_ROOM_LANES][TB_ROOM_TIERS]; /* worker; [0][0] unused (encoder is lane 0 tier 0) */
     atomic_uint lane_kbps[TB_ROOM_LANES]; /* a lane's budget, kbit/s (network thread sets; [0] = 0: none) */
     int lane_users[TB_ROOM_LANES];       /* sessions joined on each lane (network thread) */
+    atomic_uint lane_cut_tick[TB_ROOM_LANES]; /* the last tick a lane's budget left something out (worker) */
     uint64_t snapshot_index;   /* tick / snapshot_every of the last snapshot: tier t steps when it divides by its stride */
     struct tb_record *record;  /* --record: this room's input log (sim/record.h), or NULL */
     bool frozen;               /* its last checkpoint is made (a drain): no more steps */

@@ -69,6 +69,7 @@ static int tb__decode_input(const tb_proto_client_msg *m, tb_input *in, tb_proto
         in->type = TB_INPUT_THROW;
         tb__f3(in->pos, m->u.throw_.origin);
         tb__f3(in->vec, m->u.throw_.velocity);
+        in->view_tick = m->u.throw_.has_view_tick ? m->u.throw_.view_tick : 0;
         if (strcmp(m->u.throw_.shape, "ball") == 0)
             in->flags = 0;
         else if (strcmp(m->u.throw_.shape, "die") == 0)

@@ -322,6 +322,8 @@ static void tb__tier_snapshots(tb_worker *w, tb_room *room, const tb_snap_input 
             tb_proto_err err;
             if (tb_snap_encoder_step(*enc, in, &err) != TB_OK)
                 continue;
+            if (l && tb_snap_encoder_budget_stats(*enc).pending) /* the budget binds: net/link.c may raise it */
+                atomic_store_explicit(&room->lane_cut_tick[l], (uint32_t)room->tick, memory_order_relaxed);
             const tb_snap_blob *delta = tb_snap_encoder_delta(*enc);
             bool want_key = (atomic_fetch_and_explicit(&room->tier_keys_wanted, ~bit, memory_order_acq_rel) & bit) || !delta;
             tb_msg *key = NULL;

@@ -159,6 +159,32 @@ static void tb__forget_ended_grabs(tb__rigid *r)
     }
 }
 
+/* An aimed throw with the tick its player was looking at (PROTOCOL.md "Lag
+ * compensation"): the player threw into the world it saw `age` steps ago, so
+ * the projectile starts where it would be now had it left then: along its
+ * free flight (gravity only, at most 60 steps, 0.5 s), stopped a radius short
+ * of the first body on the way. Everything it aimed at moved on by the same
+ * time, so it meets them as it would have in that world. */
+static void tb__throw_forward(tb__rigid *r, uint16_t age, float radius, tb_vec3 *pos, tb_vec3 *vel)
+{
+    if (age == 0)
+        return;
+    tb_rigid_world_def def;
+    tb_rigid_world_get_def(r->world, &def);
+    float t = (float)(age < 60 ? age : 60) / 120.0f;
+    tb_vec3 to = tb_v3_mad(tb_v3_mad(*pos, *vel, t), def.gravity, 0.5f * t * t);
+    tb_vec3 path = tb_v3_sub(to, *pos);
+    float len = tb_v3_len(path);
+    tb_rigid_ray_hit hit;
+    if (len > 1e-4f && tb_rigid_world_ray_cast(r->world, *pos, path, len + radius, &hit) == 1) {
+        float f = (hit.distance - radius) / len; /* the chord stands in for the arc: at most 0.5 s of it */
+        t *= f > 0 ? (f < 1 ? f : 1) : 0;
+        to = tb_v3_mad(tb_v3_mad(*pos, *vel, t), def.gravity, 0.5f * t * t);
+    }
+    *pos = tb__inside_tray(to);
+    *vel = tb_v3_mad(*vel, def.gravity, t);
+}
+
 static int tb__throw(tb__rigid *r, const tb_input *in)
 {
     int recycled = 0;
@@ -174,10 +200,20 @@ static int tb__throw(tb__rigid *r, const tb_input *in)
     if (tb_v3_len(v) > 60.0f)
         return TB_ERANGE;
     tb_vec3 spin = in->flags == TB_THROW_DIE ? tb_v3(3.0f, -2.0f, 4.0f) : tb_v3_zero();
-    int id = tb_rigid_throw(r->world, in->flags == TB_THROW_DIE ? TB_THROW_DIE : TB_THROW_BALL,
-                            tb__inside_tray(tb__v(in->pos)), v, spin, r->next_color++ % 8);
+    tb_vec3 from = tb__inside_tray(tb__v(in->pos));
+    tb__throw_forward(r, in->view_age, in->flags == TB_THROW_DIE ? 0.25f : 0.22f, &from, &v);
+    int id = tb_rigid_throw(r->world, in->flags == TB_THROW_DIE ? TB_THROW_DIE : TB_THROW_BALL, from, v, spin,
+                            r->next_color++ % 8);
     if (id < 0)
         return tb_world_error(id);
+    if (in->view_age) { /* where it started, for the server's debug log (tests read it) */
+        r->poked.pending = true;
+        r->poked.type = (uint8_t)in->type;
+        r->poked.client = in->client;
+        r->poked.body = id;
+        r->poked.age = in->view_age;
+        r->poked.point = from;
+    }
     tb_pose_history_forget(r->history, id); /* the id may have been a recycled projectile's */
     r->projectiles[r->projectile_count++] = id;
     return recycled ? TB_ECAP : 0;

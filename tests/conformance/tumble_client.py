@@ -22,7 +22,7 @@ ERR = {
 # §4: client message types and their fields after [type]
 CLIENT = {
     'hello': (1, ['version', 'room', 'kind', 'scene', 'name', 'watch', 'kbps']),
-    'throw': (2, ['seq', 'origin', 'velocity', 'shape']),
+    'throw': (2, ['seq', 'origin', 'velocity', 'shape', 'view_tick']),
     'poke': (3, ['seq', 'body', 'point', 'impulse', 'view_tick']),
     'grab_start': (4, ['seq', 'pointer', 'point', 'body', 'view_tick']),
     'grab_move': (5, ['seq', 'pointer', 'point']),
@@ -36,7 +36,7 @@ CLIENT = {
 }
 CLIENT_BY_TYPE = {t: (name, fields) for name, (t, fields) in CLIENT.items()}
 # §2: optional fields at the end of a message may be left out
-TRAILING_OPTIONAL = {'grab_start': 2, 'action': 1, 'ping': 3, 'hello': 2, 'poke': 1}
+TRAILING_OPTIONAL = {'grab_start': 2, 'action': 1, 'ping': 3, 'hello': 2, 'poke': 1, 'throw': 1}
 # §13: a ping carries its link report (all three fields) or none of it
 REPORT_FIELDS = ('ack_tick', 'rtt_ms', 'recv_bytes')
 
@@ -84,7 +84,7 @@ def encode_client(msg):
     if msg['type'] == 'hello':
         # "Watchers": only a watcher's hello has the 7th field; "Bandwidth budgets": kbps the 8th, when asked for
         fields = fields[:7] if msg.get('kbps') else fields[:6] if msg.get('watch') else fields[:5]
-    if msg['type'] in ('poke', 'grab_start') and msg.get('view_tick') is None:
+    if msg['type'] in ('throw', 'poke', 'grab_start') and msg.get('view_tick') is None:
         fields = fields[:4]  # "Lag compensation": view_tick written only when given
     out = [t] + [_num_form(msg.get(f)) for f in fields]
     return msgpack.packb(out, use_bin_type=True)
@@ -177,7 +177,7 @@ def decode_client(data):
     if name == 'hello' and out['kbps'] is not None:
         if _uint(out['kbps'], 2 ** 32 - 1, 'hello.kbps') < 16 or out['kbps'] > 1000000:
             fail('bad_value', f"hello.kbps: {out['kbps']} kbit/s outside 16..1000000")
-    if name in ('poke', 'grab_start') and out['view_tick'] is not None:
+    if name in ('throw', 'poke', 'grab_start') and out['view_tick'] is not None:
         _uint(out['view_tick'], 2 ** 32 - 1, 'view_tick')
     return out
 

@@ -99,6 +99,7 @@ static void dump_client(js *j, const tb_proto_client_msg *m)
             js_key(j, "origin"); js_dv(j, m->u.throw_.origin, 3);
             js_key(j, "velocity"); js_dv(j, m->u.throw_.velocity, 3);
             KS("shape", m->u.throw_.shape);
+            if (m->u.throw_.has_view_tick) KU("view_tick", m->u.throw_.view_tick); /* only when sent */
             break;
         case TB_MSG_POKE:
             js_key(j, "body"); if (m->u.poke.has_body) js_u(j, m->u.poke.body); else js_null(j);
@@ -469,6 +470,9 @@ static void client_messages(void)
     client_vector("c_throw", &m);
     m.seq = 70000; strcpy(m.u.throw_.shape, "die"); m.u.throw_.velocity[2] = -3.3;
     client_vector("c_throw_die", &m);
+    /* an aimed throw with the tick the player was looking at (PROTOCOL.md "Lag compensation") */
+    m.seq = 9; strcpy(m.u.throw_.shape, "ball"); m.u.throw_.has_view_tick = true; m.u.throw_.view_tick = 123456;
+    client_vector("c_throw_view_tick", &m);
 
     memset(&m, 0, sizeof m); m.type = TB_MSG_POKE; m.seq = 2; m.u.poke.has_body = true; m.u.poke.body = 17;
     m.u.poke.point[0] = 0.1; m.u.poke.point[1] = 0.75; m.u.poke.point[2] = -0.2;

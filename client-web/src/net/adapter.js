@@ -267,7 +267,7 @@ export function createAdapter({ roomId, kind, scene, name, watch = false, kbps =
       case 'resync': return { type: 'resync' };
       case 'poke': return { type: 'poke', seq: next(), body: i.body, point: s3(i.point), impulse: s3(i.impulse), view_tick: viewTick(i) };
       case 'press': return { type: 'poke', seq: next(), body: null, point: s3(i.point), impulse: s3(i.direction).map((x) => x * PRESS_IMPULSE) };
-      case 'throw': return { type: 'throw', seq: next(), origin: s3(i.from), velocity: s3(i.velocity), shape: i.shape === 'die' ? 'die' : 'ball' };
+      case 'throw': return { type: 'throw', seq: next(), origin: s3(i.from), velocity: s3(i.velocity), shape: i.shape === 'die' ? 'die' : 'ball', view_tick: viewTick(i) };
       case 'grab': {
         const pointer = i.pointer & 0xffff;
         if (i.phase === 'start') {
