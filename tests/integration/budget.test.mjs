@@ -44,12 +44,15 @@ async function knead(client, ms) {
   client.send({ type: 'grab_end', pointer: 0 });
 }
 
-// The two clients' pictures of the dough, vertex by vertex: the largest distance.
+// The two clients' pictures of the dough, coordinate by coordinate: the largest
+// difference. Each picture is within the encoder's tolerance of the truth per
+// axis (0.98 mm, PROTOCOL.md §7.7), so two caught-up pictures differ by at most
+// 1.96 mm on any axis (in 3D up to 3.4 mm).
 function largestDifference(a, b) {
   const [x, y] = [a.meshes[0], b.meshes[0]];
   assert.equal(x.length, y.length);
   let worst = 0;
-  for (let i = 0; i < x.length; i += 3) worst = Math.max(worst, Math.hypot(x[i] - y[i], x[i + 1] - y[i + 1], x[i + 2] - y[i + 2]));
+  for (let i = 0; i < x.length; i++) worst = Math.max(worst, Math.abs(x[i] - y[i]));
   return worst;
 }
 
@@ -90,11 +93,11 @@ test('a client that asks for a budget is sent no more than it, and sees every ve
     full.dropSnapshots(); thin.dropSnapshots();
     const [a, b] = [(await full.snapshot()).state, (await thin.snapshot()).state];
     worst = largestDifference(a, b);
-    if (worst <= 0.002) break; // each within 0.98 mm of the truth
+    if (worst <= 0.002) break; // each within 0.98 mm of the truth on every axis
     await sleep(100);
   }
   const took = performance.now() - t0;
-  assert.ok(worst <= 0.002, `the budgeted picture is still ${(worst * 1000).toFixed(2)} mm from the full one 3 s after the rest`);
+  assert.ok(worst <= 0.002, `the budgeted picture is still ${(worst * 1000).toFixed(2)} mm (on one axis) from the full one 3 s after the rest`);
   console.log(`# ${note}; the budgeted picture caught up ${took.toFixed(0)} ms after the dough slept`);
   full.close(); thin.close();
 });
