@@ -102,6 +102,7 @@ struct tb_snap_encoder {
     uint32_t budget_bits, refresh;                 /* bits per snapshot (0: none), max snapshots an item waits */
     int64_t credit;                                /* bits the next snapshot may spend */
     uint32_t pending;                              /* items the last step left out of tolerance and unsent */
+    bool budget_used;                              /* ever had a budget: the states' priorities and ages may be set */
     tb_snap_budget_stats stats;
 };
 
@@ -620,6 +621,7 @@ void tb_snap_encoder_set_budget(tb_snap_encoder *e, uint32_t bits_per_snapshot, 
     if (bits_per_snapshot != e->budget_bits)
         e->credit = bits_per_snapshot;
     e->budget_bits = bits_per_snapshot;
+    e->budget_used = e->budget_used || bits_per_snapshot > 0;
     e->refresh = refresh_snapshots < 1 ? 1 : refresh_snapshots > 60000 ? 60000 : refresh_snapshots;
 }
 
@@ -657,6 +659,7 @@ int tb_snap_encoder_copy_baseline(tb_snap_encoder *dst, const tb_snap_encoder *s
     dst->have_delta = false;
     dst->key_valid = false;
     dst->pending = src->pending;
+    dst->budget_used = dst->budget_used || src->budget_used;
     return TB_OK;
 }
 
@@ -806,9 +809,14 @@ static void budget_select(tb_snap_encoder *e, int pred, const int *mpred)
     }
 }
 
-/* No budget: nothing waits. */
+/* No budget: nothing waits. An encoder that never had one keeps its
+ * priorities and ages at 0 from the start (the snapshot path of every
+ * unbudgeted room pays nothing for budgets). */
 static void budget_clear(tb_snap_encoder *e)
 {
+    e->pending = 0;
+    if (!e->budget_used)
+        return;
     memset(e->cand.prio, 0, e->cand.body_count * sizeof *e->cand.prio);
     memset(e->cand.age, 0, e->cand.body_count * sizeof *e->cand.age);
     for (uint32_t m = 0; m < e->frame.mesh_count; m++) {

@@ -85,3 +85,20 @@ int tb_rigid_world_ray_cast(const tb_rigid_world *w, tb_vec3 origin, tb_vec3 dir
     }
     return found;
 }
+
+float tb_rigid_world_fly(const tb_rigid_world *w, float radius, float t, tb_vec3 *pos, tb_vec3 *vel)
+{
+    assert(w && pos && vel);
+    tb_vec3 to = tb_v3_mad(tb_v3_mad(*pos, *vel, t), w->gravity, 0.5f * t * t);
+    tb_vec3 path = tb_v3_sub(to, *pos);
+    float len = tb_v3_len(path);
+    tb_rigid_ray_hit hit;
+    if (len > 1e-4f && tb_rigid_world_ray_cast(w, *pos, path, len + radius, &hit) == 1) {
+        float f = (hit.distance - radius) / len;
+        t *= f > 0 ? (f < 1 ? f : 1) : 0;
+        to = tb_v3_mad(tb_v3_mad(*pos, *vel, t), w->gravity, 0.5f * t * t);
+    }
+    *pos = to;
+    *vel = tb_v3_mad(*vel, w->gravity, t);
+    return t;
+}

@@ -204,6 +204,12 @@ int tb_rigid_world_get_contacts(const tb_rigid_world *world, tb_rigid_contact_in
  * (dir need not be unit). Returns 1 and fills *hit, 0 for no hit, or an error. */
 int tb_rigid_world_ray_cast(const tb_rigid_world *world, tb_vec3 origin, tb_vec3 dir,
                             float max_distance, tb_rigid_ray_hit *hit);
+/* Free flight: where a ball of `radius` leaving *pos at *vel is after t
+ * seconds under the world's gravity, or a radius short of the first body on
+ * that path (a ray along the chord, which stands in for the arc: keep t
+ * short); *pos and *vel become its position and velocity then. Returns the
+ * time flown. */
+float tb_rigid_world_fly(const tb_rigid_world *world, float radius, float t, tb_vec3 *pos, tb_vec3 *vel);
 
 /* ---- bodies ------------------------------------------------------------------------- */
 

@@ -153,3 +153,33 @@ bool tb_pose_history_at(const tb_pose_history *h, int body, uint64_t step, uint6
     tb__blend(pa, qa, pb, qb, t > 1.0f ? 1.0f : t, pos, rot);
     return true;
 }
+
+void tb_pose_history_record(tb_pose_history *h, const tb_rigid_world *world)
+{
+    uint64_t step = tb_rigid_world_step_count(world);
+    if (step % TB_POSE_HISTORY_EVERY != 0)
+        return;
+    tb_pose_history_begin(h, step);
+    for (int id = tb_rigid_world_next_body(world, -1); id >= 0; id = tb_rigid_world_next_body(world, id)) {
+        tb_vec3 p;
+        tb_quat q;
+        if (tb_rigid_body_get_pose(world, id, &p, &q) == 0)
+            tb_pose_history_put(h, id, p, q);
+    }
+}
+
+tb_vec3 tb_pose_history_point_now(const tb_pose_history *h, const tb_rigid_world *world, int body, tb_vec3 seen, int age)
+{
+    tb_vec3 p_now, p_then;
+    tb_quat q_now, q_then;
+    if (age <= 0 || tb_rigid_body_get_pose(world, body, &p_now, &q_now) < 0)
+        return seen;
+    if (age > TB_POSE_HISTORY_STEPS - 4)
+        age = TB_POSE_HISTORY_STEPS - 4;
+    uint64_t now = tb_rigid_world_step_count(world);
+    if ((uint64_t)age >= now || !tb_pose_history_at(h, body, now - (uint64_t)age, now, p_now, q_now, &p_then, &q_then))
+        return seen;
+    tb_vec3 local = tb_q_inv_rotate(q_then, tb_v3_sub(seen, p_then));
+    return tb_v3_add(p_now, tb_q_rotate(q_now, local));
+}
+

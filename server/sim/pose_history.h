@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "physics/rigid.h"
 #include "physics/tb_math.h"
 
 #define TB_POSE_HISTORY_EVERY 2  /* steps between two recorded slots (the snapshot rate's cadence) */
@@ -41,5 +42,19 @@ void tb_pose_history_put(tb_pose_history *h, int body, tb_vec3 pos, tb_quat rot)
  * came later). */
 bool tb_pose_history_at(const tb_pose_history *h, int body, uint64_t step, uint64_t now_step, tb_vec3 now_pos,
                         tb_quat now_rot, tb_vec3 *pos, tb_quat *rot);
+
+/* A rigid world's step: on every TB_POSE_HISTORY_EVERY-th, every body's pose
+ * into a new slot. */
+void tb_pose_history_record(tb_pose_history *h, const tb_rigid_world *world);
+/* Lag compensation (PROTOCOL.md "Lag compensation"). The player aimed at
+ * `seen`, a world point on `body` as it stood `age` steps ago (the state its
+ * screen showed). With that pose (p_then, q_then) and the pose now:
+ *     local = q_then^-1 (seen - p_then)       the point in the body's frame
+ *     point = p_now + q_now local             where that point is now
+ * so the input lands on the spot of the body the player clicked, however far
+ * the body has moved since. An age beyond the history (0.53 s) is capped at
+ * what it holds (0.5 s); without a pose then (a body newer than that),
+ * `seen` is returned as it is. */
+tb_vec3 tb_pose_history_point_now(const tb_pose_history *h, const tb_rigid_world *world, int body, tb_vec3 seen, int age);
 
 #endif

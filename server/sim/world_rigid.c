@@ -159,32 +159,28 @@ static void tb__forget_ended_grabs(tb__rigid *r)
     }
 }
 
-/* An aimed throw with the tick its player was looking at (PROTOCOL.md "Lag
- * compensation"): the player threw into the world it saw `age` steps ago, so
- * the projectile starts where it would be now had it left then: along its
- * free flight (gravity only, at most 60 steps, 0.5 s), stopped a radius short
- * of the first body on the way. Everything it aimed at moved on by the same
- * time, so it meets them as it would have in that world. */
-static void tb__throw_forward(tb__rigid *r, uint16_t age, float radius, tb_vec3 *pos, tb_vec3 *vel)
+/* Where a poke or grab landed, told after the next step (rigid_poll_event). */
+static void tb__note(tb__rigid *r, const tb_input *in, int body, tb_vec3 point)
 {
-    if (age == 0)
-        return;
-    tb_rigid_world_def def;
-    tb_rigid_world_get_def(r->world, &def);
-    float t = (float)(age < 60 ? age : 60) / 120.0f;
-    tb_vec3 to = tb_v3_mad(tb_v3_mad(*pos, *vel, t), def.gravity, 0.5f * t * t);
-    tb_vec3 path = tb_v3_sub(to, *pos);
-    float len = tb_v3_len(path);
-    tb_rigid_ray_hit hit;
-    if (len > 1e-4f && tb_rigid_world_ray_cast(r->world, *pos, path, len + radius, &hit) == 1) {
-        float f = (hit.distance - radius) / len; /* the chord stands in for the arc: at most 0.5 s of it */
-        t *= f > 0 ? (f < 1 ? f : 1) : 0;
-        to = tb_v3_mad(tb_v3_mad(*pos, *vel, t), def.gravity, 0.5f * t * t);
-    }
-    *pos = tb__inside_tray(to);
-    *vel = tb_v3_mad(*vel, def.gravity, t);
+    r->poked.pending = true;
+    r->poked.type = in->type;
+    r->poked.client = in->client;
+    r->poked.body = body;
+    r->poked.age = in->view_age;
+    r->poked.point = point;
 }
 
+/* Projectile slot i (oldest first) is free again. */
+static void tb__drop_projectile(tb__rigid *r, int i)
+{
+    memmove(r->projectiles + i, r->projectiles + i + 1, (size_t)(r->projectile_count - i - 1) * sizeof r->projectiles[0]);
+    r->projectile_count--;
+}
+
+/* An aimed throw with the tick its player was looking at (PROTOCOL.md "Lag
+ * compensation") starts where it would be now had it left then (at most
+ * 60 steps, 0.5 s, of its free flight: tb_rigid_world_fly), so it meets what
+ * it was aimed at, which moved on by the same time, as in that world. */
 static int tb__throw(tb__rigid *r, const tb_input *in)
 {
     int recycled = 0;
@@ -192,8 +188,7 @@ static int tb__throw(tb__rigid *r, const tb_input *in)
         int oldest = r->projectiles[0];
         tb_rigid_world_remove_body(r->world, oldest);
         tb__forget_ended_grabs(r);
-        memmove(r->projectiles, r->projectiles + 1, (TB__PROJECTILE_CAP - 1) * sizeof r->projectiles[0]);
-        r->projectile_count--;
+        tb__drop_projectile(r, 0);
         recycled = 1;
     }
     tb_vec3 v = tb__v(in->vec);
@@ -201,19 +196,17 @@ static int tb__throw(tb__rigid *r, const tb_input *in)
         return TB_ERANGE;
     tb_vec3 spin = in->flags == TB_THROW_DIE ? tb_v3(3.0f, -2.0f, 4.0f) : tb_v3_zero();
     tb_vec3 from = tb__inside_tray(tb__v(in->pos));
-    tb__throw_forward(r, in->view_age, in->flags == TB_THROW_DIE ? 0.25f : 0.22f, &from, &v);
+    if (in->view_age) {
+        tb_rigid_world_fly(r->world, in->flags == TB_THROW_DIE ? 0.25f : 0.22f,
+                           (float)(in->view_age < 60 ? in->view_age : 60) / 120.0f, &from, &v);
+        from = tb__inside_tray(from);
+    }
     int id = tb_rigid_throw(r->world, in->flags == TB_THROW_DIE ? TB_THROW_DIE : TB_THROW_BALL, from, v, spin,
                             r->next_color++ % 8);
     if (id < 0)
         return tb_world_error(id);
-    if (in->view_age) { /* where it started, for the server's debug log (tests read it) */
-        r->poked.pending = true;
-        r->poked.type = (uint8_t)in->type;
-        r->poked.client = in->client;
-        r->poked.body = id;
-        r->poked.age = in->view_age;
-        r->poked.point = from;
-    }
+    if (in->view_age) /* where it started, for the server's debug log (tests read it) */
+        tb__note(r, in, id, from);
     tb_pose_history_forget(r->history, id); /* the id may have been a recycled projectile's */
     r->projectiles[r->projectile_count++] = id;
     return recycled ? TB_ECAP : 0;
@@ -236,59 +229,6 @@ static int tb__nearest_body(const tb__rigid *r, tb_vec3 p, float reach)
     return best;
 }
 
-/* Lag compensation (PROTOCOL.md "Lag compensation"). The player aimed at
- * `seen`, a world point on the body as it stood `age` steps ago (the state
- * its screen showed). With that pose (p_then, q_then) from the history and
- * the pose now (p_now, q_now):
- *     local = q_then^-1 (seen - p_then)       the point in the body's frame
- *     point = p_now + q_now local             where that point is now
- * so the input lands on the spot of the body the player clicked, however
- * far the body has moved since. An age beyond the history (0.53 s) is
- * capped at what it holds (0.5 s); without a pose then (a body newer than
- * that), `seen` is used as it is. */
-static tb_vec3 tb__point_now(const tb__rigid *r, int body, tb_vec3 seen, int age)
-{
-    tb_vec3 p_now, p_then;
-    tb_quat q_now, q_then;
-    if (age <= 0 || tb_rigid_body_get_pose(r->world, body, &p_now, &q_now) < 0)
-        return seen;
-    if (age > TB_POSE_HISTORY_STEPS - 4)
-        age = TB_POSE_HISTORY_STEPS - 4;
-    uint64_t now = tb_rigid_world_step_count(r->world);
-    if ((uint64_t)age >= now ||
-        !tb_pose_history_at(r->history, body, now - (uint64_t)age, now, p_now, q_now, &p_then, &q_then))
-        return seen;
-    tb_vec3 local = tb_q_inv_rotate(q_then, tb_v3_sub(seen, p_then));
-    return tb_v3_add(p_now, tb_q_rotate(q_now, local));
-}
-
-/* Every second step, every body's pose into the history; an idle step
- * moved nothing, so the newest slot still holds the truth. */
-static void tb__record_poses(tb__rigid *r)
-{
-    uint64_t step = tb_rigid_world_step_count(r->world);
-    if (r->last_step_idle || step % TB_POSE_HISTORY_EVERY != 0)
-        return;
-    tb_pose_history_begin(r->history, step);
-    for (int id = tb_rigid_world_next_body(r->world, -1); id >= 0; id = tb_rigid_world_next_body(r->world, id)) {
-        tb_vec3 p;
-        tb_quat q;
-        if (tb_rigid_body_get_pose(r->world, id, &p, &q) == 0)
-            tb_pose_history_put(r->history, id, p, q);
-    }
-}
-
-/* Where a poke or grab landed, told after the next step (rigid_poll_event). */
-static void tb__note(tb__rigid *r, const tb_input *in, int body, tb_vec3 point)
-{
-    r->poked.pending = true;
-    r->poked.type = in->type;
-    r->poked.client = in->client;
-    r->poked.body = body;
-    r->poked.age = in->view_age;
-    r->poked.point = point;
-}
-
 /* A poke on a body (lag compensated), or along a ray from `pos` when it names none. */
 static int tb__poke(tb__rigid *r, const tb_input *in)
 {
@@ -302,7 +242,7 @@ static int tb__poke(tb__rigid *r, const tb_input *in)
         body = hit.body;
         point = hit.point;
     } else {
-        point = tb__point_now(r, body, point, in->view_age);
+        point = tb_pose_history_point_now(r->history, r->world, body, point, in->view_age);
     }
     /* A poke nudges: it changes the body's speed by at most TB__POKE_MAX_DV
      * whatever its mass (a 3 N s tap sent a 0.4 kg plank from the top of
@@ -335,7 +275,7 @@ static int rigid_apply_input(void *world, const tb_input *in)
         int body = in->target >= 0 ? in->target : tb__nearest_body(r, at, 0.6f);
         if (body < 0)
             return TB_ENOBODY;
-        at = tb__point_now(r, body, at, in->view_age);
+        at = tb_pose_history_point_now(r->history, r->world, body, at, in->view_age);
         grab = tb_rigid_world_grab_start(r->world, body, at);
         if (grab < 0)
             return tb_world_error(grab);
@@ -383,7 +323,8 @@ static void rigid_step(void *world, float dt)
     uint64_t idle = tb_rigid_world_idle_steps(r->world);
     tb_rigid_world_step(r->world, dt);
     r->last_step_idle = tb_rigid_world_idle_steps(r->world) != idle;
-    tb__record_poses(r);
+    if (!r->last_step_idle) /* an idle step moved nothing: the newest slot still holds the truth */
+        tb_pose_history_record(r->history, r->world);
 }
 
 static void rigid_info(const void *world, tb_world_info *out)
@@ -691,9 +632,7 @@ static int rigid_check(void *world)
             if (!inside) {
                 for (int i = 0; i < r->projectile_count; i++)
                     if (r->projectiles[i] == id) {
-                        memmove(r->projectiles + i, r->projectiles + i + 1,
-                                (size_t)(r->projectile_count - i - 1) * sizeof r->projectiles[0]);
-                        r->projectile_count--;
+                        tb__drop_projectile(r, i);
                         break;
                     }
                 tb_rigid_world_remove_body(r->world, id);

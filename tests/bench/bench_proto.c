@@ -114,12 +114,9 @@ static double quat_angle_deg(const float a[4], const float b[4])
     return 2.0 * acos(d > 1.0 ? 1.0 : d) * 57.29577951308232;
 }
 
-static void measure_budget(const capture *c, const tb_bench_opts *opts);
-static int budget_kbps;
-
-static void measure(const capture *c, const tb_bench_opts *opts)
+/* The welcome a client of a captured scene gets (its keyframe added when encoded). */
+static const tb_proto_welcome *bench_welcome(const capture *c)
 {
-    if (budget_kbps > 0) { measure_budget(c, opts); return; }
     static tb_proto_welcome wel;
     memset(&wel, 0, sizeof wel);
     wel.version = 1; wel.tick_rate = 120; wel.snap_rate = SNAP_HZ;
@@ -127,6 +124,24 @@ static void measure(const capture *c, const tb_bench_opts *opts)
     for (int a = 0; a < 3; a++) { wel.st.bounds_min[a] = c->frame.bounds_min[a]; wel.st.bounds_max[a] = c->frame.bounds_max[a]; }
     wel.st.mesh_count = c->frame.mesh_count;
     for (uint32_t m = 0; m < c->frame.mesh_count; m++) { strcpy(wel.st.meshes[m].kind, "cloth"); wel.st.meshes[m].verts = c->frame.mesh_verts[m]; }
+    return &wel;
+}
+
+/* Captured state i as the encoder's input (snapshot i is tick TICK0 + 2i). */
+static tb_snap_input captured(const capture *c, int i)
+{
+    tb_snap_input in = {.tick = TICK0 + (uint32_t)(2 * i), .awake = c->awake[i], .bodies = c->bodies[i], .body_count = c->body_count[i]};
+    for (uint32_t m = 0; m < c->frame.mesh_count; m++) in.verts[m] = c->verts[m][i];
+    return in;
+}
+
+static void measure_budget(const capture *c, const tb_bench_opts *opts);
+static int budget_kbps;
+
+static void measure(const capture *c, const tb_bench_opts *opts)
+{
+    if (budget_kbps > 0) { measure_budget(c, opts); return; }
+    const tb_proto_welcome *wel = bench_welcome(c);
 
     int runs = opts->runs;
     double *enc_us = calloc((size_t)runs, sizeof(double)), *dec_us = calloc((size_t)runs, sizeof(double));
@@ -147,12 +162,11 @@ static void measure(const capture *c, const tb_bench_opts *opts)
         /* TB_BENCH_PROTO_NEAREST=1: plain nearest-cell quantization, to see what spending the error budget saves */
         const char *nearest = getenv("TB_BENCH_PROTO_NEAREST");
         if (nearest && *nearest == '1') tb_snap_encoder_set_tolerance(enc, 0, 0, 0);
-        tb_snap_input in = {.tick = TICK0, .awake = c->awake[0], .bodies = c->bodies[0], .body_count = c->body_count[0]};
-        for (uint32_t m = 0; m < c->frame.mesh_count; m++) in.verts[m] = c->verts[m][0];
+        tb_snap_input in = captured(c, 0);
         if (tb_snap_encoder_step(enc, &in, &err)) { fprintf(stderr, "bench proto: %s\n", err.msg); exit(1); }
         msgpack_sbuffer sb;
         msgpack_sbuffer_init(&sb);
-        tb_proto_encode_welcome(&sb, &wel, tb_snap_encoder_key(enc));
+        tb_proto_encode_welcome(&sb, wel, tb_snap_encoder_key(enc));
         /* TB_BENCH_PROTO_DUMP=dir: the frames a client receives, for proto/js/bench-decode.mjs
          * (each frame as a 4-byte little-endian length and the bytes; the welcome first) */
         const char *dump_dir = getenv("TB_BENCH_PROTO_DUMP");
@@ -168,11 +182,7 @@ static void measure(const capture *c, const tb_bench_opts *opts)
         msgpack_sbuffer_destroy(&sb);
         double t_enc = 0, t_dec = 0;
         for (int i = 1; i < c->count; i++) {
-            in.tick = TICK0 + (uint32_t)(2 * i);
-            in.awake = c->awake[i];
-            in.bodies = c->bodies[i];
-            in.body_count = c->body_count[i];
-            for (uint32_t m = 0; m < c->frame.mesh_count; m++) in.verts[m] = c->verts[m][i];
+            in = captured(c, i);
             double t0 = cpu_now_us();
             if (tb_snap_encoder_step(enc, &in, &err)) { fprintf(stderr, "bench proto: %s\n", err.msg); exit(1); }
             size_t n = tb_snap_write(frame, sizeof frame, tb_snap_encoder_delta(enc), LAST_SEQ);
@@ -270,13 +280,7 @@ static int cmp_float(const void *a, const void *b)
 
 static void measure_budget(const capture *c, const tb_bench_opts *opts)
 {
-    static tb_proto_welcome wel;
-    memset(&wel, 0, sizeof wel);
-    wel.version = 1; wel.tick_rate = 120; wel.snap_rate = SNAP_HZ;
-    strcpy(wel.room, "bench"); strcpy(wel.kind, "bench"); strcpy(wel.scene, "bench"); strcpy(wel.server, "bench");
-    for (int a = 0; a < 3; a++) { wel.st.bounds_min[a] = c->frame.bounds_min[a]; wel.st.bounds_max[a] = c->frame.bounds_max[a]; }
-    wel.st.mesh_count = c->frame.mesh_count;
-    for (uint32_t m = 0; m < c->frame.mesh_count; m++) { strcpy(wel.st.meshes[m].kind, "cloth"); wel.st.meshes[m].verts = c->frame.mesh_verts[m]; }
+    const tb_proto_welcome *wel = bench_welcome(c);
     static uint8_t frame[TB_PROTO_MAX_SERVER_MSG];
     uint32_t bits = (uint32_t)((uint64_t)budget_kbps * 1000u / SNAP_HZ), refresh = SNAP_HZ / 2;
     int runs = opts->runs;
@@ -302,21 +306,16 @@ static void measure_budget(const capture *c, const tb_bench_opts *opts)
         tb_proto_err err;
         if (!enc || !dec) { fprintf(stderr, "bench proto: encoder/decoder create failed\n"); exit(1); }
         tb_snap_encoder_set_budget(enc, bits, refresh);
-        tb_snap_input in = {.tick = TICK0, .awake = c->awake[0], .bodies = c->bodies[0], .body_count = c->body_count[0]};
-        for (uint32_t m = 0; m < c->frame.mesh_count; m++) in.verts[m] = c->verts[m][0];
+        tb_snap_input in = captured(c, 0);
         if (tb_snap_encoder_step(enc, &in, &err)) { fprintf(stderr, "bench proto: %s\n", err.msg); exit(1); }
         msgpack_sbuffer sb;
         msgpack_sbuffer_init(&sb);
-        tb_proto_encode_welcome(&sb, &wel, tb_snap_encoder_key(enc));
+        tb_proto_encode_welcome(&sb, wel, tb_snap_encoder_key(enc));
         if (tb_snap_decoder_apply(dec, (const uint8_t *)sb.data, sb.size, &err)) { fprintf(stderr, "bench proto: welcome: %s\n", err.msg); exit(1); }
         msgpack_sbuffer_destroy(&sb);
         double t_enc = 0;
         for (int i = 1; i < c->count; i++) {
-            in.tick = TICK0 + (uint32_t)(2 * i);
-            in.awake = c->awake[i];
-            in.bodies = c->bodies[i];
-            in.body_count = c->body_count[i];
-            for (uint32_t m = 0; m < c->frame.mesh_count; m++) in.verts[m] = c->verts[m][i];
+            in = captured(c, i);
             double t0 = cpu_now_us();
             if (tb_snap_encoder_step(enc, &in, &err)) { fprintf(stderr, "bench proto: %s\n", err.msg); exit(1); }
             size_t n = tb_snap_write(frame, sizeof frame, tb_snap_encoder_delta(enc), LAST_SEQ);

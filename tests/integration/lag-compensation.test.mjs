@@ -43,6 +43,27 @@ function poseAt(client, n) {
   return { pos: pa.pos.map((x, i) => x + (pb.pos[i] - x) * t), rot: rot.map((x) => x / len) };
 }
 
+// Carry the plank: lift it 0.6 m, then along z at 1 m/s, a target every 10 ms.
+// Returns the function that stops and lets go.
+function carry(carrier, start) {
+  carrier.send({ type: 'grab_start', pointer: 0, point: start, body: PLANK });
+  const t0 = performance.now();
+  let carrying = true;
+  const loop = (async () => {
+    while (carrying) {
+      const s = (performance.now() - t0) / 1000;
+      const target = s < 0.4 ? [start[0], start[1] + 1.5 * s, start[2]] : [start[0], start[1] + 0.6, start[2] - (s - 0.4)];
+      carrier.send({ type: 'grab_move', pointer: 0, point: target });
+      await sleep(10);
+    }
+  })();
+  return async () => {
+    carrying = false;
+    await loop;
+    carrier.send({ type: 'grab_end', pointer: 0 });
+  };
+}
+
 // The server's debug line for this client's poke (or grab) number k.
 async function pokeLanded(srv, clientId, k, what = 'poke') {
   const re = new RegExp(`${what} by client ${clientId} on body ${PLANK} applied at \\((\\S+), (\\S+), (\\S+)\\) to the state of tick (\\d+), view (\\d+) steps back`, 'g');
@@ -68,19 +89,7 @@ test('a poke aimed at a moving plank 150 ms away lands within 1 cm of the clicke
   carrier.dropSnapshots();
   const start = (await carrier.snapshot()).state.bodies.get(PLANK).pos;
 
-  // Carry the plank: lift it 0.6 m, then along z at 1 m/s, a target every 10 ms.
-  carrier.send({ type: 'grab_start', pointer: 0, point: start, body: PLANK });
-  let target;
-  const t0 = performance.now();
-  let carrying = true;
-  const carry = (async () => {
-    while (carrying) {
-      const s = (performance.now() - t0) / 1000;
-      target = s < 0.4 ? [start[0], start[1] + 1.5 * s, start[2]] : [start[0], start[1] + 0.6, start[2] - (s - 0.4)];
-      carrier.send({ type: 'grab_move', pointer: 0, point: target });
-      await sleep(10);
-    }
-  })();
+  const stopCarrying = carry(carrier, start);
 
   // Aim from the remote player's newest snapshot while the plank is in steady flight.
   const aim = async (withTick, grab = false) => {
@@ -100,9 +109,7 @@ test('a poke aimed at a moving plank 150 ms away lands within 1 cm of the clicke
   await sleep(250);
   const seenGrab = await aim(true, true); // a grab point is resolved the same way
   await sleep(400);
-  carrying = false;
-  await carry;
-  carrier.send({ type: 'grab_end', pointer: 0 });
+  await stopCarrying();
   remote.send({ type: 'grab_end', pointer: 7 });
 
   const landed = [await pokeLanded(srv, welcome.client_id, 0), await pokeLanded(srv, welcome.client_id, 1),
@@ -152,17 +159,7 @@ test('an aimed throw 150 ms away meets a moving plank where the player led it; w
   await sleep(300);
   carrier.dropSnapshots();
   const start = (await carrier.snapshot()).state.bodies.get(PLANK).pos;
-  carrier.send({ type: 'grab_start', pointer: 0, point: start, body: PLANK });
-  const t0 = performance.now();
-  let carrying = true;
-  const carry = (async () => {
-    while (carrying) {
-      const s = (performance.now() - t0) / 1000;
-      const target = s < 0.4 ? [start[0], start[1] + 1.5 * s, start[2]] : [start[0], start[1] + 0.6, start[2] - (s - 0.4)];
-      carrier.send({ type: 'grab_move', pointer: 0, point: target });
-      await sleep(10);
-    }
-  })();
+  const stopCarrying = carry(carrier, start);
 
   const G = [0, -9.81, 0], T = 0.4;
   const throwAt = async (withTick) => {
@@ -182,9 +179,7 @@ test('an aimed throw 150 ms away meets a moving plank where the player led it; w
   await sleep(900);
   thrown.push(await throwAt(false));
   await sleep(900);
-  carrying = false;
-  await carry;
-  carrier.send({ type: 'grab_end', pointer: 0 });
+  await stopCarrying();
 
   const snaps = carrier.inbox.filter((m) => (m.type === 'snap_delta' || m.type === 'snap_key') && m.state);
   const miss = thrown.map(({ known }, k) => {

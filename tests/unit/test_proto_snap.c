@@ -491,6 +491,22 @@ static void a_room_at_rest_takes_the_shortcut_with_the_same_bytes(void **s)
  * client and must equal that encoder's keyframe. Counts bytes of both and the
  * longest run of snapshots any body or vertex spent out of the promised bounds
  * in the client's copy. */
+static tb_proto_frame two_meshes(void)
+{
+    tb_proto_frame fr = room;
+    fr.mesh_count = 2; fr.mesh_verts[0] = NV; fr.mesh_verts[1] = NV;
+    return fr;
+}
+
+/* A client holds exactly the state the encoder's keyframe carries. */
+static void assert_holds_the_keyframe(const tb_snap_decoder *client, const tb_proto_frame *fr, tb_snap_encoder *enc)
+{
+    tb_snap_decoder *keyed = tb_snap_decoder_create(MAXB);
+    prime_decoder(keyed, fr, tb_snap_encoder_key(enc));
+    assert_same_state(client, keyed);
+    tb_snap_decoder_destroy(keyed);
+}
+
 typedef struct budget_run { size_t plain_bytes, budget_bytes; int longest_stale, stale_at_end; uint64_t deferred; } budget_run;
 
 static budget_run run_budget(uint32_t bits, uint32_t refresh, int steps, int rest_after)
@@ -498,8 +514,7 @@ static budget_run run_budget(uint32_t bits, uint32_t refresh, int steps, int res
     static world w;
     rng_state = 0x9E3779B97F4A7C15ull;
     world_init(&w, 40);
-    tb_proto_frame fr = room;
-    fr.mesh_count = 2; fr.mesh_verts[0] = NV; fr.mesh_verts[1] = NV;
+    tb_proto_frame fr = two_meshes();
     tb_snap_encoder *plain = tb_snap_encoder_create(&fr, MAXB), *enc = tb_snap_encoder_create(&fr, MAXB);
     tb_snap_decoder *client = tb_snap_decoder_create(MAXB), *fresh = tb_snap_decoder_create(MAXB);
     assert_non_null(plain); assert_non_null(enc); assert_non_null(client); assert_non_null(fresh);
@@ -524,12 +539,7 @@ static budget_run run_budget(uint32_t bits, uint32_t refresh, int steps, int res
         r.plain_bytes += n;
         assert_int_equal(apply_blob(client, tb_snap_encoder_delta(enc), 1, &n), TB_OK);
         r.budget_bytes += n;
-        /* the client's state is the budgeted encoder's baseline: its keyframe decodes to the same */
-        static tb_snap_decoder *keyed;
-        keyed = tb_snap_decoder_create(MAXB);
-        prime_decoder(keyed, &fr, tb_snap_encoder_key(enc));
-        assert_same_state(client, keyed);
-        tb_snap_decoder_destroy(keyed);
+        assert_holds_the_keyframe(client, &fr, enc); /* the client's state is the budgeted encoder's baseline */
         int stale_now = 0;
         for (uint32_t i = 0; i < w.n; i++) {
             tb_proto_body b;
@@ -608,8 +618,7 @@ static void a_copied_baseline_lets_a_client_change_streams_without_a_keyframe(vo
     static world w;
     rng_state = 0x1234ull;
     world_init(&w, 20);
-    tb_proto_frame fr = room;
-    fr.mesh_count = 2; fr.mesh_verts[0] = NV; fr.mesh_verts[1] = NV;
+    tb_proto_frame fr = two_meshes();
     tb_snap_encoder *room_enc = tb_snap_encoder_create(&fr, MAXB), *lane = tb_snap_encoder_create(&fr, MAXB);
     tb_snap_decoder *client = tb_snap_decoder_create(MAXB);
     tb_proto_err err;
@@ -631,10 +640,7 @@ static void a_copied_baseline_lets_a_client_change_streams_without_a_keyframe(vo
         assert_int_equal(tb_snap_encoder_step(room_enc, &in, &err), TB_OK);
         assert_int_equal(tb_snap_encoder_step(lane, &in, &err), TB_OK);
         assert_int_equal(apply_blob(client, tb_snap_encoder_delta(lane), 1, NULL), TB_OK);
-        tb_snap_decoder *keyed = tb_snap_decoder_create(MAXB);
-        prime_decoder(keyed, &fr, tb_snap_encoder_key(lane));
-        assert_same_state(client, keyed);
-        tb_snap_decoder_destroy(keyed);
+        assert_holds_the_keyframe(client, &fr, lane);
     }
     /* another frame cannot take it */
     tb_proto_frame other = room;
