@@ -101,6 +101,7 @@ _Static_assert(TB_ROOM_TIERS == TB_METRICS_TIERS, "metrics count every stream ti
 static int64_t tb__max64(int64_t a, int64_t b) { return a > b ? a : b; }
 static int64_t tb__queue_now(tb_session *s, int64_t now);
 static int64_t tb__rtt_min(const tb_link *l);
+static uint32_t tb__budget(const tb_link *l);
 
 /* What the link carries: the delivery rate seen while it was the limit,
  * for 30 s; otherwise what it delivers now (a lower bound). */
@@ -174,6 +175,13 @@ static void tb__delivered(tb_link *l, double bytes, int64_t dt, int64_t q, int64
      * capacity is no longer known, and the rate may climb at once */
     if (l->capacity_at_ns && bytes >= 2048 && bps > 1.5 * l->capacity_bps)
         l->capacity_at_ns = 0;
+    /* the budget was used and the link kept up: only that says it carries
+     * this level (a budget a quiet scene leaves unspent proves nothing) */
+    uint32_t budget = tb__budget(l);
+    if (budget && dt >= 100 * TB_NS_PER_MS && bps * 8e-3 >= 0.75 * budget && q <= TB__Q_LOW_NS) {
+        l->used_ns = now;
+        l->used_bps = bps;
+    }
     double ratio = l->sent_bps > 0 ? bps / l->sent_bps : 1.0;
     if (ratio >= 1.5 || ratio < 0.05 || q <= TB__Q_HIGH_NS) {
         l->slow_samples = 0;
@@ -470,9 +478,11 @@ void tb_link_check(tb_session *s, int64_t now)
         l->rate_since_ns = now;
     }
     /* A remote client (its first round trip over 20 ms) starts under a
-     * budget of 64 kbit/s that goes up a level every second of calm (every
-     * 500 ms past 128 kbit/s) while it binds (what it is not tested at
-     * says nothing of the link) until
+     * budget of 48 kbit/s that goes up a level every second of calm (every
+     * 500 ms past 128 kbit/s) while it binds and once the link has
+     * delivered 3/4 of it with no queue (a level a quiet scene leaves
+     * unspent says nothing of the link: a dough pulled in bursts would
+     * otherwise climb between pulls past what the link carries) until
      * its link is seen to be the limit (or it has none past 1 Mbit/s), as
      * a video call starts low and ramps: the full stream at once, on top of
      * the welcome's keyframe, would put seconds of queue on a slow link
@@ -494,7 +504,10 @@ void tb_link_check(tb_session *s, int64_t now)
     /* a ping sent just behind a snapshot waits while that frame crosses the
      * bottleneck: that much queue is the frame's, not a backlog */
     double capacity = tb__capacity(l, now);
-    int64_t frame_ns = capacity > 1000 ? (int64_t)(l->frame_bytes / capacity * 1e9) : 0;
+    /* (a quiet scene delivers little; what the link was seen to carry under
+     * a budget in the last 10 s is a better bound of how fast a frame crosses) */
+    double crossing = l->used_ns && now - l->used_ns < 10 * TB_NS_PER_SEC && l->used_bps > capacity ? l->used_bps : capacity;
+    int64_t frame_ns = crossing > 1000 ? (int64_t)(l->frame_bytes / crossing * 1e9) : 0;
     if (frame_ns > 250 * TB_NS_PER_MS)
         frame_ns = 250 * TB_NS_PER_MS;
     int64_t settle = tb__max64(rtt_min + 100 * TB_NS_PER_MS, 300 * TB_NS_PER_MS) + l->settle_ns;
@@ -512,9 +525,15 @@ void tb_link_check(tb_session *s, int64_t now)
      * level before, which the link carried, and no further ramp (the usual
      * rules take it from there) */
     if (l->ramping && l->ramp_from && now - l->last_up_ns < 2 * TB_NS_PER_SEC && q > 2 * TB__Q_LOW_NS + frame_ns) {
-        l->auto_kbps = l->ramp_from;
-        l->ramping = false;
         double carried = l->ramp_from * 1000.0 / 8;
+        /* a queue past the high mark would not drain at a level the link
+         * just carries: the one below it until it has */
+        l->auto_kbps = l->ramp_from;
+        if (q > TB__Q_HIGH_NS + frame_ns)
+            for (int i = TB__LADDER_N - 1; i > 0; i--)
+                if (tb__ladder[i] == l->ramp_from)
+                    l->auto_kbps = tb__ladder[i - 1];
+        l->ramping = false;
         l->capacity_bps = l->delivered_bps > carried ? l->delivered_bps : carried; /* what it carries, for 30 s */
         l->capacity_at_ns = now;
         tb__relane(s, now);
@@ -596,9 +615,13 @@ void tb_link_check(tb_session *s, int64_t now)
          * a level over the link fills its queue slowly, and must be seen
          * before the next), then faster */
         uint32_t cut = atomic_load_explicit(&s->room->lane_cut_tick[l->lane], memory_order_relaxed);
-        bool binds = cut && (uint32_t)s->room->net_tick - cut < TB_STEP_HZ; /* it left something out in the last second */
-        bool ramp = l->ramping && binds && !known && calm >= (l->auto_kbps <= 128 ? TB_NS_PER_SEC : TB__START_UP_NS);
-        if (l->auto_kbps && (ramp || (up_fits && calm >= TB__UP_KNOWN_NS) || (!known && calm >= l->probe_hold_ns))) {
+        /* it left something out in the last second (the worker stamps the
+         * tick it steps, which may be a tick or two past net_tick) */
+        bool binds = cut && (int32_t)((uint32_t)s->room->net_tick - cut) < TB_STEP_HZ;
+        /* and the link carried the budget since it was set, with calm after */
+        bool used = l->used_ns > l->budget_ns;
+        bool ramp = l->ramping && binds && used && !known && calm >= (l->auto_kbps <= 128 ? TB_NS_PER_SEC : TB__START_UP_NS);
+        if (l->auto_kbps && (ramp || (up_fits && calm >= TB__UP_KNOWN_NS) || (!known && used && calm >= l->probe_hold_ns))) {
             l->ramp_from = l->auto_kbps;
             l->auto_kbps = up;
             if (l->last_up_ns && now - l->last_up_ns > 30 * TB_NS_PER_SEC)

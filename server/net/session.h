@@ -80,6 +80,8 @@ typedef struct tb_link {
     uint32_t auto_kbps;        /* the budget the link set (link.c: a slow link; 0: none) */
     int64_t joined_ns;         /* when the welcome was queued */
     int64_t budget_ns;         /* when the link last changed the budget */
+    int64_t used_ns;           /* when the link last delivered 3/4 of the budget with no queue */
+    double used_bps;           /* what it delivered then: the link carries at least that */
     bool start_checked;        /* the first round trip was seen: a remote client starts under a budget */
     bool ramping;              /* that start budget is going up while the link has not been the limit */
     uint32_t ramp_from;        /* the level before the last step up of the ramp */

@@ -214,7 +214,9 @@ async function runOne(srvPort, linkName, scene, o) {
   for (const t of timers) { clearTimeout(t); clearInterval(t); }
   const res = {
     link: linkName, room: scene, window_s: r1(secs),
-    view_lag_ms: { p50: r1(quantile(w.lag, 0.5)), p99: r1(quantile(w.lag, 0.99)), max: r1(quantile(w.lag, 1)) },
+    view_lag_ms: { p50: r1(quantile(w.lag, 0.5)), p99: r1(quantile(w.lag, 0.99)), max: r1(quantile(w.lag, 1)),
+      // when the worst came (wall clock, to read beside a server's debug log)
+      max_at: w.lag.length ? new Date(Date.now() - (now() - w.lagAt[w.lag.indexOf(Math.max(...w.lag))])).toISOString() : null },
     input_to_visible_ms: { p50: r1(quantile(w.input, 0.5)), p99: r1(quantile(w.input, 0.99)), count: w.input.length, unanswered: w.pending.size, refused: w.refused },
     snapshots_per_s: r1(w.snaps / secs), snap_rate: remote.welcome.snap_rate,
     kbit_per_s: r1(((remote.bytes - w.bytes0) * 8) / 1000 / secs),
