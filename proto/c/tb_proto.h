@@ -271,6 +271,15 @@ typedef struct tb_snap_budget_stats {
     uint32_t pending;        /* items the last step left out (0: everything that changed went out) */
 } tb_snap_budget_stats;
 tb_snap_budget_stats tb_snap_encoder_budget_stats(const tb_snap_encoder *enc);
+/* Where players touched the world lately (xyz per point, up to
+ * TB_SNAP_FOCUS_MAX; 0 points: none): under a budget, a body or vertex within
+ * TB_SNAP_FOCUS_NEAR metres of one gathers priority (TB_SNAP_FOCUS_GAIN + 1)
+ * times as fast, falling off to the plain rate at twice that distance. Kept
+ * until set again; it changes nothing without a budget. */
+#define TB_SNAP_FOCUS_MAX 8
+#define TB_SNAP_FOCUS_NEAR 0.5
+#define TB_SNAP_FOCUS_GAIN 3.0
+void tb_snap_encoder_set_focus(tb_snap_encoder *enc, const float *xyz, uint32_t count);
 /* Makes dst's baseline src's (same frame and capacity; src stepped at least
  * once): dst's next delta then chains from src's last state, so a client
  * holding that state moves from src's stream to dst's without a keyframe. */

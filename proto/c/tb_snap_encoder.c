@@ -103,6 +103,8 @@ struct tb_snap_encoder {
     int64_t credit;                                /* bits the next snapshot may spend */
     uint32_t pending;                              /* items the last step left out of tolerance and unsent */
     bool budget_used;                              /* ever had a budget: the states' priorities and ages may be set */
+    float focus[TB_SNAP_FOCUS_MAX][3];             /* where players touched lately (tb_snap_encoder_set_focus) */
+    uint32_t focus_count;
     tb_snap_budget_stats stats;
 };
 
@@ -625,6 +627,37 @@ void tb_snap_encoder_set_budget(tb_snap_encoder *e, uint32_t bits_per_snapshot, 
     e->refresh = refresh_snapshots < 1 ? 1 : refresh_snapshots > 60000 ? 60000 : refresh_snapshots;
 }
 
+void tb_snap_encoder_set_focus(tb_snap_encoder *e, const float *xyz, uint32_t count)
+{
+    e->focus_count = 0;
+    for (uint32_t k = 0; k < count && e->focus_count < TB_SNAP_FOCUS_MAX; k++) {
+        const float *p = &xyz[3 * k];
+        if (!isfinite(p[0]) || !isfinite(p[1]) || !isfinite(p[2]))
+            continue;
+        memcpy(e->focus[e->focus_count++], p, sizeof e->focus[0]);
+    }
+}
+
+/* How much faster an item at p gathers priority: where a player touched
+ * lately is where that player (and everyone watching) looks. */
+static float focus_gain(const tb_snap_encoder *e, const float *p)
+{
+    double best = INFINITY;
+    for (uint32_t k = 0; k < e->focus_count; k++) {
+        double d2 = 0;
+        for (int a = 0; a < 3; a++) {
+            double d = (double)p[a] - e->focus[k][a];
+            d2 += d * d;
+        }
+        best = d2 < best ? d2 : best;
+    }
+    if (best == INFINITY)
+        return 1.0f;
+    double d = sqrt(best), near = TB_SNAP_FOCUS_NEAR;
+    double w = d <= near ? 1.0 : d >= 2 * near ? 0.0 : (2 * near - d) / near;
+    return (float)(1.0 + TB_SNAP_FOCUS_GAIN * w);
+}
+
 tb_snap_budget_stats tb_snap_encoder_budget_stats(const tb_snap_encoder *e)
 {
     tb_snap_budget_stats s = e->stats;
@@ -736,7 +769,8 @@ static void budget_select(tb_snap_encoder *e, int pred, const int *mpred)
             for (int a = 0; a < 3; a++) cost += eg_bits(tb_zz(b->rot_cell[a] - (o->rot_cell[a] + pred * o->rot_vel[a])), kr);
         else cost += 2 + 3 * TB_PROTO_ROT_BITS;
         uint16_t age = e->base.age[i];
-        sc->items[n++] = (budget_item){e->base.prio[i] + body_error(e, j, o), cost, -1, j, age + 1u >= e->refresh};
+        float gain = e->focus_count ? focus_gain(e, &e->cand.body_pose[7 * j]) : 1.0f;
+        sc->items[n++] = (budget_item){e->base.prio[i] + gain * body_error(e, j, o), cost, -1, j, age + 1u >= e->refresh};
     }
     for (uint32_t m = 0; m < e->frame.mesh_count; m++) {
         uint32_t vgap = eg_bits(mchanged[m] ? e->frame.mesh_verts[m] / mchanged[m] : 0, 0);
@@ -755,7 +789,8 @@ static void budget_select(tb_snap_encoder *e, int pred, const int *mpred)
                 d2 += d * d;
             }
             uint16_t age = e->base.vert_age[m][v];
-            sc->items[n++] = (budget_item){e->base.vert_prio[m][v] + (float)sqrt(d2), cost, (int32_t)m, v, age + 1u >= e->refresh};
+            float gain = e->focus_count ? focus_gain(e, &e->cand.vert_input[m][3 * v]) : 1.0f;
+            sc->items[n++] = (budget_item){e->base.vert_prio[m][v] + gain * (float)sqrt(d2), cost, (int32_t)m, v, age + 1u >= e->refresh};
         }
     }
     /* what the delta costs anyway: envelope and header, the spawned bodies, the counts */

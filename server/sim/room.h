@@ -95,6 +95,11 @@ typedef struct tb_room {
     atomic_uint lane_kbps[TB_ROOM_LANES]; /* a lane's budget, kbit/s (network thread sets; [0] = 0: none) */
     int lane_users[TB_ROOM_LANES];       /* sessions joined on each lane (network thread) */
     atomic_uint lane_cut_tick[TB_ROOM_LANES]; /* the last tick a lane's budget left something out (worker) */
+    /* where players poked and grabbed lately (worker): a budget sends what
+     * is near them first (tb_snap_encoder_set_focus) */
+    float touch_at[TB_SNAP_FOCUS_MAX][3];
+    uint64_t touch_tick[TB_SNAP_FOCUS_MAX]; /* 0: none */
+    unsigned touch_next;
     uint64_t snapshot_index;   /* tick / snapshot_every of the last snapshot: tier t steps when it divides by its stride */
     struct tb_record *record;  /* --record: this room's input log (sim/record.h), or NULL */
     bool frozen;               /* its last checkpoint is made (a drain): no more steps */

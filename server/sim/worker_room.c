@@ -212,6 +212,24 @@ static uint16_t tb__view_age(const tb_room *room, const tb_input *in)
     return age > UINT16_MAX ? UINT16_MAX : (uint16_t)age;
 }
 
+/* A player touched the world at p (a poke, a grab, a dragged grab point). */
+static void tb__touched(tb_room *room, const float p[3])
+{
+    unsigned k = room->touch_next++ % TB_SNAP_FOCUS_MAX;
+    memcpy(room->touch_at[k], p, sizeof room->touch_at[k]);
+    room->touch_tick[k] = room->tick ? room->tick : 1;
+}
+
+/* The points touched in the last second, for the budgeted streams. */
+static uint32_t tb__focus(const tb_room *room, float out[TB_SNAP_FOCUS_MAX][3])
+{
+    uint32_t n = 0;
+    for (int k = 0; k < TB_SNAP_FOCUS_MAX; k++)
+        if (room->touch_tick[k] && room->tick - room->touch_tick[k] < TB_STEP_HZ)
+            memcpy(out[n++], room->touch_at[k], sizeof out[0]);
+    return n;
+}
+
 static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *given)
 {
     tb_metrics *m = w->sched->metrics;
@@ -270,6 +288,8 @@ static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *given)
         tb__emit_error(w, room, in, rc, in->type == TB_INPUT_PARAM ? in->name : NULL);
     } else {
         TB_COUNT(m, inputs_applied_total);
+        if (in->type == TB_INPUT_POKE || in->type == TB_INPUT_GRAB_START || in->type == TB_INPUT_GRAB_MOVE)
+            tb__touched(room, in->pos);
     }
 }
 
@@ -279,12 +299,15 @@ static void tb__apply_input(tb_worker *w, tb_room *room, const tb_input *given)
  * emits its delta (and its keyframe when a session needs one, or when the
  * encoder is new). A lane's encoders spend at most the lane's budget: per
  * snapshot of the tier, kbps x stride / snapshot rate, and every item is
- * refreshed within 0.5 s. A stream no session wants any more is dropped.
+ * refreshed within 0.5 s; what players poked or grabbed in the last second
+ * goes first. A stream no session wants any more is dropped.
  * Emitted as TB_OUT_SNAPSHOT with client = TB_ROOM_STREAM(lane, tier). */
 static void tb__tier_snapshots(tb_worker *w, tb_room *room, const tb_snap_input *in, int64_t now)
 {
     unsigned wanted = atomic_load_explicit(&room->tiers_wanted, memory_order_acquire);
     int snap_hz = TB_STEP_HZ / room->snapshot_every;
+    float focus[TB_SNAP_FOCUS_MAX][3];
+    uint32_t nfocus = wanted >> TB_ROOM_STREAM(1, 0) ? tb__focus(room, focus) : 0; /* only lanes (budgets) use it */
     for (int l = 0; l < TB_ROOM_LANES; l++)
         for (int t = l ? 0 : 1; t < TB_ROOM_TIERS; t++) {
             unsigned bit = 1u << TB_ROOM_STREAM(l, t);
@@ -314,6 +337,7 @@ static void tb__tier_snapshots(tb_worker *w, tb_room *room, const tb_snap_input 
                     continue;
             }
             if (l) {
+                tb_snap_encoder_set_focus(*enc, focus[0], nfocus);
                 uint64_t kbps = atomic_load_explicit(&room->lane_kbps[l], memory_order_relaxed);
                 int per_second = snap_hz / tb_room_strides[t];
                 per_second = per_second > 0 ? per_second : 1;
