@@ -291,6 +291,77 @@ static void deltas_applied_in_order_equal_the_keyframe(void **s)
     tb_snap_decoder_destroy(fresh);
 }
 
+/* Without meshes, a delta with no spawns and no removals is applied in place
+ * (tb_snap_decoder.c): the same state, last changes included, as the general
+ * path and as the keyframe, across spawns and removals (general path) in
+ * between; a corrupted one of them leaves the baseline untouched. */
+static void deltas_applied_in_place_equal_the_general_path_and_the_keyframe(void **s)
+{
+    (void)s;
+    static world w;
+    world_init(&w, 24);
+    tb_proto_frame fr = room;
+    tb_snap_encoder *enc = tb_snap_encoder_create(&fr, MAXB);
+    tb_snap_decoder *in_place = tb_snap_decoder_create(MAXB), *general = tb_snap_decoder_create(MAXB),
+                    *fresh = tb_snap_decoder_create(MAXB);
+    assert_non_null(enc); assert_non_null(in_place); assert_non_null(general); assert_non_null(fresh);
+    tb_snap__decoder_in_place(general, false);
+    tb_proto_err err;
+    tb_snap_input in = world_input(&w, 100);
+    in.verts[0] = in.verts[1] = NULL;
+    assert_int_equal(tb_snap_encoder_step(enc, &in, &err), TB_OK);
+    prime_decoder(in_place, &fr, tb_snap_encoder_key(enc));
+    prime_decoder(general, &fr, tb_snap_encoder_key(enc));
+    prime_decoder(fresh, &fr, tb_snap_encoder_key(enc));
+    static uint8_t buf[1 << 16], bad[1 << 16];
+    int plain = 0, refused = 0;
+    for (int t = 1; t <= 300; t++) {
+        uint32_t before = w.n;
+        world_step(&w, t);
+        /* bodies at rest for a while, then all moving: the in-place path clears
+         * last changes both of the few and of the many */
+        if (t % 40 >= 30) for (uint32_t i = 0; i < w.n; i++) w.bodies[i].pos[0] += 0.01f;
+        in = world_input(&w, 100 + 2 * (uint32_t)t);
+        in.verts[0] = in.verts[1] = NULL;
+        assert_int_equal(tb_snap_encoder_step(enc, &in, &err), TB_OK);
+        const tb_snap_blob *d = tb_snap_encoder_delta(enc);
+        assert_non_null(d);
+        size_t n = tb_snap_write(buf, sizeof buf, d, (uint32_t)t);
+        plain += w.n == before && t % 23 != 11;
+        bool resynced = false;
+        if (t % 10 == 3) { /* corrupted first: refused ones must not touch the baseline */
+            for (int trial = 0; trial < 50 && !resynced; trial++) {
+                memcpy(bad, buf, n);
+                size_t len = trial % 3 == 0 ? (size_t)(rnd() * (double)n) : n;
+                if (trial % 3) bad[(size_t)(rnd() * (double)n)] ^= (uint8_t)(1u << (int)(rnd() * 8));
+                if (tb_snap_decoder_apply(in_place, bad, len, &err) == TB_OK) {
+                    /* a flip the checks cannot see (a different but valid state): resync */
+                    assert_int_equal(apply_blob(in_place, tb_snap_encoder_key(enc), (uint32_t)t, NULL), TB_OK);
+                    assert_int_equal(apply_blob(general, tb_snap_encoder_key(enc), (uint32_t)t, NULL), TB_OK);
+                    resynced = true;
+                    break;
+                }
+                refused++;
+                assert_same_state(in_place, general);
+            }
+        }
+        if (!resynced) {
+            assert_int_equal(tb_snap_decoder_apply(in_place, buf, n, &err), TB_OK);
+            assert_int_equal(tb_snap_decoder_apply(general, buf, n, &err), TB_OK);
+        }
+        assert_int_equal(apply_blob(fresh, tb_snap_encoder_key(enc), (uint32_t)t, NULL), TB_OK);
+        assert_same_state(in_place, general);
+        assert_same_state(in_place, fresh);
+        assert_int_equal(tb_snap_decoder_last_seq(in_place), tb_snap_decoder_last_seq(general));
+    }
+    print_message("%d deltas without spawns or removals, %d corrupted ones refused\n", plain, refused);
+    assert_true(plain > 250 && refused > 100);
+    tb_snap_encoder_destroy(enc);
+    tb_snap_decoder_destroy(in_place);
+    tb_snap_decoder_destroy(general);
+    tb_snap_decoder_destroy(fresh);
+}
+
 static void a_client_that_skipped_catches_up_with_a_keyframe_then_shares_deltas(void **s)
 {
     (void)s;
@@ -660,6 +731,7 @@ int main(void)
         cmocka_unit_test(orientations_stay_within_a_tenth_of_a_degree),
         cmocka_unit_test(degenerate_quaternions_become_identity),
         cmocka_unit_test(deltas_applied_in_order_equal_the_keyframe),
+        cmocka_unit_test(deltas_applied_in_place_equal_the_general_path_and_the_keyframe),
         cmocka_unit_test(a_client_that_skipped_catches_up_with_a_keyframe_then_shares_deltas),
         cmocka_unit_test(a_room_at_rest_costs_under_16_bytes),
         cmocka_unit_test(a_room_at_rest_takes_the_shortcut_with_the_same_bytes),
