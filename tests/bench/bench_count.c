@@ -19,6 +19,8 @@
  *   snap-tower-rest  tb_snap_encoder_step, 60 snapshots of a tower at rest
  *   dough-idle       tb_soft_world_step, 2-3 s of an untouched dough
  *   snap-tower-cycle tb_snap_encoder_step, every second step of the tower cycle
+ *   snap-decode-tower-cycle  tb_snap_decoder_apply on those snapshots' frames, as
+ *                    each tumble-load client applies every snapshot it receives
  *   flag+cape        tb_cloth_world_step, 1-3 s of the flag and the cape in one world
  *   dough-grab       tb_soft_world_step, 1-2 s of a dough held by two grabs
  * Outside valgrind the client requests do nothing and "count" prints the
@@ -273,6 +275,55 @@ static void snap_cycle_case(void)
     tb_rigid_world_destroy(w);
 }
 
+/* The client's side of snap-tower-cycle: every delta framed as the server
+ * sends it and applied by one decoder, primed by the welcome. */
+static void snap_decode_cycle_case(void)
+{
+    static counter c;
+    static const tb_proto_frame frame = {{-8.0, -1.0, -8.0}, {8.0, 15.0, 8.0}, 0, {0}};
+    static uint8_t buf[TB_PROTO_MAX_SERVER_MSG];
+    static tb_proto_welcome wel;
+    c.name = "snap-decode-tower-cycle";
+    c.calls = 0;
+    tb_rigid_rng rng;
+    tb_rigid_world *w = tb_bench_tower_cycle_world(&rng);
+    tb_snap_encoder *e = tb_snap_encoder_create(&frame, 64);
+    tb_snap_decoder *d = tb_snap_decoder_create(256); /* tumble-load's capacity for a tower */
+    tb_proto_body bodies[64];
+    tb_proto_err err;
+    wel.version = 1; wel.tick_rate = 120; wel.snap_rate = 60;
+    strcpy(wel.room, "bench"); strcpy(wel.kind, "rigid"); strcpy(wel.scene, "tower"); strcpy(wel.server, "bench");
+    for (int a = 0; a < 3; a++) { wel.st.bounds_min[a] = frame.bounds_min[a]; wel.st.bounds_max[a] = frame.bounds_max[a]; }
+    bool primed = false;
+    for (int s = 0; s < TB_BENCH_TOWER_CYCLE_STEPS; s++) {
+        tb_bench_tower_cycle_input(w, s, &rng);
+        tb_rigid_world_step(w, DT);
+        if (s % 2 == 0) continue;
+        tb_snap_input in = {.tick = (uint32_t)s, .awake = (uint32_t)tb_rigid_world_awake_count(w), .bodies = bodies,
+                            .body_count = tb_bench_rigid_bodies(w, bodies)};
+        if (tb_snap_encoder_step(e, &in, &err)) { fprintf(stderr, "bench count: encoder: %s\n", err.msg); exit(1); }
+        int rc;
+        if (!primed) {
+            msgpack_sbuffer sb;
+            msgpack_sbuffer_init(&sb);
+            tb_proto_encode_welcome(&sb, &wel, tb_snap_encoder_key(e));
+            rc = tb_snap_decoder_apply(d, (const uint8_t *)sb.data, sb.size, &err);
+            msgpack_sbuffer_destroy(&sb);
+            primed = true;
+        } else {
+            size_t n = tb_snap_write(buf, sizeof buf, tb_snap_encoder_delta(e), (uint32_t)s);
+            begin(&c);
+            rc = tb_snap_decoder_apply(d, buf, n, &err);
+            end(&c);
+        }
+        if (rc) { fprintf(stderr, "bench count: decoder: %s\n", err.msg); exit(1); }
+    }
+    report(&c, NULL);
+    tb_snap_decoder_destroy(d);
+    tb_snap_encoder_destroy(e);
+    tb_rigid_world_destroy(w);
+}
+
 static void dough_case(void)
 {
     static counter c;
@@ -349,6 +400,7 @@ void tb_bench_count(const tb_bench_opts *opts)
     snap_case();
     dough_case();
     snap_cycle_case();
+    snap_decode_cycle_case();
     cloth_case();
     dough_grab_case();
 }

@@ -362,6 +362,74 @@ static void deltas_applied_in_place_equal_the_general_path_and_the_keyframe(void
     tb_snap_decoder_destroy(fresh);
 }
 
+/* The reader as first written (a bit or a byte at a time), the reference
+ * for the word-at-a-time tb_bitr_get / tb_bitr_eg. */
+static uint32_t ref_get(tb_bitr *r, int n)
+{
+    uint32_t v = 0;
+    if (r->error) return 0;
+    if ((r->len * 8 - r->bit) < (size_t)n) { r->error = 1; return 0; }
+    while (n > 0) {
+        int used = (int)(r->bit & 7), room = 8 - used, take = n < room ? n : room;
+        uint32_t byte = r->buf[r->bit >> 3];
+        v = (v << take) | ((byte >> (room - take)) & ((1u << take) - 1u));
+        r->bit += (size_t)take;
+        n -= take;
+    }
+    return v;
+}
+
+static uint32_t ref_eg(tb_bitr *r, int k)
+{
+    int zeros = 0;
+    while (!r->error) {
+        if (r->bit >= r->len * 8) { r->error = 1; return 0; }
+        if ((r->buf[r->bit >> 3] >> (7 - (r->bit & 7))) & 1u) break;
+        r->bit++;
+        if (++zeros + k + 1 > 28) { r->error = 1; return 0; }
+    }
+    if (r->error) return 0;
+    return ref_get(r, zeros + k + 1) - (1u << k);
+}
+
+/* Random streams (written codes, then random bytes and cuts): every read gives
+ * the reference's value and error, and the same position while there is no error. */
+static void the_bit_reader_reads_what_the_reference_reads(void **s)
+{
+    (void)s;
+    static uint8_t buf[64];
+    int reads = 0, errors = 0;
+    for (int trial = 0; trial < 20000; trial++) {
+        size_t len = (size_t)(rnd() * 40);
+        if (trial % 2) {
+            tb_bitw w = {buf, sizeof buf, 0, 0};
+            while (w.bit < len * 8 + 8 && !w.overflow) {
+                if (rnd() < 0.5) tb_bitw_eg(&w, (uint32_t)(rnd() * (rnd() < 0.1 ? 1e8 : 300)), (int)(rnd() * 16));
+                else tb_bitw_put(&w, (uint32_t)(rnd() * 4294967296.0), 1 + (int)(rnd() * 32));
+            }
+        } else {
+            for (size_t i = 0; i < sizeof buf; i++) buf[i] = (uint8_t)(rnd() < 0.3 ? 0 : rnd() * 256);
+        }
+        tb_bitr a = {buf, len, 0, 0}, b = {buf, len, 0, 0};
+        while (!a.error) {
+            uint32_t va, vb;
+            if (rnd() < 0.5) {
+                int k = (int)(rnd() * 16);
+                va = tb_bitr_eg(&a, k); vb = ref_eg(&b, k);
+            } else {
+                int n = (int)(rnd() * 33);
+                va = tb_bitr_get(&a, n); vb = ref_get(&b, n);
+            }
+            reads++;
+            assert_int_equal(a.error, b.error);
+            assert_int_equal(va, vb);
+            if (!a.error) assert_int_equal(a.bit, b.bit);
+        }
+        errors++;
+    }
+    print_message("%d reads, %d streams read to their error\n", reads, errors);
+}
+
 static void a_client_that_skipped_catches_up_with_a_keyframe_then_shares_deltas(void **s)
 {
     (void)s;
@@ -732,6 +800,7 @@ int main(void)
         cmocka_unit_test(degenerate_quaternions_become_identity),
         cmocka_unit_test(deltas_applied_in_order_equal_the_keyframe),
         cmocka_unit_test(deltas_applied_in_place_equal_the_general_path_and_the_keyframe),
+        cmocka_unit_test(the_bit_reader_reads_what_the_reference_reads),
         cmocka_unit_test(a_client_that_skipped_catches_up_with_a_keyframe_then_shares_deltas),
         cmocka_unit_test(a_room_at_rest_costs_under_16_bytes),
         cmocka_unit_test(a_room_at_rest_takes_the_shortcut_with_the_same_bytes),
