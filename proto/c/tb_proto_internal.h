@@ -69,6 +69,8 @@ static inline bool tb_snap__shape_eq(const tb_proto_shape *a, const tb_proto_sha
 }
 /* Tests: turn the encoder's at-rest shortcut off (on by default) to compare. */
 void tb_snap__encoder_idle_path(tb_snap_encoder *e, bool on);
+/* Tests: turn the decoder's in-place delta (on by default) off to compare. */
+void tb_snap__decoder_in_place(tb_snap_decoder *d, bool on);
 void tb_snap__pack_shape(msgpack_packer *pk, uint16_t id, const tb_proto_shape *s);
 #define TB_SNAP_DEPTH 8
 

@@ -325,32 +325,49 @@ int tb_eg_bits(uint32_t v, int k)
     return 2 * (64 - __builtin_clzll(m)) - 1 - k;
 }
 
+/* The next 64 bits from r->bit, MSB first, zeros past the end: at least 57 of
+ * them are the stream's (r->bit & 7 <= 7), which covers any read below (an
+ * exp-Golomb code is at most 27 zeros and 28 bits). One load instead of a
+ * loop per byte or per bit: the decoders read every snapshot this way. */
+static inline uint64_t bitr_peek(const tb_bitr *r)
+{
+    size_t at = r->bit >> 3;
+    uint64_t w = 0;
+    if (r->len - at >= 8) {
+        memcpy(&w, r->buf + at, 8);
+        w = __builtin_bswap64(w);
+    } else {
+        for (size_t i = 0; at + i < r->len; i++) w |= (uint64_t)r->buf[at + i] << (56 - 8 * i);
+    }
+    return w << (r->bit & 7);
+}
+
 uint32_t tb_bitr_get(tb_bitr *r, int n)
 {
-    uint32_t v = 0;
     if (r->error) return 0;
     if ((r->len * 8 - r->bit) < (size_t)n) { r->error = 1; return 0; }
-    while (n > 0) {
-        int used = (int)(r->bit & 7), room = 8 - used, take = n < room ? n : room;
-        uint32_t byte = r->buf[r->bit >> 3];
-        v = (v << take) | ((byte >> (room - take)) & ((1u << take) - 1u));
-        r->bit += (size_t)take;
-        n -= take;
+    if (n <= 0) return 0;
+    if (n > 32) { /* not a read any field makes: the low 32 bits, as a bit-by-bit read would keep */
+        uint32_t hi = tb_bitr_get(r, n - 32);
+        (void)hi;
+        return tb_bitr_get(r, 32);
     }
+    uint32_t v = (uint32_t)(bitr_peek(r) >> (64 - n));
+    r->bit += (size_t)n;
     return v;
 }
 
-/* Codes longer than 28 bits (m >= 2^28) are refused: no legal value needs them. */
+/* Codes longer than 28 bits (m >= 2^28) are refused: no legal value needs them.
+ * The zeros are counted in the peeked window; a run that reaches past the end
+ * of the stream (the window's padding) is refused like one that is too long. */
 uint32_t tb_bitr_eg(tb_bitr *r, int k)
 {
-    int zeros = 0;
-    while (!r->error) {
-        if (r->bit >= r->len * 8) { r->error = 1; return 0; }
-        if ((r->buf[r->bit >> 3] >> (7 - (r->bit & 7))) & 1u) break;
-        r->bit++;
-        if (++zeros + k + 1 > 28) { r->error = 1; return 0; }
-    }
     if (r->error) return 0;
+    uint64_t w = bitr_peek(r);
+    int zeros = w ? __builtin_clzll(w) : 64;
+    size_t left = r->len * 8 - r->bit;
+    if ((size_t)zeros >= left || zeros + k + 1 > 28) { r->error = 1; return 0; }
+    r->bit += (size_t)zeros;
     uint32_t m = tb_bitr_get(r, zeros + k + 1);
     return m - (1u << k);
 }

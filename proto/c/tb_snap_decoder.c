@@ -3,7 +3,8 @@
  * Holds the baseline exactly as the encoder does (quantized cells plus the
  * last change of each), applies a keyframe or a delta into a second buffer
  * and swaps only when the whole message decoded, so a bad frame never leaves
- * a half-applied state. Everything is checked: ids sorted and known, counts
+ * a half-applied state (a delta that only moves bodies decodes its changes
+ * aside and writes them back in place: apply_delta_in_place). Everything is checked: ids sorted and known, counts
  * within the capacities fixed at create (or by the static description's mesh
  * sizes, themselves capped), every cell inside the grid, the bin consumed to
  * the last byte with zero padding. */
@@ -21,6 +22,13 @@ struct tb_snap_decoder {
     uint32_t tick, last_seq, awake;
     tb_snap_body *cur, *next, *tmp;
     uint32_t cur_n, next_n;
+    /* The bodies whose velocities (last change) may be non-zero: those the last
+     * in-place delta changed, or every body after any other apply. The second
+     * half of the array lists the ones the delta being applied changes. */
+    uint16_t *moved;
+    uint32_t moved_n;
+    bool moved_all;
+    bool in_place_off;                 /* tests: always take apply_delta's general path */
     uint32_t mesh_cap[TB_PROTO_MAX_MESHES];
     int32_t *vq[TB_PROTO_MAX_MESHES], *vv[TB_PROTO_MAX_MESHES], *nq[TB_PROTO_MAX_MESHES], *nv[TB_PROTO_MAX_MESHES];
 };
@@ -36,14 +44,15 @@ tb_snap_decoder *tb_snap_decoder_create(uint32_t max_bodies)
     d->cur = calloc(max_bodies + 1, sizeof *d->cur);
     d->next = calloc(max_bodies + 1, sizeof *d->next);
     d->tmp = calloc(max_bodies + 1, sizeof *d->tmp);
-    if (!d->cur || !d->next || !d->tmp) { tb_snap_decoder_destroy(d); return NULL; }
+    d->moved = calloc(2 * ((size_t)max_bodies + 1), sizeof *d->moved);
+    if (!d->cur || !d->next || !d->tmp || !d->moved) { tb_snap_decoder_destroy(d); return NULL; }
     return d;
 }
 
 void tb_snap_decoder_destroy(tb_snap_decoder *d)
 {
     if (!d) return;
-    free(d->cur); free(d->next); free(d->tmp);
+    free(d->cur); free(d->next); free(d->tmp); free(d->moved);
     for (int m = 0; m < TB_PROTO_MAX_MESHES; m++) { free(d->vq[m]); free(d->vv[m]); free(d->nq[m]); free(d->nv[m]); }
     free(d);
 }
@@ -126,6 +135,7 @@ static void commit(tb_snap_decoder *d)
 {
     tb_snap_body *t = d->cur; d->cur = d->next; d->next = t;
     d->cur_n = d->next_n;
+    d->moved_all = true;
     for (uint32_t m = 0; m < d->frame.mesh_count; m++) {
         int32_t *q = d->vq[m]; d->vq[m] = d->nq[m]; d->nq[m] = q;
         int32_t *v = d->vv[m]; d->vv[m] = d->nv[m]; d->nv[m] = v;
@@ -195,6 +205,73 @@ static int find_body(const tb_snap_body *b, uint32_t n, uint32_t id)
     return lo < n && b[lo].id == id ? (int)lo : -1;
 }
 
+/* The common delta: no removals, no spawns, no meshes (a tower between
+ * knocks), applied to cur in place instead of rebuilding every body in next
+ * (a copy of the whole baseline per snapshot, most of the load generator's
+ * decoding time). The changed bodies are decoded into tmp first and written
+ * back only when the whole bin checked out, so a bad frame still leaves the
+ * baseline as it was; the bodies that did not change get a zero last change,
+ * as in apply_delta, by clearing only those that may have one (moved). The
+ * result is the state apply_delta's general path gives, field for field. */
+static int apply_delta_in_place(tb_snap_decoder *d, const msgpack_object *fbin, uint32_t tick, uint32_t last_seq,
+                                uint32_t awake, tb_proto_err *err)
+{
+    uint32_t nch = 0;
+    if (fbin->type != MSGPACK_OBJECT_NIL) {
+        tb_bitr r;
+        TRY(read_bin(fbin, &r, "snap_delta.bin", err));
+        int pred = (int)tb_bitr_get(&r, 1), kp = (int)tb_bitr_get(&r, 4), kr = (int)tb_bitr_get(&r, 4);
+        nch = tb_bitr_eg(&r, 0);
+        if (r.error || nch > d->cur_n) return bad(&r, err, "changed-body count");
+        int64_t idx = -1;
+        for (uint32_t c = 0; c < nch; c++) {
+            uint32_t g = tb_bitr_eg(&r, 0);
+            idx += (int64_t)g + 1;
+            if (r.error || idx >= (int64_t)d->cur_n) return bad(&r, err, "changed-body index");
+            const tb_snap_body *o = &d->cur[idx];
+            tb_snap_body *b = &d->tmp[c];
+            *b = *o;
+            for (int a = 0; a < 3; a++) {
+                int64_t q = (int64_t)o->pos_cell[a] + pred * (int64_t)o->pos_vel[a] + tb_unzz(tb_bitr_eg(&r, kp));
+                if (r.error || q < 0 || q > d->grid.pmax[a]) return bad(&r, err, "body position outside the room grid");
+                b->pos_cell[a] = (int32_t)q;
+                b->pos_vel[a] = b->pos_cell[a] - o->pos_cell[a];
+            }
+            if (tb_bitr_get(&r, 1) == 0) {
+                for (int a = 0; a < 3; a++) {
+                    int64_t q = (int64_t)o->rot_cell[a] + pred * (int64_t)o->rot_vel[a] + tb_unzz(tb_bitr_eg(&r, kr));
+                    if (r.error || q < 0 || q > TB_PROTO_ROT_MAXQ) return bad(&r, err, "rotation component out of range");
+                    b->rot_cell[a] = (int32_t)q;
+                    b->rot_vel[a] = b->rot_cell[a] - o->rot_cell[a];
+                }
+            } else {
+                b->rot_largest = (int32_t)tb_bitr_get(&r, 2);
+                for (int a = 0; a < 3; a++) { b->rot_cell[a] = (int32_t)tb_bitr_get(&r, TB_PROTO_ROT_BITS); b->rot_vel[a] = 0; }
+            }
+            if (r.error) return bad(&r, err, "body record");
+            d->moved[d->max_bodies + 1 + c] = (uint16_t)idx;
+        }
+        TRY(finish_bits(&r, err));
+    }
+    /* commit: clear the last changes, then write the new records */
+    if (d->moved_all) {
+        for (uint32_t i = 0; i < d->cur_n; i++)
+            for (int a = 0; a < 3; a++) { d->cur[i].pos_vel[a] = 0; d->cur[i].rot_vel[a] = 0; }
+    } else {
+        for (uint32_t k = 0; k < d->moved_n; k++)
+            for (int a = 0; a < 3; a++) { d->cur[d->moved[k]].pos_vel[a] = 0; d->cur[d->moved[k]].rot_vel[a] = 0; }
+    }
+    for (uint32_t c = 0; c < nch; c++) {
+        uint32_t i = d->moved[d->max_bodies + 1 + c];
+        d->cur[i] = d->tmp[c];
+        d->moved[c] = (uint16_t)i;
+    }
+    d->moved_n = nch;
+    d->moved_all = false;
+    d->tick = tick; d->last_seq = last_seq; d->awake = awake;
+    return TB_OK;
+}
+
 /* [34, last_seq, tick, tick_gap, awake, bin|nil, spawns?, removes?] */
 static int apply_delta(tb_snap_decoder *d, const msgpack_object *root, tb_proto_err *err)
 {
@@ -217,6 +294,8 @@ static int apply_delta(tb_snap_decoder *d, const msgpack_object *root, tb_proto_
     TRY(tb_proto__array(frm, 0, d->cur_n, "snap_delta.removes", err));
     const msgpack_object *sp = fsp->via.array.ptr, *rm = frm->via.array.ptr;
     uint32_t nsp = fsp->via.array.size, nrm = frm->via.array.size;
+    if (nsp == 0 && nrm == 0 && d->frame.mesh_count == 0 && !d->in_place_off)
+        return apply_delta_in_place(d, &f[5], tick, last_seq, awake, err);
 
     /* removals: sorted, each present in the baseline */
     uint32_t prev_id = 0;
@@ -359,6 +438,7 @@ int tb_snap_decoder_apply(tb_snap_decoder *d, const uint8_t *buf, size_t len, tb
 }
 
 bool tb_snap_decoder_ready(const tb_snap_decoder *d) { return d->ready; }
+void tb_snap__decoder_in_place(tb_snap_decoder *d, bool on) { d->in_place_off = !on; }
 uint32_t tb_snap_decoder_tick(const tb_snap_decoder *d) { return d->tick; }
 uint32_t tb_snap_decoder_last_seq(const tb_snap_decoder *d) { return d->last_seq; }
 uint32_t tb_snap_decoder_awake(const tb_snap_decoder *d) { return d->awake; }

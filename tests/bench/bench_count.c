@@ -19,6 +19,8 @@
  *   snap-tower-rest  tb_snap_encoder_step, 60 snapshots of a tower at rest
  *   dough-idle       tb_soft_world_step, 2-3 s of an untouched dough
  *   snap-tower-cycle tb_snap_encoder_step, every second step of the tower cycle
+ *   snap-decode-tower-cycle  tb_snap_decoder_apply on those snapshots' frames, as
+ *                    each tumble-load client applies every snapshot it receives
  *   flag+cape        tb_cloth_world_step, 1-3 s of the flag and the cape in one world
  *   dough-grab       tb_soft_world_step, 1-2 s of a dough held by two grabs
  * Outside valgrind the client requests do nothing and "count" prints the
@@ -273,6 +275,142 @@ static void snap_cycle_case(void)
     tb_rigid_world_destroy(w);
 }
 
+static const tb_proto_frame tower_frame = {{-8.0, -1.0, -8.0}, {8.0, 15.0, 8.0}, 0, {0}};
+
+/* A decoder set to encoder e's state (its keyframe in a welcome), as a client joining. */
+static void prime_from(tb_snap_decoder *d, tb_snap_encoder *e)
+{
+    static tb_proto_welcome wel;
+    memset(&wel, 0, sizeof wel);
+    wel.version = 1; wel.tick_rate = 120; wel.snap_rate = 60;
+    strcpy(wel.room, "bench"); strcpy(wel.kind, "rigid"); strcpy(wel.scene, "tower"); strcpy(wel.server, "bench");
+    for (int a = 0; a < 3; a++) { wel.st.bounds_min[a] = tower_frame.bounds_min[a]; wel.st.bounds_max[a] = tower_frame.bounds_max[a]; }
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    tb_proto_encode_welcome(&sb, &wel, tb_snap_encoder_key(e));
+    tb_proto_err err;
+    int rc = tb_snap_decoder_apply(d, (const uint8_t *)sb.data, sb.size, &err);
+    msgpack_sbuffer_destroy(&sb);
+    if (rc) { fprintf(stderr, "bench: welcome: %s\n", err.msg); exit(1); }
+}
+
+/* The client's side of snap-tower-cycle: every delta framed as the server
+ * sends it and applied by one decoder, primed by the welcome. */
+static void snap_decode_cycle_case(void)
+{
+    static counter c;
+    static uint8_t buf[TB_PROTO_MAX_SERVER_MSG];
+    c.name = "snap-decode-tower-cycle";
+    c.calls = 0;
+    tb_rigid_rng rng;
+    tb_rigid_world *w = tb_bench_tower_cycle_world(&rng);
+    tb_snap_encoder *e = tb_snap_encoder_create(&tower_frame, 64);
+    tb_snap_decoder *d = tb_snap_decoder_create(256); /* tumble-load's capacity for a tower */
+    tb_proto_body bodies[64];
+    tb_proto_err err;
+    bool primed = false;
+    for (int s = 0; s < TB_BENCH_TOWER_CYCLE_STEPS; s++) {
+        tb_bench_tower_cycle_input(w, s, &rng);
+        tb_rigid_world_step(w, DT);
+        if (s % 2 == 0) continue;
+        tb_snap_input in = {.tick = (uint32_t)s, .awake = (uint32_t)tb_rigid_world_awake_count(w), .bodies = bodies,
+                            .body_count = tb_bench_rigid_bodies(w, bodies)};
+        if (tb_snap_encoder_step(e, &in, &err)) { fprintf(stderr, "bench count: encoder: %s\n", err.msg); exit(1); }
+        int rc = TB_OK;
+        if (!primed) {
+            prime_from(d, e);
+            primed = true;
+        } else {
+            size_t n = tb_snap_write(buf, sizeof buf, tb_snap_encoder_delta(e), (uint32_t)s);
+            begin(&c);
+            rc = tb_snap_decoder_apply(d, buf, n, &err);
+            end(&c);
+        }
+        if (rc) { fprintf(stderr, "bench count: decoder: %s\n", err.msg); exit(1); }
+    }
+    report(&c, NULL);
+    tb_snap_decoder_destroy(d);
+    tb_snap_encoder_destroy(e);
+    tb_rigid_world_destroy(w);
+}
+
+/* Both of a decoder's states agree, cells and last changes. */
+static bool same_state(const tb_snap_decoder *a, const tb_snap_decoder *b)
+{
+    if (tb_snap_decoder_body_count(a) != tb_snap_decoder_body_count(b)) return false;
+    for (uint32_t i = 0; i < tb_snap_decoder_body_count(a); i++) {
+        int32_t qa[3], ca[3], va[3], ra[3], qb[3], cb[3], vb[3], rb[3];
+        int ia, ib;
+        tb_snap_decoder_body_q(a, i, qa, &ia, ca, va, ra);
+        tb_snap_decoder_body_q(b, i, qb, &ib, cb, vb, rb);
+        if (memcmp(qa, qb, sizeof qa) || ia != ib || memcmp(ca, cb, sizeof ca) || memcmp(va, vb, sizeof va) ||
+            memcmp(ra, rb, sizeof ra))
+            return false;
+    }
+    return true;
+}
+
+/* tumble-bench stream-switch: a client holding the room's own stream (every
+ * snapshot of the tower cycle) that moves to a lane's full-rate stream by
+ * tick, as net/outbox.c's tb__deliver_snapshot lets it (`chains`: the lane's
+ * delta has the base tick the client holds). The lane's encoder starts from a
+ * copy of the room's baseline (sim/worker_room.c); lane_bits_per_snapshot is
+ * its budget (0: none). At every snapshot the client is set back to the room's
+ * state, takes the lane's delta, and is compared with the lane's own state
+ * (its keyframe): "wrong" is a client that from then on shows another world
+ * than the lane's encoder believes it holds, until its next keyframe. */
+void tb_bench_stream_switch(const tb_bench_opts *opts)
+{
+    (void)opts;
+    /* none; 48 kbit/s (a remote client's start, net/link.c) and 24 kbit/s at 60 snapshots/s */
+    static const uint32_t budgets[] = {0, 800, 400};
+    static uint8_t buf[TB_PROTO_MAX_SERVER_MSG];
+    for (size_t b = 0; b < sizeof budgets / sizeof budgets[0]; b++) {
+        tb_rigid_rng rng;
+        tb_rigid_world *w = tb_bench_tower_cycle_world(&rng);
+        tb_snap_encoder *room = tb_snap_encoder_create(&tower_frame, 64), *lane = NULL;
+        tb_snap_decoder *client = tb_snap_decoder_create(256), *truth = tb_snap_decoder_create(256);
+        tb_proto_body bodies[64];
+        int snap = 0, switches = 0, right = 0, wrong = 0, refused = 0;
+        for (int s = 0; s < TB_BENCH_TOWER_CYCLE_STEPS; s++) {
+            tb_bench_tower_cycle_input(w, s, &rng);
+            tb_rigid_world_step(w, DT);
+            if (s % 2 == 0) continue;
+            tb_snap_input in = {.tick = (uint32_t)s, .awake = (uint32_t)tb_rigid_world_awake_count(w), .bodies = bodies,
+                                .body_count = tb_bench_rigid_bodies(w, bodies)};
+            tb_proto_err err;
+            if (tb_snap_encoder_step(room, &in, &err)) { fprintf(stderr, "bench stream-switch: %s\n", err.msg); exit(1); }
+            if (++snap == 1) { prime_from(client, room); continue; }
+            if (!lane) { /* as the worker makes a lane's stream: from the room's state of this tick */
+                lane = tb_snap_encoder_create(&tower_frame, 64);
+                if (!lane || tb_snap_encoder_copy_baseline(lane, room) != TB_OK) { fprintf(stderr, "bench stream-switch: copy\n"); exit(1); }
+                if (budgets[b]) tb_snap_encoder_set_budget(lane, budgets[b], 30); /* refresh within 0.5 s, as the worker */
+                prime_from(client, room);
+                continue;
+            }
+            if (tb_snap_encoder_step(lane, &in, &err)) { fprintf(stderr, "bench stream-switch: %s\n", err.msg); exit(1); }
+            const tb_snap_blob *d = tb_snap_encoder_delta(lane);
+            if (d && d->base_tick == tb_snap_decoder_tick(client)) {
+                switches++;
+                size_t n = tb_snap_write(buf, sizeof buf, d, 0);
+                int rc = tb_snap_decoder_apply(client, buf, n, &err);
+                prime_from(truth, lane);
+                if (rc) refused++;
+                else if (same_state(client, truth)) right++;
+                else wrong++;
+            }
+            prime_from(client, room); /* back on the room's own stream, holding its state of this tick */
+        }
+        printf("{\"case\":\"stream-switch\",\"lane_bits_per_snapshot\":%u,\"switches_by_tick\":%d,\"right\":%d,"
+               "\"wrong_state\":%d,\"refused\":%d}\n", budgets[b], switches, right, wrong, refused);
+        tb_snap_decoder_destroy(client);
+        tb_snap_decoder_destroy(truth);
+        tb_snap_encoder_destroy(lane);
+        tb_snap_encoder_destroy(room);
+        tb_rigid_world_destroy(w);
+    }
+}
+
 static void dough_case(void)
 {
     static counter c;
@@ -349,6 +487,7 @@ void tb_bench_count(const tb_bench_opts *opts)
     snap_case();
     dough_case();
     snap_cycle_case();
+    snap_decode_cycle_case();
     cloth_case();
     dough_grab_case();
 }

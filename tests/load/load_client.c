@@ -766,6 +766,15 @@ static int tl__callback(struct lws *wsi, enum lws_callback_reasons reason, void 
             return -1;
         if (lws_is_first_fragment(wsi))
             c->rx_len = 0;
+        /* A whole message in one piece (every snapshot of these scenes) is
+         * decoded where lws holds it: no copy into rx per snapshot. */
+        if (c->rx_len == 0 && lws_is_final_fragment(wsi) && lws_remaining_packet_payload(wsi) == 0) {
+            if (!lws_frame_is_binary(wsi))
+                tl_count_error(c->run, TL_ERR_BAD_FRAME); /* the server sends binary frames only */
+            else
+                tl__message(c, in, len);
+            break;
+        }
         if (c->rx_len + len > TB_PROTO_MAX_SERVER_MSG) {
             tl_count_error(c->run, TL_ERR_BAD_FRAME);
             c->rx_len = 0;

@@ -291,6 +291,145 @@ static void deltas_applied_in_order_equal_the_keyframe(void **s)
     tb_snap_decoder_destroy(fresh);
 }
 
+/* Without meshes, a delta with no spawns and no removals is applied in place
+ * (tb_snap_decoder.c): the same state, last changes included, as the general
+ * path and as the keyframe, across spawns and removals (general path) in
+ * between; a corrupted one of them leaves the baseline untouched. */
+static void deltas_applied_in_place_equal_the_general_path_and_the_keyframe(void **s)
+{
+    (void)s;
+    static world w;
+    world_init(&w, 24);
+    tb_proto_frame fr = room;
+    tb_snap_encoder *enc = tb_snap_encoder_create(&fr, MAXB);
+    tb_snap_decoder *in_place = tb_snap_decoder_create(MAXB), *general = tb_snap_decoder_create(MAXB),
+                    *fresh = tb_snap_decoder_create(MAXB);
+    assert_non_null(enc); assert_non_null(in_place); assert_non_null(general); assert_non_null(fresh);
+    tb_snap__decoder_in_place(general, false);
+    tb_proto_err err;
+    tb_snap_input in = world_input(&w, 100);
+    in.verts[0] = in.verts[1] = NULL;
+    assert_int_equal(tb_snap_encoder_step(enc, &in, &err), TB_OK);
+    prime_decoder(in_place, &fr, tb_snap_encoder_key(enc));
+    prime_decoder(general, &fr, tb_snap_encoder_key(enc));
+    prime_decoder(fresh, &fr, tb_snap_encoder_key(enc));
+    static uint8_t buf[1 << 16], bad[1 << 16];
+    int plain = 0, refused = 0;
+    for (int t = 1; t <= 300; t++) {
+        uint32_t before = w.n;
+        world_step(&w, t);
+        /* bodies at rest for a while, then all moving: the in-place path clears
+         * last changes both of the few and of the many */
+        if (t % 40 >= 30) for (uint32_t i = 0; i < w.n; i++) w.bodies[i].pos[0] += 0.01f;
+        in = world_input(&w, 100 + 2 * (uint32_t)t);
+        in.verts[0] = in.verts[1] = NULL;
+        assert_int_equal(tb_snap_encoder_step(enc, &in, &err), TB_OK);
+        const tb_snap_blob *d = tb_snap_encoder_delta(enc);
+        assert_non_null(d);
+        size_t n = tb_snap_write(buf, sizeof buf, d, (uint32_t)t);
+        plain += w.n == before && t % 23 != 11;
+        bool resynced = false;
+        if (t % 10 == 3) { /* corrupted first: refused ones must not touch the baseline */
+            for (int trial = 0; trial < 50 && !resynced; trial++) {
+                memcpy(bad, buf, n);
+                size_t len = trial % 3 == 0 ? (size_t)(rnd() * (double)n) : n;
+                if (trial % 3) bad[(size_t)(rnd() * (double)n)] ^= (uint8_t)(1u << (int)(rnd() * 8));
+                if (tb_snap_decoder_apply(in_place, bad, len, &err) == TB_OK) {
+                    /* a flip the checks cannot see (a different but valid state): resync */
+                    assert_int_equal(apply_blob(in_place, tb_snap_encoder_key(enc), (uint32_t)t, NULL), TB_OK);
+                    assert_int_equal(apply_blob(general, tb_snap_encoder_key(enc), (uint32_t)t, NULL), TB_OK);
+                    resynced = true;
+                    break;
+                }
+                refused++;
+                assert_same_state(in_place, general);
+            }
+        }
+        if (!resynced) {
+            assert_int_equal(tb_snap_decoder_apply(in_place, buf, n, &err), TB_OK);
+            assert_int_equal(tb_snap_decoder_apply(general, buf, n, &err), TB_OK);
+        }
+        assert_int_equal(apply_blob(fresh, tb_snap_encoder_key(enc), (uint32_t)t, NULL), TB_OK);
+        assert_same_state(in_place, general);
+        assert_same_state(in_place, fresh);
+        assert_int_equal(tb_snap_decoder_last_seq(in_place), tb_snap_decoder_last_seq(general));
+    }
+    print_message("%d deltas without spawns or removals, %d corrupted ones refused\n", plain, refused);
+    assert_true(plain > 250 && refused > 100);
+    tb_snap_encoder_destroy(enc);
+    tb_snap_decoder_destroy(in_place);
+    tb_snap_decoder_destroy(general);
+    tb_snap_decoder_destroy(fresh);
+}
+
+/* The reader as first written (a bit or a byte at a time), the reference
+ * for the word-at-a-time tb_bitr_get / tb_bitr_eg. */
+static uint32_t ref_get(tb_bitr *r, int n)
+{
+    uint32_t v = 0;
+    if (r->error) return 0;
+    if ((r->len * 8 - r->bit) < (size_t)n) { r->error = 1; return 0; }
+    while (n > 0) {
+        int used = (int)(r->bit & 7), room = 8 - used, take = n < room ? n : room;
+        uint32_t byte = r->buf[r->bit >> 3];
+        v = (v << take) | ((byte >> (room - take)) & ((1u << take) - 1u));
+        r->bit += (size_t)take;
+        n -= take;
+    }
+    return v;
+}
+
+static uint32_t ref_eg(tb_bitr *r, int k)
+{
+    int zeros = 0;
+    while (!r->error) {
+        if (r->bit >= r->len * 8) { r->error = 1; return 0; }
+        if ((r->buf[r->bit >> 3] >> (7 - (r->bit & 7))) & 1u) break;
+        r->bit++;
+        if (++zeros + k + 1 > 28) { r->error = 1; return 0; }
+    }
+    if (r->error) return 0;
+    return ref_get(r, zeros + k + 1) - (1u << k);
+}
+
+/* Random streams (written codes, then random bytes and cuts): every read gives
+ * the reference's value and error, and the same position while there is no error. */
+static void the_bit_reader_reads_what_the_reference_reads(void **s)
+{
+    (void)s;
+    static uint8_t buf[64];
+    int reads = 0, errors = 0;
+    for (int trial = 0; trial < 20000; trial++) {
+        size_t len = (size_t)(rnd() * 40);
+        if (trial % 2) {
+            tb_bitw w = {buf, sizeof buf, 0, 0};
+            while (w.bit < len * 8 + 8 && !w.overflow) {
+                if (rnd() < 0.5) tb_bitw_eg(&w, (uint32_t)(rnd() * (rnd() < 0.1 ? 1e8 : 300)), (int)(rnd() * 16));
+                else tb_bitw_put(&w, (uint32_t)(rnd() * 4294967296.0), 1 + (int)(rnd() * 32));
+            }
+        } else {
+            for (size_t i = 0; i < sizeof buf; i++) buf[i] = (uint8_t)(rnd() < 0.3 ? 0 : rnd() * 256);
+        }
+        tb_bitr a = {buf, len, 0, 0}, b = {buf, len, 0, 0};
+        while (!a.error) {
+            uint32_t va, vb;
+            if (rnd() < 0.5) {
+                int k = (int)(rnd() * 16);
+                va = tb_bitr_eg(&a, k); vb = ref_eg(&b, k);
+            } else {
+                int n = (int)(rnd() * 33);
+                va = tb_bitr_get(&a, n); vb = ref_get(&b, n);
+            }
+            reads++;
+            assert_int_equal(a.error, b.error);
+            assert_int_equal(va, vb);
+            if (!a.error) assert_int_equal(a.bit, b.bit);
+        }
+        errors++;
+    }
+    print_message("%d reads, %d streams read to their error\n", reads, errors);
+}
+
 static void a_client_that_skipped_catches_up_with_a_keyframe_then_shares_deltas(void **s)
 {
     (void)s;
@@ -729,6 +868,8 @@ int main(void)
         cmocka_unit_test(orientations_stay_within_a_tenth_of_a_degree),
         cmocka_unit_test(degenerate_quaternions_become_identity),
         cmocka_unit_test(deltas_applied_in_order_equal_the_keyframe),
+        cmocka_unit_test(deltas_applied_in_place_equal_the_general_path_and_the_keyframe),
+        cmocka_unit_test(the_bit_reader_reads_what_the_reference_reads),
         cmocka_unit_test(a_client_that_skipped_catches_up_with_a_keyframe_then_shares_deltas),
         cmocka_unit_test(a_room_at_rest_costs_under_16_bytes),
         cmocka_unit_test(a_room_at_rest_takes_the_shortcut_with_the_same_bytes),
