@@ -271,9 +271,14 @@ static void tb__deliver_snapshot(tb_server *server, tb_room *room, int stream, t
         if (TB_ROOM_STREAM(s->link.lane_now, s->link.tier) == stream) {
             tb__offer_snapshot(server, s, msg, key);
         } else if (TB_ROOM_STREAM(s->link.lane, s->link.next) == stream) {
-            /* its keyframe, or a delta from the very state it holds (a lane's
-             * stream made from the room's own: sim/worker_room.c) */
-            bool chains = msg->type == TB_MSG_SNAP_DELTA && msg->base_tick == s->queued_tick && s->slot_count < TB__SNAP_SLOTS;
+            /* its keyframe, or a delta from the very state it holds: a lane's
+             * stream that still holds the room's own state (sim/worker_room.c)
+             * to a session on the room's own stream. (The tick alone is not
+             * enough: a lane whose budget held something back holds another
+             * state of the same tick, and its delta would apply to the wrong
+             * one, silently or refused.) */
+            bool chains = msg->type == TB_MSG_SNAP_DELTA && msg->from_room && s->link.lane_now == 0 && s->link.tier == 0 &&
+                          msg->base_tick == s->queued_tick && s->slot_count < TB__SNAP_SLOTS;
             tb_msg *k = chains ? msg : key ? key : msg->type == TB_MSG_SNAP_KEY ? msg : NULL;
             if (k) {
                 if (s->slot_count == TB__SNAP_SLOTS) {

@@ -17,6 +17,7 @@ tb_msg *tb_msg_new(size_t len)
     msg->base_tick = 0;
     msg->fields = 0;
     msg->serial = 0;
+    msg->from_room = false;
     msg->supersede = TB_SUPERSEDE_NONE;
     msg->supersede_key = 0;
     return msg;

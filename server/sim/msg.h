@@ -11,6 +11,7 @@
 #define TB_MSG_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,6 +28,8 @@ typedef struct tb_msg {
     uint32_t base_tick;/* delta: the tick the client must hold */
     uint32_t fields;   /* envelope length the prefix needs */
     uint64_t serial;   /* inputs of the room applied up to this arrival number */
+    bool from_room;    /* a lane's delta whose base is the room's own stream's state at
+                          base_tick: a client on that stream may move to the lane with it */
     /* Room events whose newest copy is all a client needs (PROTOCOL.md §8,
      * "What a client is sent"): a session keeps at most one unsent message
      * per (supersede, supersede_key) and replaces it with the newer one.

@@ -95,6 +95,9 @@ typedef struct tb_room {
     atomic_uint lane_kbps[TB_ROOM_LANES]; /* a lane's budget, kbit/s (network thread sets; [0] = 0: none) */
     int lane_users[TB_ROOM_LANES];       /* sessions joined on each lane (network thread) */
     atomic_uint lane_cut_tick[TB_ROOM_LANES]; /* the last tick a lane's budget left something out (worker) */
+    /* the lane's full-rate encoder holds the room's own state: made from it
+     * (tb_snap_encoder_copy_baseline) and has held nothing back since (worker) */
+    bool lane_from_room[TB_ROOM_LANES];
     /* where players poked and grabbed lately (worker): a budget sends what
      * is near them first (tb_snap_encoder_set_focus) */
     float touch_at[TB_SNAP_FOCUS_MAX][3];

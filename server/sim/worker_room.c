@@ -333,9 +333,13 @@ static void tb__tier_snapshots(tb_worker *w, tb_room *room, const tb_snap_input 
                 /* a lane's full-rate stream starts from the room's own state of
                  * this tick: its next delta chains from what the room's own
                  * clients hold, so one moving to the lane needs no keyframe */
-                if (t == 0 && tb_snap_encoder_copy_baseline(*enc, room->encoder) == TB_OK)
+                room->lane_from_room[l] = t == 0 && tb_snap_encoder_copy_baseline(*enc, room->encoder) == TB_OK;
+                if (room->lane_from_room[l])
                     continue;
             }
+            /* (a budget that has held nothing back chose what the room's own
+             * encoder chose, from the same state: the states stay equal) */
+            bool from_room = t == 0 && l && room->lane_from_room[l];
             if (l) {
                 tb_snap_encoder_set_focus(*enc, focus[0], nfocus);
                 uint64_t kbps = atomic_load_explicit(&room->lane_kbps[l], memory_order_relaxed);
@@ -346,8 +350,11 @@ static void tb__tier_snapshots(tb_worker *w, tb_room *room, const tb_snap_input 
             tb_proto_err err;
             if (tb_snap_encoder_step(*enc, in, &err) != TB_OK)
                 continue;
-            if (l && tb_snap_encoder_budget_stats(*enc).pending) /* the budget binds: net/link.c may raise it */
+            if (l && tb_snap_encoder_budget_stats(*enc).pending) { /* the budget binds: net/link.c may raise it */
                 atomic_store_explicit(&room->lane_cut_tick[l], (uint32_t)room->tick, memory_order_relaxed);
+                if (t == 0)
+                    room->lane_from_room[l] = false;
+            }
             const tb_snap_blob *delta = tb_snap_encoder_delta(*enc);
             bool want_key = (atomic_fetch_and_explicit(&room->tier_keys_wanted, ~bit, memory_order_acq_rel) & bit) || !delta;
             tb_msg *key = NULL;
@@ -356,8 +363,10 @@ static void tb__tier_snapshots(tb_worker *w, tb_room *room, const tb_snap_input 
                 key = k ? tb_wire_snap_blob(k, room->applied_serial) : NULL;
             }
             tb_msg *msg = delta ? tb_wire_snap_blob(delta, room->applied_serial) : tb_msg_ref(key);
-            if (msg)
+            if (msg) {
                 msg->made_ns = now;
+                msg->from_room = from_room && delta;
+            }
             if (key)
                 key->made_ns = now;
             tb_worker_emit2(w, TB_OUT_SNAPSHOT, (uint32_t)TB_ROOM_STREAM(l, t), room, msg, key);

@@ -352,8 +352,10 @@ static bool same_state(const tb_snap_decoder *a, const tb_snap_decoder *b)
 
 /* tumble-bench stream-switch: a client holding the room's own stream (every
  * snapshot of the tower cycle) that moves to a lane's full-rate stream by
- * tick, as net/outbox.c's tb__deliver_snapshot lets it (`chains`: the lane's
- * delta has the base tick the client holds). The lane's encoder starts from a
+ * tick alone, as net/outbox.c's tb__deliver_snapshot once let it (the lane's
+ * delta has the base tick the client holds; it now also needs the lane to
+ * hold the room's own state, msg->from_room: a budget that has held nothing
+ * back since the lane was made from the room's). The lane's encoder starts from a
  * copy of the room's baseline (sim/worker_room.c); lane_bits_per_snapshot is
  * its budget (0: none). At every snapshot the client is set back to the room's
  * state, takes the lane's delta, and is compared with the lane's own state

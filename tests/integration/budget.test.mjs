@@ -102,6 +102,39 @@ test('a client that asks for a budget is sent no more than it, and sees every ve
   full.close(); thin.close();
 });
 
+test('a client joining a budget that is holding bodies back gets that budget\'s state, not a delta from another', async () => {
+  // Two clients share a budget's stream (a lane). While the first one's budget
+  // binds, the lane holds another state than the room's own stream of the same
+  // tick; the second one, welcomed on the room's own stream, must move to the
+  // lane with its keyframe: a lane delta of the right base tick would apply to
+  // the wrong state, and the budget would never resend what it believes sent.
+  const s = await startServer();
+  const full = await connect(s.port, { name: 'Near' });
+  const first = await connect(s.port, { name: 'Far' });
+  const late = await connect(s.port, { name: 'Later' });
+  await join(full, 'b-late', 'dough');
+  await join(first, 'b-late', null, { kbps: 32 });
+  await sleep(500);
+  const kneading = knead(full, 4000);
+  await sleep(1500); // the lane binds now
+  await join(late, 'b-late', null, { kbps: 32 });
+  await kneading;
+  const rest = await restingState(full);
+  assert.equal(rest.awake, 0, 'the dough came to rest');
+  const t0 = performance.now();
+  let worst = Infinity;
+  while (performance.now() - t0 < 3000) {
+    full.dropSnapshots(); late.dropSnapshots();
+    const [a, b] = [(await full.snapshot()).state, (await late.snapshot()).state];
+    worst = largestDifference(a, b);
+    if (worst <= 0.002) break;
+    await sleep(100);
+  }
+  assert.equal(late.snapErrors.length, 0, `every snapshot the late client was sent applies: ${late.snapErrors.join('; ')}`);
+  assert.ok(worst <= 0.002, `the late client's picture is still ${(worst * 1000).toFixed(2)} mm (on one axis) from the full one 3 s after the rest`);
+  full.close(); first.close(); late.close();
+});
+
 test('--client-kbps budgets every client; a hello may lower its budget, not raise it', async () => {
   const s = await startServer({ args: ['--client-kbps', '48'] });
   const plain = await connect(s.port, { name: 'Plain' });
