@@ -122,6 +122,31 @@ static int read_abs_body(tb_bitr *r, const tb_snap_grid *g, tb_snap_body *b, int
     return r->error ? bad(r, err, "body record") : TB_OK;
 }
 
+/* One changed body of a delta: b (a copy of o, the baseline's) gets o's cells
+ * plus pred x o's last change plus the residuals read. */
+static int read_body_change(tb_bitr *r, const tb_snap_grid *g, const tb_snap_body *o, tb_snap_body *b, int pred, int kp, int kr,
+                            tb_proto_err *err)
+{
+    for (int a = 0; a < 3; a++) {
+        int64_t q = (int64_t)o->pos_cell[a] + pred * (int64_t)o->pos_vel[a] + tb_unzz(tb_bitr_eg(r, kp));
+        if (r->error || q < 0 || q > g->pmax[a]) return bad(r, err, "body position outside the room grid");
+        b->pos_cell[a] = (int32_t)q;
+        b->pos_vel[a] = b->pos_cell[a] - o->pos_cell[a];
+    }
+    if (tb_bitr_get(r, 1) == 0) {
+        for (int a = 0; a < 3; a++) {
+            int64_t q = (int64_t)o->rot_cell[a] + pred * (int64_t)o->rot_vel[a] + tb_unzz(tb_bitr_eg(r, kr));
+            if (r->error || q < 0 || q > TB_PROTO_ROT_MAXQ) return bad(r, err, "rotation component out of range");
+            b->rot_cell[a] = (int32_t)q;
+            b->rot_vel[a] = b->rot_cell[a] - o->rot_cell[a];
+        }
+    } else {
+        b->rot_largest = (int32_t)tb_bitr_get(r, 2);
+        for (int a = 0; a < 3; a++) { b->rot_cell[a] = (int32_t)tb_bitr_get(r, TB_PROTO_ROT_BITS); b->rot_vel[a] = 0; }
+    }
+    return r->error ? bad(r, err, "body record") : TB_OK;
+}
+
 static int finish_bits(tb_bitr *r, tb_proto_err *err)
 {
     if (r->error) return bad(r, err, "truncated");
@@ -231,24 +256,7 @@ static int apply_delta_in_place(tb_snap_decoder *d, const msgpack_object *fbin, 
             const tb_snap_body *o = &d->cur[idx];
             tb_snap_body *b = &d->tmp[c];
             *b = *o;
-            for (int a = 0; a < 3; a++) {
-                int64_t q = (int64_t)o->pos_cell[a] + pred * (int64_t)o->pos_vel[a] + tb_unzz(tb_bitr_eg(&r, kp));
-                if (r.error || q < 0 || q > d->grid.pmax[a]) return bad(&r, err, "body position outside the room grid");
-                b->pos_cell[a] = (int32_t)q;
-                b->pos_vel[a] = b->pos_cell[a] - o->pos_cell[a];
-            }
-            if (tb_bitr_get(&r, 1) == 0) {
-                for (int a = 0; a < 3; a++) {
-                    int64_t q = (int64_t)o->rot_cell[a] + pred * (int64_t)o->rot_vel[a] + tb_unzz(tb_bitr_eg(&r, kr));
-                    if (r.error || q < 0 || q > TB_PROTO_ROT_MAXQ) return bad(&r, err, "rotation component out of range");
-                    b->rot_cell[a] = (int32_t)q;
-                    b->rot_vel[a] = b->rot_cell[a] - o->rot_cell[a];
-                }
-            } else {
-                b->rot_largest = (int32_t)tb_bitr_get(&r, 2);
-                for (int a = 0; a < 3; a++) { b->rot_cell[a] = (int32_t)tb_bitr_get(&r, TB_PROTO_ROT_BITS); b->rot_vel[a] = 0; }
-            }
-            if (r.error) return bad(&r, err, "body record");
+            TRY(read_body_change(&r, &d->grid, o, b, pred, kp, kr, err));
             d->moved[d->max_bodies + 1 + c] = (uint16_t)idx;
         }
         TRY(finish_bits(&r, err));
@@ -350,24 +358,7 @@ static int apply_delta(tb_snap_decoder *d, const msgpack_object *root, tb_proto_
             if (r.error || idx >= (int64_t)nkept) return bad(&r, err, "changed-body index");
             tb_snap_body *b = &kept[idx];
             const tb_snap_body *o = &d->cur[find_body(d->cur, d->cur_n, b->id)];
-            for (int a = 0; a < 3; a++) {
-                int64_t q = (int64_t)o->pos_cell[a] + pred * (int64_t)o->pos_vel[a] + tb_unzz(tb_bitr_eg(&r, kp));
-                if (r.error || q < 0 || q > d->grid.pmax[a]) return bad(&r, err, "body position outside the room grid");
-                b->pos_cell[a] = (int32_t)q;
-                b->pos_vel[a] = b->pos_cell[a] - o->pos_cell[a];
-            }
-            if (tb_bitr_get(&r, 1) == 0) {
-                for (int a = 0; a < 3; a++) {
-                    int64_t q = (int64_t)o->rot_cell[a] + pred * (int64_t)o->rot_vel[a] + tb_unzz(tb_bitr_eg(&r, kr));
-                    if (r.error || q < 0 || q > TB_PROTO_ROT_MAXQ) return bad(&r, err, "rotation component out of range");
-                    b->rot_cell[a] = (int32_t)q;
-                    b->rot_vel[a] = b->rot_cell[a] - o->rot_cell[a];
-                }
-            } else {
-                b->rot_largest = (int32_t)tb_bitr_get(&r, 2);
-                for (int a = 0; a < 3; a++) { b->rot_cell[a] = (int32_t)tb_bitr_get(&r, TB_PROTO_ROT_BITS); b->rot_vel[a] = 0; }
-            }
-            if (r.error) return bad(&r, err, "body record");
+            TRY(read_body_change(&r, &d->grid, o, b, pred, kp, kr, err));
         }
         for (uint32_t m = 0; m < d->frame.mesh_count; m++) {
             uint32_t nv = d->frame.mesh_verts[m];
