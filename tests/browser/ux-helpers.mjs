@@ -83,8 +83,8 @@ export async function holdFrames(page) {
     if (!h) return;
     delete window.__heldFrames;
     window.requestAnimationFrame = h.raf;
-    for (const cb of h.held) h.raf(cb);
-  }).catch(() => {}); // a page already closed has nothing to release
+    for (const cb of h.held) h.raf.call(window, cb);
+  }).catch((e) => { if (!page.isClosed()) throw e; }); // a page already closed has nothing to release
 }
 
 // ---- contrast from pixels -----------------------------------------------------------------
