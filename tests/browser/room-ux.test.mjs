@@ -288,7 +288,7 @@ test('words for people: degrees, units, on/off, "oldest ball removed"; the stats
   await page.close();
 
   // Past the projectile cap (24): the oldest ball goes, said so.
-  const tower = await open(uniq('cap'), 'rigid', 'tower');
+  const tower = await openHeld(uniq('cap'), 'rigid', 'tower');
   await tower.page.locator('.stage-canvas').focus();
   for (let i = 0; i < 30; i++) { await tower.page.keyboard.press('t'); await tower.page.waitForTimeout(220); }
   await waitAnnouncement(tower.page, /^Too many balls: the oldest one was removed$/);
