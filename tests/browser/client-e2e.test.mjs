@@ -7,6 +7,7 @@
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { launch, startTumble, hasServer, hasChromium, trackErrors, shot, hudOverlaps, VIEWPORTS } from './helpers.mjs';
+import { holdFrames } from './ux-helpers.mjs';
 
 const skip = !hasChromium() ? 'no /usr/bin/chromium (make deps)' : !hasServer() ? 'no build/tumble-server or client-web/dist (make)' : false;
 let browser, server;
@@ -91,6 +92,10 @@ test('a slider change on one page shows on the other with its author', { skip },
   const room = uniq('slider');
   const a = await openRoom(room, 'rigid', 'tower');
   const b = await openRoom(room, 'rigid', 'tower');
+  // Both pages have drawn; what follows is controls and messages: their frame loops are
+  // held (ux-helpers.mjs holdFrames), so two software GL pages do not slow each step.
+  await holdFrames(a.page);
+  const releaseB = await holdFrames(b.page);
   const input = a.page.locator('[data-param="friction"] input');
   await input.fill('0.95');
   await input.press('Enter');
@@ -100,6 +105,7 @@ test('a slider change on one page shows on the other with its author', { skip },
   const who = await b.page.locator('.param-who').textContent();
   assert.match(who, /friction/);
   assert.doesNotMatch(who, /by you/);
+  await releaseB();
   await shot(b.page, 'e2e-slider-other-page');
 });
 
@@ -129,11 +135,13 @@ test('the dice room shows the faces and their sum after a throw settles', { skip
 
 test('"Show contacts" streams contact points while bodies touch', { skip }, async () => {
   const { page } = await openRoom(uniq('contacts'), 'rigid', 'dice');
+  const release = await holdFrames(page); // the contacts are counted as they arrive, not drawn
   await page.locator('.lil-gui .lil-controller.lil-boolean input, .lil-gui .controller.boolean input').first().check();
   await page.getByRole('button', { name: 'Throw dice' }).click();
   await page.waitForFunction(() => window.__tumble.contacts > 0, null, { timeout: 120000, polling: 250 });
   const sent = await page.evaluate(() => window.__tumble.sent.filter((i) => i.type === 'contacts'));
   assert.deepEqual(sent.map((i) => i.on), [true]);
+  await release();
   await shot(page, 'e2e-contacts');
 });
 
