@@ -13,6 +13,8 @@
 #   some of them again against the ASan+UBSan server       build/asan/tumble-server
 #   browser tests (Chromium; missing Chromium fails)       tests/browser
 # The counts come from each runner's own summary (cmocka, node's TAP reporter).
+# The world hashes and the conformance client run in the background beside the C unit
+# tests (their lines are printed where they always were); all else runs one at a time.
 set -u
 cd "$(dirname "$0")/.."
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
