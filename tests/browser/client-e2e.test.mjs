@@ -7,6 +7,7 @@
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { launch, startTumble, hasServer, hasChromium, trackErrors, shot, hudOverlaps, VIEWPORTS } from './helpers.mjs';
+import { holdFrames } from './ux-helpers.mjs';
 
 const skip = !hasChromium() ? 'no /usr/bin/chromium (make deps)' : !hasServer() ? 'no build/tumble-server or client-web/dist (make)' : false;
 let browser, server;
@@ -15,8 +16,27 @@ before(async () => { if (skip) return; server = await startTumble(); browser = a
 after(async () => { await browser?.close(); await server?.stop(); });
 // Pages draw in software GL here: close each test's pages so they do not slow the next.
 const errorsSeen = [];
+// A page costs 5-10 s before its first frame: a test may hand its pages to the next test
+// when that one needs the same kind of room, not a fresh one (carry, take). Pages the next
+// test does not take are closed after it.
+let carried = null;
+function carry(key, value, ...openPages) {
+  const entries = pages.filter((e) => openPages.includes(e.page));
+  for (const e of entries) pages.splice(pages.indexOf(e), 1);
+  carried = { key, value, entries, age: 0 };
+}
+function take(key) {
+  if (!carried || carried.key !== key) return null;
+  const c = carried; carried = null;
+  pages.push(...c.entries);
+  return c.value;
+}
 afterEach(async () => {
   for (const p of pages.splice(0)) { errorsSeen.push(...p.errors); await p.page.close().catch(() => {}); }
+  if (carried && carried.age++ >= 1) {
+    for (const p of carried.entries) { errorsSeen.push(...p.errors); await p.page.close().catch(() => {}); }
+    carried = null;
+  }
 });
 
 const uniq = (p) => `${p}-${Math.random().toString(36).slice(2, 8)}`;
@@ -85,12 +105,19 @@ test('two pages topple one tower and agree on every pose', { skip }, async () =>
     assert.ok(d < 1e-3, `plank ${id} differs by ${d} m`);
     assert.ok(angleDeg(pa[id].q, pb[id].q) < 0.2, `plank ${id} differs by ${angleDeg(pa[id].q, pb[id].q)} deg`);
   }
+  carry('tower-pair', { a, b }, a.page, b.page); // two pages in one tower room, for the slider test
 });
 
 test('a slider change on one page shows on the other with its author', { skip }, async () => {
+  // the two pages of the test before (its fallen tower) when it passed, else two new ones
+  const pair = take('tower-pair');
   const room = uniq('slider');
-  const a = await openRoom(room, 'rigid', 'tower');
-  const b = await openRoom(room, 'rigid', 'tower');
+  const a = pair?.a ?? await openRoom(room, 'rigid', 'tower');
+  const b = pair?.b ?? await openRoom(room, 'rigid', 'tower');
+  // Both pages have drawn; what follows is controls and messages: their frame loops are
+  // held (ux-helpers.mjs holdFrames), so two software GL pages do not slow each step.
+  await holdFrames(a.page);
+  const releaseB = await holdFrames(b.page);
   const input = a.page.locator('[data-param="friction"] input');
   await input.fill('0.95');
   await input.press('Enter');
@@ -100,6 +127,7 @@ test('a slider change on one page shows on the other with its author', { skip },
   const who = await b.page.locator('.param-who').textContent();
   assert.match(who, /friction/);
   assert.doesNotMatch(who, /by you/);
+  await releaseB();
   await shot(b.page, 'e2e-slider-other-page');
 });
 
@@ -125,15 +153,18 @@ test('the dice room shows the faces and their sum after a throw settles', { skip
   }
   await page.waitForTimeout(500);
   await shot(page, 'e2e-dice-sum');
+  carry('dice', page, page); // a dice room at rest, for the contacts test
 });
 
 test('"Show contacts" streams contact points while bodies touch', { skip }, async () => {
-  const { page } = await openRoom(uniq('contacts'), 'rigid', 'dice');
+  const page = take('dice') ?? (await openRoom(uniq('contacts'), 'rigid', 'dice')).page;
+  const release = await holdFrames(page); // the contacts are counted as they arrive, not drawn
   await page.locator('.lil-gui .lil-controller.lil-boolean input, .lil-gui .controller.boolean input').first().check();
   await page.getByRole('button', { name: 'Throw dice' }).click();
   await page.waitForFunction(() => window.__tumble.contacts > 0, null, { timeout: 120000, polling: 250 });
   const sent = await page.evaluate(() => window.__tumble.sent.filter((i) => i.type === 'contacts'));
   assert.deepEqual(sent.map((i) => i.on), [true]);
+  await release();
   await shot(page, 'e2e-contacts');
 });
 
@@ -173,11 +204,11 @@ test('the flag renders and a drag pulls it', { skip }, async () => {
   assert.equal(grabs[0], 'start');
   assert.equal(grabs[grabs.length - 1], 'end');
   assert.ok(moved >= 0.1, `the grabbed vertex moved ${moved.toFixed(3)} m on screen`);
+  carry('flag', page, page); // a flag room at its first resolution, for the grid test
 });
 
 test('the cloth grid slider rebuilds the flag at the new resolution', { skip }, async () => {
-  const room = uniq('grid');
-  const { page } = await openRoom(room, 'cloth', 'flag');
+  const page = take('flag') ?? (await openRoom(uniq('grid'), 'cloth', 'flag')).page;
   const size = (p) => p.evaluate(() => { const c = window.__tumble.desc.cloths[0]; return [c.w, c.h, window.__tumble.verts(c.key)?.length]; });
   assert.deepEqual(await size(page), [16, 10, 3 * 160]);
   // lil-gui's number field: type a value and press Enter (the slider sends on release only).

@@ -5,6 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { launch, buildPreview, serveStatic, trackErrors, shot, hudOverlaps, hasChromium, VIEWPORTS } from './helpers.mjs';
+import { holdFrames } from './ux-helpers.mjs';
 
 const skip = !hasChromium() && 'no /usr/bin/chromium (make deps)';
 let browser, server;
@@ -36,8 +37,13 @@ for (const [kind, scene] of ROOMS) {
     for (const vp of Object.keys(VIEWPORTS)) {
       await page.setViewportSize(VIEWPORTS[vp]);
       await frames(page);
+      // drawn at this size: the screenshot and the layout check on that frame, with the
+      // frame loop held (ux-helpers.mjs holdFrames: a software GL frame no longer holds up
+      // each step), then it goes on for the next size
+      const release = await holdFrames(page);
       await shot(page, `preview-${scene}-${vp}`);
       assert.deepEqual(await hudOverlaps(page), [], `${scene} on ${vp}`);
+      await release();
     }
     assert.deepEqual(errors, []);
     await page.close();

@@ -74,13 +74,13 @@ async function capture(page, name) {
 }
 const colourDiff = (a, b) => Math.abs(a[0] - b[0]) + Math.abs(a[1] - b[1]) + Math.abs(a[2] - b[2]);
 
-/** Screen point (CSS px = screenshot px at scale 1) of a world point. */
-function screenOf(page, p) {
-  return page.evaluate((p) => {
+/** Screen points (CSS px = screenshot px at scale 1) of world points, in one round trip
+ *  (each round trip waits behind a software GL frame). */
+function screenOfAll(page, points) {
+  return page.evaluate((points) => {
     const s = window.__tumble.stage, r = s.renderer.domElement.getBoundingClientRect();
-    const q = s.toScreen(s.camera.position.clone().set(p[0], p[1], p[2]));
-    return { x: q.x + r.left, y: q.y + r.top };
-  }, p);
+    return points.map((p) => { const q = s.toScreen(s.camera.position.clone().set(p[0], p[1], p[2])); return { x: q.x + r.left, y: q.y + r.top }; });
+  }, points);
 }
 
 test('the tower\'s planks are drawn: their pixels differ from the felt around them', { skip }, async () => {
@@ -93,20 +93,19 @@ test('the tower\'s planks are drawn: their pixels differ from the felt around th
   const cx = planks.reduce((s, id) => s + poses[id].p[0], 0) / planks.length;
   const cz = planks.reduce((s, id) => s + poses[id].p[2], 0) / planks.length;
   const feltPoints = [];
-  for (const [dx, dz] of [[-2, -1.2], [-2, 1.2], [2, -1.2], [2, 1.2]]) {
-    const x = Math.max(-3.6, Math.min(3.6, cx + dx)), z = Math.max(-2.2, Math.min(2.2, cz + dz));
-    const s = await screenOf(page, [x, 0, z]);
+  const felt = [[-2, -1.2], [-2, 1.2], [2, -1.2], [2, 1.2]].map(([dx, dz]) => [Math.max(-3.6, Math.min(3.6, cx + dx)), 0, Math.max(-2.2, Math.min(2.2, cz + dz))]);
+  for (const s of await screenOfAll(page, felt)) {
     if (s.x >= 0 && s.y >= 0 && s.x < img.w && s.y < img.h) feltPoints.push(img.rgb(s.x, s.y));
   }
   assert.ok(feltPoints.length >= 2, 'felt visible on screen');
   let drawn = 0, onScreen = 0;
   const seen = [];
-  for (const id of planks) {
-    // (points under the HUD are left out: they would differ from the felt anyway)
-    const s = await page.evaluate((id) => {
-      const q = window.__tumble.screenOf(id);
-      return q && { ...q, canvas: document.elementFromPoint(q.x, q.y)?.classList.contains('stage-canvas') };
-    }, id);
+  // (points under the HUD are left out: they would differ from the felt anyway)
+  const centres = await page.evaluate((ids) => ids.map((id) => {
+    const q = window.__tumble.screenOf(id);
+    return q && { ...q, canvas: document.elementFromPoint(q.x, q.y)?.classList.contains('stage-canvas') };
+  }), planks);
+  for (const s of centres) {
     if (!s || !s.canvas || s.x < 0 || s.y < 0 || s.x >= img.w || s.y >= img.h) continue;
     onScreen++;
     const c = img.rgb(s.x, s.y);
@@ -140,8 +139,9 @@ test('the flag is drawn where it is and its pixels move when it is dragged', { s
   }
   assert.ok(moved < 0.005, `the windless flag comes to rest within 30 s (a vertex still moved ${(1000 * moved).toFixed(1)} mm in the last second)`);
   // The flag's screen box, from its vertices.
-  const pts = [];
-  for (let k = 0; k < last.length; k += 3) pts.push(await screenOf(page, [last[k], last[k + 1], last[k + 2]]));
+  const world = [];
+  for (let k = 0; k < last.length; k += 3) world.push([last[k], last[k + 1], last[k + 2]]);
+  const pts = await screenOfAll(page, world);
   const box = { x0: Math.min(...pts.map((p) => p.x)), x1: Math.max(...pts.map((p) => p.x)), y0: Math.min(...pts.map((p) => p.y)), y1: Math.max(...pts.map((p) => p.y)) };
   const changed = (p, q) => {
     let n = 0, all = 0;

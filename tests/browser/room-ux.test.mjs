@@ -7,7 +7,7 @@
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { launch, startTumble, hasServer, hasChromium, trackErrors, shot, hudOverlaps, VIEWPORTS } from './helpers.mjs';
-import { openRoom, settle, uniq, drag, waitAnnouncement } from './ux-helpers.mjs';
+import { openRoom, settle, uniq, drag, waitAnnouncement, holdFrames } from './ux-helpers.mjs';
 
 const skip = !hasChromium() ? 'no /usr/bin/chromium (make deps)' : !hasServer() ? 'no build/tumble-server or client-web/dist (make)' : false;
 let browser, server;
@@ -19,12 +19,17 @@ afterEach(async () => {
   for (const p of pages.splice(0)) { errorsSeen.push(...p.errors); await p.page.close().catch(() => {}); }
 });
 const open = (room, kind, scene, o = {}) => openRoom(browser, server, room, kind, scene, { pages, ...o });
+// A page whose test asserts the HUD, the controls, the words and the messages sent (not
+// the 3D view) holds its frame loop once it has drawn (ux-helpers.mjs holdFrames): the
+// view keeps its last frame, and in software GL each step of the test then takes
+// milliseconds instead of waiting behind a frame of hundreds.
+const openHeld = async (room, kind, scene, o = {}) => { const r = await open(room, kind, scene, o); await holdFrames(r.page); return r; };
 const actionLabels = (page) => page.locator('.actions .action').allTextContents();
 
 test('the tower room shows its own actions, "Knock it down" highlighted; a scene switch is its own choice, announced to everyone', { skip }, async () => {
   const room = uniq('switch');
-  const a = await open(room, 'rigid', 'tower', { name: 'Ana' });
-  const b = await open(room, 'rigid', 'tower', { name: 'Ben' });
+  const a = await openHeld(room, 'rigid', 'tower', { name: 'Ana' });
+  const b = await openHeld(room, 'rigid', 'tower', { name: 'Ben' });
   assert.deepEqual(await actionLabels(a.page), ['Knock it down', 'Rebuild tower']);
   // The highlighted (accent) button is the tower's own.
   const bg = await a.page.locator('.actions .action').first().evaluate((el) => getComputedStyle(el).backgroundColor);
@@ -99,7 +104,7 @@ test('players choose their name: remembered locally, sent on join, shown to othe
   await page.locator('input[name=player]').press('Enter');
   await page.locator('.me-saved', { hasText: 'saved' }).waitFor();
   const room = uniq('names');
-  const ben = await open(room, 'soft', 'dough', { name: 'Ben' });
+  const ben = await openHeld(room, 'soft', 'dough', { name: 'Ben' });
   await page.goto(`${server.url}/r/${room}`);
   await page.waitForFunction(() => window.__tumble?.connected, null, { timeout: 240000, polling: 250 });
   await ben.page.waitForFunction(() => document.querySelector('.players').title.includes('Zoë the builder'), null, { polling: 250 });
@@ -114,11 +119,12 @@ test('players choose their name: remembered locally, sent on join, shown to othe
 
 test('a watcher (?watch=1) sees the room with its controls off and a "watching" label; the player sees "1 watching"', { skip }, async () => {
   const room = uniq('watch');
-  const player = await open(room, 'rigid', 'tower', { name: 'Ana' });
+  const player = await openHeld(room, 'rigid', 'tower', { name: 'Ana' });
   const page = await browser.newPage({ viewport: { width: 900, height: 560 } });
   pages.push({ page, errors: trackErrors(page) });
   await page.goto(`${server.url}/r/${room}?watch=1`, { waitUntil: 'domcontentloaded', timeout: 120000 });
   await page.waitForFunction(() => window.__tumble?.connected && window.__tumble.state && window.__tumble.frames > 2, null, { timeout: 150000, polling: 250 });
+  await holdFrames(page);
   assert.equal(await page.locator('.players .watching').textContent(), 'watching');
   assert.equal(await page.evaluate(() => window.__tumble.watchers), 1);
   for (const b of await page.locator('.actions .action').all()) assert.ok(await b.isDisabled(), 'action buttons are off');
@@ -138,6 +144,7 @@ test('offline: inputs are paused and say so, the players pill is not green, the 
   try {
     const room = uniq('offline');
     const { page } = await openRoom(browser, own, room, 'rigid', 'tower', { pages });
+    await holdFrames(page);
     const dot = () => page.locator('.players .dot').evaluate((el) => getComputedStyle(el).backgroundColor);
     const green = await dot();
     await own.stop();
@@ -200,7 +207,7 @@ test('the lobby keeps keyboard focus and scroll across its refreshes', { skip },
 
 test('phones get a short hint, without overlapping UI', { skip }, async () => {
   for (const vp of ['portrait', 'landscape']) {
-    const { page } = await open(uniq('phone'), 'rigid', 'tower', { viewport: VIEWPORTS[vp] });
+    const { page } = await openHeld(uniq('phone'), 'rigid', 'tower', { viewport: VIEWPORTS[vp] });
     const hint = page.locator('.hint-short');
     assert.equal(await hint.isVisible(), true, vp);
     assert.match(await hint.textContent(), /Tap: poke/);
@@ -235,8 +242,13 @@ test('a poke nudges the top plank (not a launch) and a double-tap dent shows on 
   const top = ids.reduce((a, b) => (p0[b].p[1] > p0[a].p[1] ? b : a));
   const s = await page.evaluate((id) => window.__tumble.screenOf(id), top);
   await page.mouse.click(s.x, s.y);
-  let maxY = p0[top].p[1];
-  for (let i = 0; i < 25; i++) { await page.waitForTimeout(120); maxY = Math.max(maxY, (await page.evaluate((id) => window.__tumble.poses()[id], top)).p[1]); }
+  // Its highest point over the next 3 s, sampled in the page every 120 ms (a round trip
+  // per sample would take longer than that on a page drawing in software GL).
+  const maxY = await page.evaluate(async ({ id, y0 }) => {
+    let m = y0;
+    for (let i = 0; i < 25; i++) { await new Promise((r) => setTimeout(r, 120)); m = Math.max(m, window.__tumble.poses()[id].p[1]); }
+    return m;
+  }, { id: top, y0: p0[top].p[1] });
   const p1 = await settle(page);
   const moved = Math.hypot(...p1[top].p.map((v, k) => v - p0[top].p[k]));
   assert.equal(await page.evaluate(() => window.__tumble.sent.filter((i) => i.type === 'poke').length), 1);
@@ -276,7 +288,7 @@ test('words for people: degrees, units, on/off, "oldest ball removed"; the stats
   await page.close();
 
   // Past the projectile cap (24): the oldest ball goes, said so.
-  const tower = await open(uniq('cap'), 'rigid', 'tower');
+  const tower = await openHeld(uniq('cap'), 'rigid', 'tower');
   await tower.page.locator('.stage-canvas').focus();
   for (let i = 0; i < 30; i++) { await tower.page.keyboard.press('t'); await tower.page.waitForTimeout(220); }
   await waitAnnouncement(tower.page, /^Too many balls: the oldest one was removed$/);
@@ -286,7 +298,7 @@ test('words for people: degrees, units, on/off, "oldest ball removed"; the stats
 
 test('controls that fit: no walking in the flag room, on/off switches as checkboxes, contacts stay on after a switch, reset settings', { skip }, async () => {
   const room = uniq('fit');
-  const { page } = await open(room, 'cloth', 'flag');
+  const { page } = await openHeld(room, 'cloth', 'flag');
   assert.equal(await page.locator('[data-param="walking"]').count(), 0, 'no walking figure in the flag room');
   await page.getByRole('button', { name: 'Switch scene' }).click();
   await page.getByRole('button', { name: 'Switch everyone to cape' }).click();
@@ -303,11 +315,11 @@ test('controls that fit: no walking in the flag room, on/off switches as checkbo
   await waitAnnouncement(page, /^You turned "knight walks" on$/);
   await page.close();
 
-  const dough = await open(uniq('fit'), 'soft', 'dough');
+  const dough = await openHeld(uniq('fit'), 'soft', 'dough');
   for (const p of ['plasticity', 'volume']) assert.equal(await dough.page.locator(`[data-param="${p}"] input`).getAttribute('type'), 'checkbox', p);
   await dough.page.close();
 
-  const rigid = await open(uniq('fit'), 'rigid', 'tower');
+  const rigid = await openHeld(uniq('fit'), 'rigid', 'tower');
   await rigid.page.getByLabel('Show contacts').check();
   await rigid.page.getByRole('button', { name: 'Switch scene' }).click();
   await rigid.page.getByRole('button', { name: 'Switch everyone to dice' }).click();
@@ -316,7 +328,7 @@ test('controls that fit: no walking in the flag room, on/off switches as checkbo
 });
 
 test('accessibility: a labelled 3D view you can use from the keyboard, live regions, sliders announced with their range', { skip }, async () => {
-  const { page } = await open(uniq('a11y'), 'rigid', 'tower');
+  const { page } = await openHeld(uniq('a11y'), 'rigid', 'tower');
   const canvas = page.locator('.stage-canvas');
   assert.match(await canvas.getAttribute('aria-label'), /tower room .*24 wooden planks.*Keys:/);
   await canvas.focus();
@@ -338,7 +350,7 @@ test('accessibility: a labelled 3D view you can use from the keyboard, live regi
   await page.close();
 
   // Cloth: grab, pull and let go from the keyboard.
-  const cloth = await open(uniq('a11y'), 'cloth', 'flag');
+  const cloth = await openHeld(uniq('a11y'), 'cloth', 'flag');
   await cloth.page.locator('.stage-canvas').focus();
   await cloth.page.keyboard.press('g');
   await cloth.page.keyboard.press('ArrowUp');

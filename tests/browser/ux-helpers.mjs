@@ -1,6 +1,7 @@
 // Helpers for the room-experience browser tests (issue #18): open a room page against a
 // real tumble-server, wait for rest, drag, read what the page said, and measure text
 // contrast from the pixels on screen.
+import zlib from 'node:zlib';
 import { trackErrors } from './helpers.mjs';
 
 export const uniq = (p) => `${p}-${Math.random().toString(36).slice(2, 8)}`;
@@ -62,6 +63,30 @@ export async function waitAnnouncement(page, re, timeout = 60000) {
   }, re.source, { timeout, polling: 200 });
 }
 
+/**
+ * Hold the page's frame loop: requestAnimationFrame callbacks queue instead of running,
+ * so the 3D view keeps its last drawn frame and software GL stops drawing. Everything
+ * else goes on (CSS transitions and hover, the socket, timers, Playwright's own checks,
+ * which use their own world's requestAnimationFrame). In software GL each frame takes
+ * the GPU process hundreds of ms, and every evaluate and screenshot waits behind it:
+ * held, they take milliseconds. Returns release(), which runs the queued callbacks.
+ */
+export async function holdFrames(page) {
+  await page.evaluate(() => {
+    if (window.__heldFrames) return;
+    const raf = window.requestAnimationFrame, held = [];
+    window.__heldFrames = { raf, held };
+    window.requestAnimationFrame = (cb) => { held.push(cb); return 0; };
+  });
+  return () => page.evaluate(() => {
+    const h = window.__heldFrames;
+    if (!h) return;
+    delete window.__heldFrames;
+    window.requestAnimationFrame = h.raf;
+    for (const cb of h.held) h.raf.call(window, cb);
+  }).catch((e) => { if (!page.isClosed()) throw e; }); // a page already closed has nothing to release
+}
+
 // ---- contrast from pixels -----------------------------------------------------------------
 
 const HIDE_CSS = `.__hide-text, .__hide-text *, .__hide-text *::before, .__hide-text *::after, .__hide-text::before, .__hide-text::after {
@@ -99,9 +124,16 @@ async function contrastPair(page, selectors) {
     });
     return out;
   }, selectors);
-  const shown = await page.screenshot({ animations: 'disabled', caret: 'hide' });
+  // Both shots cover just the boxes measured (their union, inside the viewport): software
+  // GL makes every pixel of a shot dear, and the pixels are decoded here, in Node, not in
+  // the page (whose main thread is busy drawing the room).
+  const vp = page.viewportSize();
+  const x0 = Math.max(0, Math.min(...boxes.map((b) => b.x))), y0 = Math.max(0, Math.min(...boxes.map((b) => b.y)));
+  const x1 = Math.min(vp.width, Math.max(...boxes.map((b) => b.x + b.w))), y1 = Math.min(vp.height, Math.max(...boxes.map((b) => b.y + b.h)));
+  const clip = boxes.length && x1 > x0 && y1 > y0 ? { x: x0, y: y0, width: x1 - x0, height: y1 - y0 } : undefined;
+  const shown = await page.screenshot({ animations: 'disabled', caret: 'hide', clip });
   await page.evaluate(() => document.querySelectorAll('[data-contrast-probe]').forEach((el) => el.classList.add('__hide-text')));
-  const hidden = await page.screenshot({ animations: 'disabled', caret: 'hide' });
+  const hidden = await page.screenshot({ animations: 'disabled', caret: 'hide', clip });
   const after = await page.evaluate(() => [...document.querySelectorAll('[data-contrast-probe]')].map((el) => {
     el.classList.remove('__hide-text');
     const r = el.getBoundingClientRect(), i = Number(el.dataset.contrastProbe);
@@ -109,7 +141,8 @@ async function contrastPair(page, selectors) {
     return { i, x: Math.floor(r.left), y: Math.floor(r.top), look: `${el.className} ${el.value || el.textContent || ''}` };
   }));
   const stable = after.length === boxes.length && after.every((a) => a.x === boxes[a.i].x && a.y === boxes[a.i].y && a.look === boxes[a.i].look);
-  const results = await page.evaluate(measure, [shown.toString('base64'), hidden.toString('base64'), boxes.map(({ look, ...b }) => b)]);
+  const at = clip ? { x: clip.x, y: clip.y } : { x: 0, y: 0 };
+  const results = measure(decodePng(shown), decodePng(hidden), boxes.map(({ look, ...b }) => ({ ...b, x: b.x - at.x, y: b.y - at.y })));
   return { stable, results };
 }
 
@@ -119,15 +152,8 @@ export async function textContrast(page, locator) {
   try { return (await textContrasts(page, ['[data-contrast-one]']))[0]; } finally { await locator.evaluate((el) => el.removeAttribute('data-contrast-one')); }
 }
 
-// Runs in the page: decode both PNGs and measure each box.
-async function measure([a, b, boxes]) {
-  const load = async (b64) => {
-    const img = await createImageBitmap(await (await fetch(`data:image/png;base64,${b64}`)).blob());
-    const c = new OffscreenCanvas(img.width, img.height), g = c.getContext('2d');
-    g.drawImage(img, 0, 0);
-    return { d: g.getImageData(0, 0, img.width, img.height).data, w: img.width, h: img.height };
-  };
-  const A = await load(a), B = await load(b);
+// Measure each box in the two decoded shots (box coordinates relative to the shots).
+function measure(A, B, boxes) {
   const lin = (v) => { v /= 255; return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
   const L = (d, i) => 0.2126 * lin(d[i]) + 0.7152 * lin(d[i + 1]) + 0.0722 * lin(d[i + 2]);
   const ratio = (x, y) => (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05);
@@ -149,4 +175,35 @@ async function measure([a, b, boxes]) {
     const [worst, at] = rs[Math.floor(rs.length * 0.05)];
     return { sel: bx.sel, index: bx.index, label: bx.label, ratio: +worst.toFixed(2), fg: px(A.d, best), bg: px(B.d, at), textPixels: text.length };
   });
+}
+
+/** Decode an 8-bit, non-interlaced RGB or RGBA PNG (what Chromium's screenshots are) to RGBA. */
+export function decodePng(buf) {
+  if (buf.readUInt32BE(0) !== 0x89504e47) throw new Error('not a PNG');
+  let off = 8, w = 0, h = 0, ct = 0;
+  const idat = [];
+  while (off < buf.length) {
+    const len = buf.readUInt32BE(off), type = buf.toString('latin1', off + 4, off + 8), data = buf.subarray(off + 8, off + 8 + len);
+    if (type === 'IHDR') {
+      w = data.readUInt32BE(0); h = data.readUInt32BE(4); ct = data[9];
+      if (data[8] !== 8 || (ct !== 2 && ct !== 6) || data[12] !== 0) throw new Error(`PNG: depth ${data[8]}, colour type ${ct}, interlace ${data[12]} not handled`);
+    } else if (type === 'IDAT') idat.push(data);
+    else if (type === 'IEND') break;
+    off += 12 + len;
+  }
+  const bpp = ct === 6 ? 4 : 3, stride = w * bpp, raw = zlib.inflateSync(Buffer.concat(idat));
+  const out = new Uint8Array(w * h * 4), prev = new Uint8Array(stride), cur = new Uint8Array(stride);
+  for (let y = 0; y < h; y++) {
+    const f = raw[y * (stride + 1)], line = raw.subarray(y * (stride + 1) + 1, (y + 1) * (stride + 1));
+    for (let i = 0; i < stride; i++) {
+      const a = i >= bpp ? cur[i - bpp] : 0, b = prev[i], c = i >= bpp ? prev[i - bpp] : 0;
+      let v = line[i];
+      if (f === 1) v += a; else if (f === 2) v += b; else if (f === 3) v += (a + b) >> 1;
+      else if (f === 4) { const p = a + b - c, pa = Math.abs(p - a), pb = Math.abs(p - b), pc = Math.abs(p - c); v += pa <= pb && pa <= pc ? a : pb <= pc ? b : c; }
+      cur[i] = v;
+    }
+    for (let x = 0; x < w; x++) { const o = (y * w + x) * 4; out[o] = cur[x * bpp]; out[o + 1] = cur[x * bpp + 1]; out[o + 2] = cur[x * bpp + 2]; out[o + 3] = bpp === 4 ? cur[x * bpp + 3] : 255; }
+    prev.set(cur);
+  }
+  return { d: out, w, h };
 }
