@@ -639,7 +639,8 @@ void tb_snap_encoder_set_focus(tb_snap_encoder *e, const float *xyz, uint32_t co
 }
 
 /* How much faster an item at p gathers priority: where a player touched
- * lately is where that player (and everyone watching) looks. */
+ * lately is where that player (and everyone watching) looks (1 with no
+ * focus). */
 static float focus_gain(const tb_snap_encoder *e, const float *p)
 {
     double best = INFINITY;
@@ -769,8 +770,7 @@ static void budget_select(tb_snap_encoder *e, int pred, const int *mpred)
             for (int a = 0; a < 3; a++) cost += eg_bits(tb_zz(b->rot_cell[a] - (o->rot_cell[a] + pred * o->rot_vel[a])), kr);
         else cost += 2 + 3 * TB_PROTO_ROT_BITS;
         uint16_t age = e->base.age[i];
-        float gain = e->focus_count ? focus_gain(e, &e->cand.body_pose[7 * j]) : 1.0f;
-        sc->items[n++] = (budget_item){e->base.prio[i] + gain * body_error(e, j, o), cost, -1, j, age + 1u >= e->refresh};
+        sc->items[n++] = (budget_item){e->base.prio[i] + focus_gain(e, &e->cand.body_pose[7 * j]) * body_error(e, j, o), cost, -1, j, age + 1u >= e->refresh};
     }
     for (uint32_t m = 0; m < e->frame.mesh_count; m++) {
         uint32_t vgap = eg_bits(mchanged[m] ? e->frame.mesh_verts[m] / mchanged[m] : 0, 0);
@@ -789,7 +789,7 @@ static void budget_select(tb_snap_encoder *e, int pred, const int *mpred)
                 d2 += d * d;
             }
             uint16_t age = e->base.vert_age[m][v];
-            float gain = e->focus_count ? focus_gain(e, &e->cand.vert_input[m][3 * v]) : 1.0f;
+            float gain = focus_gain(e, &e->cand.vert_input[m][3 * v]);
             sc->items[n++] = (budget_item){e->base.vert_prio[m][v] + gain * (float)sqrt(d2), cost, (int32_t)m, v, age + 1u >= e->refresh};
         }
     }

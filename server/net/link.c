@@ -528,11 +528,8 @@ void tb_link_check(tb_session *s, int64_t now)
         double carried = l->ramp_from * 1000.0 / 8;
         /* a queue past the high mark would not drain at a level the link
          * just carries: the one below it until it has */
-        l->auto_kbps = l->ramp_from;
-        if (q > TB__Q_HIGH_NS + frame_ns)
-            for (int i = TB__LADDER_N - 1; i > 0; i--)
-                if (tb__ladder[i] == l->ramp_from)
-                    l->auto_kbps = tb__ladder[i - 1];
+        uint32_t below = tb__ladder_floor(l->ramp_from - 1.0);
+        l->auto_kbps = q > TB__Q_HIGH_NS + frame_ns && below ? below : l->ramp_from;
         l->ramping = false;
         l->capacity_bps = l->delivered_bps > carried ? l->delivered_bps : carried; /* what it carries, for 30 s */
         l->capacity_at_ns = now;
