@@ -185,7 +185,7 @@ wasm: $(BUILD)/wasm/tumble-physics.wasm
 # ---- JavaScript: one package.json at the top (codec, client build, JS tests) ----
 
 node_modules/.package-lock.json: package.json package-lock.json
-	npm ci --no-audit --no-fund
+	scripts/npm-ci.sh
 	@touch $@
 
 # The client carries the physics as WebAssembly for its replay viewer (copied into dist).
