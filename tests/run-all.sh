@@ -95,51 +95,77 @@ done
 # node --test with the TAP reporter ends with "# pass N", "# fail N" and "# skip N" (or "# skipped N").
 # With SKIP_FAILS=1 a skipped test counts as failed (the browser suites: make test
 # installs Chromium through make deps, so a browser test that skips is a broken setup).
-run_node() {
-  local label=$1; shift
-  local out="$log/node-$label.log"
-  local t0=$SECONDS
-  node --test --test-reporter=tap "$@" >"$out" 2>&1
-  local rc=$? p f s
+# node_count LABEL RC SECONDS: counts the log of a finished run and prints its line.
+node_count() {
+  local label=$1 rc=$2 secs=$3
+  local out="$log/node-$label.log" p f s
   p=$(sed -n 's/^# pass \([0-9]*\)/\1/p' "$out" | tail -1); f=$(sed -n 's/^# fail \([0-9]*\)/\1/p' "$out" | tail -1)
   s=$(sed -n 's/^# skip\(ped\)\{0,1\} \([0-9]*\)/\2/p' "$out" | tail -1)   # node 18: "# skip", 20: "# skipped"
   p=${p:-0}; f=${f:-0}; s=${s:-0}
-  if [ $rc -ne 0 ] && [ "$f" = 0 ]; then f=1; fi
+  if [ "$rc" -ne 0 ] && [ "$f" = 0 ]; then f=1; fi
   if [ "${SKIP_FAILS:-0}" = 1 ] && [ "$s" != 0 ]; then
     echo "$label: $s test(s) skipped:"; grep -E '# SKIP' "$out" | head -5
     f=$((f + s))
   fi
   passed=$((passed + p)); failed=$((failed + f))
   if [ "$f" != 0 ]; then broken="$broken node:$label"; grep -E '^not ok|^ *(error|expected|actual|stack):|^# ' "$out" | head -80; fi
-  printf '%-50s %3d passed, %d failed  (%d s)\n' "node --test ($label)" "$p" "$f" $((SECONDS - t0))
+  printf '%-50s %3d passed, %d failed  (%d s)\n' "node --test ($label)" "$p" "$f" "$secs"
+}
+run_node() {
+  local label=$1; shift
+  local t0=$SECONDS
+  node --test --test-reporter=tap "$@" >"$log/node-$label.log" 2>&1
+  node_count "$label" $? $((SECONDS - t0))
 }
 
 js=$(find tests/js proto/js -name '*.test.mjs' 2>/dev/null | sort)
 [ -n "$js" ] && run_node js $js
-# Suites that start servers run one file at a time (Node 18 has no --test-concurrency).
-for f in $(find tests/integration -name '*.test.mjs' 2>/dev/null | sort); do
-  run_node "integration-$(basename "$f" .test.mjs)" "$f"
-done
 
-# The same suites against the ASan+UBSan server (harness.mjs fails a file whose
-# server printed a sanitizer report). Not all of them: the ones that drive the
-# server's input paths hardest (hostile and malformed messages, the WebSocket
-# edge, room lifecycle, state files read back, shutdown, state images from Redis
-# and the drain, TLS) and finish in about a minute each under ASan. The load,
+# The files that start servers, plain and against the ASan+UBSan server, run
+# TUMBLE_TEST_JOBS at a time (default 3): they mostly wait on timers (a file uses
+# 10-40 % of a core, measured), every server listens on a port the kernel picks, and
+# every file has its own folders. Each file's line is printed in the usual order once
+# all have ended. The browser files below still run one at a time (Chromium draws in
+# software and takes a core).
+jobs_max=${TUMBLE_TEST_JOBS:-3}
+pool_labels=()
+# pool_start LABEL SERVER_BIN FILE: starts one file in the background once a slot is free.
+pool_start() {
+  local label=$1 bin=$2 file=$3
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n 2>/dev/null || true; done
+  rm -f "$log/node-$label.rc"
+  ( t0=$SECONDS
+    if [ -n "$bin" ]; then export TUMBLE_SERVER_BIN=$bin; fi
+    node --test --test-reporter=tap "$file" >"$log/node-$label.log" 2>&1
+    echo "$? $((SECONDS - t0))" >"$log/node-$label.rc" ) &
+  pool_labels+=("$label")
+}
+
+# The ASan+UBSan server (harness.mjs fails a file whose server printed a sanitizer
+# report) runs some of the suites: the ones that drive the server's input paths
+# hardest (hostile and malformed messages, the WebSocket edge, room lifecycle, state
+# files read back, shutdown, state images from Redis and the drain, TLS). The load,
 # routing, churn, workers and replay files measure rates or run many servers and
-# would only measure ASan's slowness.
+# would only measure ASan's slowness. They start first: they are the longest.
 ASAN_SERVER=build/asan/tumble-server
-ASAN_SUITES="hostile ws rooms restart persistence shutdown limits flags fleet tls watchers budget"
+ASAN_SUITES="hostile fleet limits rooms budget flags persistence ws watchers restart tls shutdown"
 if [ -x "$ASAN_SERVER" ]; then
   for n in $ASAN_SUITES; do
     f=tests/integration/$n.test.mjs
-    [ -f "$f" ] || continue
-    TUMBLE_SERVER_BIN=$ASAN_SERVER run_node "asan-integration-$n" "$f"
+    [ -f "$f" ] && pool_start "asan-integration-$n" "$ASAN_SERVER" "$f"
   done
 elif [ -d tests/integration ]; then
   failed=$((failed + 1)); broken="$broken asan-integration"
   echo "no $ASAN_SERVER: make build/asan/tumble-server (make test builds it)"
 fi
+for f in $(find tests/integration -name '*.test.mjs' 2>/dev/null | sort); do
+  pool_start "integration-$(basename "$f" .test.mjs)" "" "$f"
+done
+wait
+for label in $(printf '%s\n' "${pool_labels[@]}" | sort -t- -k1,1r -s); do
+  read -r rc secs <"$log/node-$label.rc" 2>/dev/null || { rc=1; secs=0; }
+  node_count "$label" "$rc" "$secs"
+done
 
 # Browser suites: Chromium is part of make deps, so a missing browser is a failure,
 # not a skipped suite.
