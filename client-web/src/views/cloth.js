@@ -39,7 +39,7 @@ export function createClothView(stage, desc) {
     moon.position.set(-18, 22, -40); moon.scale.set(9, 9, 1);
     root.add(moon);
   }
-  stage.setEnvironment(0.12);
+  stage.setEnvironment(0.12, root);
   root.add(new THREE.HemisphereLight(0x5a6aa8, 0x151822, 1.1));
   const moonLight = new THREE.DirectionalLight(0x9fb4ff, 1.5);
   moonLight.position.set(-6, 10, 4);

@@ -38,7 +38,7 @@ export function createRigidView(stage, desc) {
   // Light and air: a pale studio gradient, hemisphere fill, a warm key light with soft shadows.
   scene.background = keep(skyTexture('#eef3f8', '#b7c4d3'));
   scene.fog = new THREE.Fog(0xc9d3de, 18, 45);
-  stage.setEnvironment(0.35);
+  stage.setEnvironment(0.35, root);
   root.add(new THREE.HemisphereLight(0xf4f8ff, 0x6a7380, 0.8));
   const key = new THREE.DirectionalLight(0xfff3e2, 2.4);
   key.position.set(-3.5, 9, 5);

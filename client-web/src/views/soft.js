@@ -27,7 +27,7 @@ export function createSoftView(stage, desc) {
 
   scene.background = keep(skyTexture('#3a2a20', '#120c08', [[0.5, '#241a13']]));
   scene.fog = new THREE.Fog(0x1a130d, 10, 30);
-  stage.setEnvironment(0.25);
+  stage.setEnvironment(0.25, root);
   root.add(new THREE.HemisphereLight(0xffe9cf, 0x3a2a1c, 0.7));
   const key = new THREE.SpotLight(0xffe2b8, 70, 30, 0.6, 0.6, 1.6);
   key.position.set(-3, 7, 4);
