@@ -69,7 +69,8 @@ ca=${TUMBLE_BUILD_CA:-${NODE_EXTRA_CA_CERTS:-/etc/ssl/certs/ca-certificates.crt}
 if [ -n "$ca" ] && [ -s "$ca" ]; then secret=(--secret "id=extra_ca,src=$ca"); fi
 log=build/test-logs/docker-build.log; mkdir -p build/test-logs
 # --format docker keeps HEALTHCHECK (the OCI image format has no field for it).
-if podman build --pull=never --format docker "${secret[@]}" -t "$IMAGE" -f docker/Dockerfile . >"$log" 2>&1; then
+# bounded: the build fetches Debian and npm packages, and a stalled fetch must fail, not hang
+if timeout -k 10 1500 podman build --pull=never --format docker "${secret[@]}" -t "$IMAGE" -f docker/Dockerfile . >"$log" 2>&1; then
   t2=$(now); ok "image built from docker/Dockerfile in $(secs "$t1" "$t2") s"
 else
   tail -40 "$log"; fail "podman build (log: $log)"; exit 1

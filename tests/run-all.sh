@@ -111,10 +111,28 @@ node_count() {
   if [ "$f" != 0 ]; then broken="$broken node:$label"; grep -E '^not ok|^ *(error|expected|actual|stack):|^# ' "$out" | head -80; fi
   printf '%-50s %3d passed, %d failed  (%d s)\n' "node --test ($label)" "$p" "$f" "$secs"
 }
+# Every node run has a wall limit (FILE_LIMIT seconds, default 900; the longest file takes
+# about 150 s here): a file that hangs is stopped and counted as failed instead of holding
+# the suite until CI's own limit ends it with nothing said.
+FILE_LIMIT=${TUMBLE_FILE_LIMIT:-900}
+# timeout runs node in a process group of its own (pgid = its pid) and sends SIGTERM to
+# all of it: the harness then stops its servers and playwright its browser; what is left
+# of the group 10 s later (a server that was starting as the stop came) gets SIGKILL.
+node_run() { # LOG ARGS...: node --test into LOG within FILE_LIMIT
+  local out=$1; shift
+  timeout "$FILE_LIMIT" node --test --test-reporter=tap "$@" >"$out" 2>&1 &
+  local tp=$! rc
+  wait "$tp"; rc=$?
+  if [ $rc -eq 124 ]; then
+    sleep 10; kill -KILL -- "-$tp" 2>/dev/null
+    echo "# run-all: stopped after ${FILE_LIMIT} s (TUMBLE_FILE_LIMIT)" >>"$out"; echo "not ok - stopped after ${FILE_LIMIT} s" >>"$out"
+  fi
+  return $rc
+}
 run_node() {
   local label=$1; shift
   local t0=$SECONDS
-  node --test --test-reporter=tap "$@" >"$log/node-$label.log" 2>&1
+  node_run "$log/node-$label.log" "$@"
   node_count "$label" $? $((SECONDS - t0))
 }
 
@@ -136,7 +154,7 @@ pool_start() {
   rm -f "$log/node-$label.rc"
   ( t0=$SECONDS
     if [ -n "$bin" ]; then export TUMBLE_SERVER_BIN=$bin; fi
-    node --test --test-reporter=tap "$file" >"$log/node-$label.log" 2>&1
+    node_run "$log/node-$label.log" "$file"
     echo "$? $((SECONDS - t0))" >"$log/node-$label.rc" ) &
   pool_labels+=("$label")
 }
