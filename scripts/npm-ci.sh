@@ -4,9 +4,11 @@
 # (one CI run waited over an hour at this step). So each attempt gets a time limit,
 # and a stalled or failed attempt is retried, the last ones logging every request
 # so the log shows what it waited for.
-# Usage: scripts/npm-ci.sh   (env: TUMBLE_NPM_TIMEOUT seconds per attempt, default 240)
+# Usage: scripts/npm-ci.sh   (env: TUMBLE_NPM_TIMEOUT seconds per attempt, default 240;
+#        TUMBLE_NPM_PAUSE seconds between attempts, default 5)
 set -u
 limit=${TUMBLE_NPM_TIMEOUT:-240}
+pause=${TUMBLE_NPM_PAUSE:-5}
 attempt=1
 while :; do
   extra=""
@@ -26,5 +28,5 @@ while :; do
     exit 1
   fi
   attempt=$((attempt + 1))
-  sleep 5
+  sleep "$pause"
 done
