@@ -1,13 +1,14 @@
 #!/bin/sh
 # Installs node_modules from package-lock.json (npm ci), bounded in time.
 # npm ci takes 5-30 s here; a registry connection that stalls can hold it for good
-# (one CI run waited over an hour at this step). So each attempt gets a time limit,
-# and a stalled or failed attempt is retried, the last ones logging every request
-# so the log shows what it waited for.
-# Usage: scripts/npm-ci.sh   (env: TUMBLE_NPM_TIMEOUT seconds per attempt, default 240;
+# (one CI run waited over an hour at this step), and inside a container build its
+# requests were once seen to wait 190 s each before going on. So each attempt gets a
+# time limit (600 s), and a stalled or failed attempt is retried, the later ones
+# logging every request so the log shows what it waited for.
+# Usage: scripts/npm-ci.sh   (env: TUMBLE_NPM_TIMEOUT seconds per attempt, default 600;
 #        TUMBLE_NPM_PAUSE seconds between attempts, default 5)
 set -u
-limit=${TUMBLE_NPM_TIMEOUT:-240}
+limit=${TUMBLE_NPM_TIMEOUT:-600}
 pause=${TUMBLE_NPM_PAUSE:-5}
 attempt=1
 while :; do
