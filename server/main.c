@@ -289,6 +289,7 @@ int main(int argc, char **argv)
     app.sched.fault_cb = tb__fault;
     app.sched.record_fail_cb = tb__record_fail;
     app.sched.poke_cb = tb__poke;
+    app.sched.worker_nice = cfg->worker_nice;
     tb_registry_init(&app.registry, &app.sched, &app.metrics, cfg->max_rooms,
                      (int64_t)cfg->room_idle_timeout * TB_NS_PER_SEC, (uint64_t)time(NULL));
     tb_server_attach(&app.server, &app.sched, &app.registry);
@@ -298,6 +299,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "tumble-server: cannot start worker threads\n");
         return 1;
     }
+    int refused = 0, nice = tb_sched_worker_nice(&app.sched, &refused);
+    atomic_store(&app.metrics.worker_nice, nice);
+    if (refused)
+        tb_log_warn("worker threads at nice %d: nice %d was refused (%s); when the cores are full their steps "
+                    "may start late (allow it with CAP_SYS_NICE or RLIMIT_NICE: docs/running.md)",
+                    nice, cfg->worker_nice, strerror(refused));
     if (cfg->state_dir[0]) { /* before the defaults, so saved default rooms come back as they were */
         int n = tb_persist_restore(&app.registry, cfg->state_dir, tb__persist_report);
         if (n > 0)
@@ -319,8 +326,8 @@ int main(int argc, char **argv)
         printf("tumble: listening on %s://%s:%d\n", cfg->tls_cert[0] ? "https" : "http", cfg->bind,
                app.server.port);
         fflush(stdout);
-        tb_log_info("instance %s, %d worker(s), %d snapshots/s, client folder %s", cfg->instance, cfg->workers,
-                    cfg->snapshot_rate, app.server.root_real[0] ? app.server.root_real : "(none)");
+        tb_log_info("instance %s, %d worker(s) at nice %d, %d snapshots/s, client folder %s", cfg->instance,
+                    cfg->workers, atomic_load(&app.metrics.worker_nice), cfg->snapshot_rate, app.server.root_real[0] ? app.server.root_real : "(none)");
         if (app.server.fleet)
             tb_fleet_start(app.server.fleet);
     }

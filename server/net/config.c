@@ -30,6 +30,9 @@ static const tb__opt tb__opts[] = {
     {"port", "TUMBLE_PORT", TB__INT, OFF(port), 0, 0, 65535, "TCP port to listen on (0: any free port)"},
     {"bind", "TUMBLE_BIND", TB__STR, OFF(bind), SZ(bind), 0, 0, "address to bind"},
     {"workers", "TUMBLE_WORKERS", TB__INT, OFF(workers), 0, 1, 256, "simulation worker threads"},
+    {"worker-nice", "TUMBLE_WORKER_NICE", TB__INT, OFF(worker_nice), 0, -20, 19,
+     "nice value the worker threads ask for (below 0 needs root, CAP_SYS_NICE or RLIMIT_NICE; "
+     "refused: they keep the server's own; 0: leave them)"},
     {"client-dir", "TUMBLE_CLIENT_DIR", TB__STR, OFF(client_dir), SZ(client_dir), 0, 0,
      "folder of the built web client"},
     {"snapshot-rate", "TUMBLE_SNAPSHOT_RATE", TB__INT, OFF(snapshot_rate), 0, 1, 120,
@@ -99,6 +102,7 @@ static void tb__defaults(tb_config *cfg)
     strcpy(cfg->bind, "0.0.0.0");
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     cfg->workers = cores > 0 ? (int)(cores > 256 ? 256 : cores) : 1;
+    cfg->worker_nice = TB_CONFIG_WORKER_NICE;
     strcpy(cfg->client_dir, "client-web/dist");
     cfg->snapshot_rate = 60;
     cfg->max_rooms = 256;

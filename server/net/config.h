@@ -13,12 +13,18 @@
 
 #define TB_CONFIG_PATH_MAX 1024
 
+/* The workers' default nice value: above the network thread and anything
+ * else at 0 on the machine, so a step is not kept waiting behind them when
+ * the cores are busy (BENCHMARKS.md "Load": the tail of tick lateness). */
+#define TB_CONFIG_WORKER_NICE (-10)
+
 enum { TB_LOG_ERROR = 0, TB_LOG_WARN, TB_LOG_INFO, TB_LOG_DEBUG };
 
 typedef struct tb_config {
     int port;
     char bind[64];
     int workers;
+    int worker_nice;         /* nice value the workers ask for (sim/sched.h); 0 = leave them */
     char client_dir[TB_CONFIG_PATH_MAX];
     int snapshot_rate;       /* Hz, divides 120 */
     int max_rooms;

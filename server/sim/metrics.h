@@ -92,6 +92,7 @@ typedef struct tb_metrics {
     atomic_uint_fast64_t room_creations_refused_total; /* per-client room creation limit */
     atomic_int rooms;
     atomic_int clients;
+    atomic_int worker_nice;   /* the nice value the workers run at (sim/sched.h) */
     tb_hist step_time;     /* one world step, us */
     tb_hist tick_lateness; /* wake-up time minus due time of the step, us */
     tb_hist input_latency; /* input received -> first snapshot encoded with it, us */

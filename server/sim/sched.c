@@ -15,9 +15,14 @@
 #define _GNU_SOURCE
 #include "sim/sched.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "sim/clock.h"
 #include "sim/error.h"
@@ -283,6 +288,18 @@ static int64_t tb__next_wake(const tb_worker *w)
     return next;
 }
 
+/* This thread's nice value (Linux: per thread, by its id), see sched.h. */
+static void tb__take_priority(tb_worker *w)
+{
+    const id_t tid = (id_t)syscall(SYS_gettid);
+    int want = w->sched->worker_nice, err = 0;
+    if (want != 0 && setpriority(PRIO_PROCESS, tid, want) != 0)
+        err = errno;
+    atomic_store(&w->nice, getpriority(PRIO_PROCESS, tid));
+    atomic_store(&w->nice_errno, err);
+    atomic_store_explicit(&w->nice_done, true, memory_order_release);
+}
+
 static void *tb__worker_main(void *arg)
 {
     tb_worker *w = arg;
@@ -290,6 +307,7 @@ static void *tb__worker_main(void *arg)
     char name[16];
     snprintf(name, sizeof name, "tb-worker-%d", w->index);
     pthread_setname_np(pthread_self(), name);
+    tb__take_priority(w);
 
     int64_t start = tb_clock_now_ns();
     w->origin_ns = start + TB_STEP_NS;
@@ -368,7 +386,18 @@ int tb_sched_start(tb_sched *sched)
         }
         w->started = true;
     }
+    for (int i = 0; i < sched->worker_count; i++)
+        for (int ms = 0; ms < 1000 && !atomic_load_explicit(&sched->workers[i].nice_done, memory_order_acquire); ms++)
+            nanosleep(&(struct timespec){0, 1000000}, NULL);
     return 0;
+}
+
+int tb_sched_worker_nice(tb_sched *sched, int *refused_errno)
+{
+    *refused_errno = 0;
+    for (int i = 0; i < sched->worker_count && !*refused_errno; i++)
+        *refused_errno = atomic_load(&sched->workers[i].nice_errno);
+    return sched->worker_count > 0 ? atomic_load(&sched->workers[0].nice) : 0;
 }
 
 int tb_sched_adopt(tb_sched *sched, tb_room *room)

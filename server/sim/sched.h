@@ -21,6 +21,18 @@
  *     (wake_cb) once for the phase
  *   sleep until the next phase boundary with an absolute-time sleep
  *
+ * Priority: each worker first asks for the nice value tb_sched.worker_nice
+ * (main sets it from --worker-nice, -10 by default) for its own thread. Near
+ * full cores a worker woken at its phase boundary otherwise waits in the run
+ * queue behind the network thread and any other process: at 250 tower rooms
+ * on 2 cores the workers spent a third of their time runnable but not
+ * running, and a step started up to 21 ms late (p99); at nice -10 they wait
+ * a sixth as long (BENCHMARKS.md "Load"). The network thread stays at the
+ * server's own nice value and still gets its share (the scheduler's weights,
+ * not strict priority), so an overloaded worker cannot starve it. Raising a
+ * thread needs root, CAP_SYS_NICE or RLIMIT_NICE; refused, the workers keep
+ * the server's own value and main says so.
+ *
  * The network thread drains the output rings with tb_sched_poll() and
  * hands each message to the sessions of its room.
  *
@@ -92,6 +104,9 @@ typedef struct tb_worker {
     atomic_int load;           /* rooms owned or being adopted */
     atomic_uint_fast64_t steps;
     atomic_uint_fast64_t wakes;  /* phase passes and input passes that woke the network thread */
+    atomic_bool nice_done;     /* the worker has asked for its nice value ... */
+    atomic_int nice;           /* ... and runs at this one */
+    atomic_int nice_errno;     /* why it was refused (0: granted, or nothing asked) */
     tb_ring out;               /* tb_out snapshots, worker -> network */
     tb_ring ctl;               /* tb_out control messages, worker -> network */
     /* worker thread only */
@@ -116,6 +131,7 @@ typedef struct tb_sched {
     tb_sched_wake_cb wake_cb;
     void *wake_data;
     atomic_bool stop;
+    int worker_nice;        /* set before tb_sched_start: each worker's nice value (0: leave it) */
     /* reliability hooks, set by main after init (both optional) */
     char record_dir[1024];  /* --record: each room's input log goes here */
     void (*fault_cb)(const tb_room *room, int faults); /* a world check fixed something */
@@ -130,7 +146,12 @@ typedef struct tb_sched {
 /* snapshot_rate_hz must divide 120. TB_EINVAL, TB_ENOMEM. */
 int tb_sched_init(tb_sched *sched, int workers, int snapshot_rate_hz, const char *instance,
                   tb_metrics *metrics, tb_sched_wake_cb wake_cb, void *wake_data);
+/* Starts the workers and waits (up to a second) until each has asked for
+ * its nice value. */
 int tb_sched_start(tb_sched *sched);
+/* The nice value worker 0 runs at; *refused_errno the errno of the first
+ * worker whose request was refused (0 if none). */
+int tb_sched_worker_nice(tb_sched *sched, int *refused_errno);
 /* Hand a room to the least loaded worker (takes a reference). Returns the
  * worker index. */
 int tb_sched_adopt(tb_sched *sched, tb_room *room);

@@ -108,7 +108,9 @@ export function unexpectedExit(url) {
   return srv ? srv.report : null;
 }
 
-export async function startServer({ args = [], env = {}, clientDir, index = true, timeoutMs = 5000 } = {}) {
+// wrapper: a command the server is run through (e.g. setpriv ... --), which
+// must exec it, so proc.pid stays the server's pid.
+export async function startServer({ args = [], env = {}, clientDir, index = true, timeoutMs = 5000, wrapper = [] } = {}) {
   const dir = clientDir ?? makeClientDir({ index });
   fs.mkdirSync(CORE_ROOT, { recursive: true });
   const cwd = fs.mkdtempSync(path.join(CORE_ROOT, 'srv-'));
@@ -120,7 +122,7 @@ export async function startServer({ args = [], env = {}, clientDir, index = true
   // server's own memory, so the quarantine is kept small (use-after-free of
   // recent blocks is still caught).
   const asan = IS_ASAN ? { ASAN_OPTIONS: [process.env.ASAN_OPTIONS, 'quarantine_size_mb=16'].filter(Boolean).join(':') } : {};
-  const proc = spawn('/bin/sh', ['-c', 'ulimit -c unlimited 2>/dev/null; exec "$0" "$@"', SERVER_BIN, ...fullArgs], {
+  const proc = spawn('/bin/sh', ['-c', 'ulimit -c unlimited 2>/dev/null; exec "$@"', 'sh', ...wrapper, SERVER_BIN, ...fullArgs], {
     env: { ...process.env, ...asan, ...env },
     cwd,
     stdio: ['ignore', 'pipe', 'pipe'],

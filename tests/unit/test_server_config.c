@@ -42,6 +42,29 @@ static void defaults_match_the_documentation(void **state)
     assert_int_equal(cfg.max_watchers_per_room, 64);
     assert_int_equal(cfg.log_level, TB_LOG_INFO);
     assert_true(cfg.instance[0] != 0);
+    assert_int_equal(cfg.worker_nice, -10);
+}
+
+/* A negative value is a value, not the next flag; the range is nice's own. */
+static void worker_nice_takes_the_whole_range_of_nice(void **state)
+{
+    (void)state;
+    tb_config cfg;
+    char err[256];
+    const char *low[] = {"x", "--worker-nice", "-20"};
+    assert_int_equal(parse(&cfg, NULL, 3, low, err), TB_CONFIG_OK);
+    assert_int_equal(cfg.worker_nice, -20);
+    const char *env[] = {"TUMBLE_WORKER_NICE", "0", NULL};
+    const char *none[] = {"x"};
+    assert_int_equal(parse(&cfg, env, 1, none, err), TB_CONFIG_OK);
+    assert_int_equal(cfg.worker_nice, 0);
+    const char *bad[][3] = {{"x", "--worker-nice", "-21"}, {"x", "--worker-nice", "20"}, {"x", "--worker-nice", "high"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = 0;
+        assert_int_equal(parse(&cfg, NULL, 3, bad[i], err), TB_CONFIG_ERROR);
+        assert_non_null(strstr(err, "--worker-nice"));
+        assert_non_null(strstr(err, "-20..19"));
+    }
 }
 
 static void watcher_limit_is_its_own_option(void **state)
@@ -152,6 +175,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(defaults_match_the_documentation),
         cmocka_unit_test(watcher_limit_is_its_own_option),
+        cmocka_unit_test(worker_nice_takes_the_whole_range_of_nice),
         cmocka_unit_test(flag_beats_environment_beats_default),
         cmocka_unit_test(snapshot_rate_must_divide_120),
         cmocka_unit_test(invalid_values_are_clear_errors),

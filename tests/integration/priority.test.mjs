@@ -1,0 +1,87 @@
+// priority.test.mjs: the worker threads run at the nice value --worker-nice
+// asks for (-10 by default), the network thread at the server's own, and a
+// refused request leaves a working server that says why (sim/sched.h).
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { startServer, stopAll, connect, join, metrics, sleep } from './harness.mjs';
+
+after(stopAll);
+
+const IS_ROOT = process.getuid() === 0;
+const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => fs.existsSync(p));
+
+// Thread name -> nice value, from /proc/<pid>/task/*/stat (field 19; the
+// name in parentheses may hold spaces, so count from the last ')').
+function threadNices(pid) {
+  const out = {};
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    out[Number(tid) === pid ? 'main' : name + '#' + tid] = Number(fields[16]); // field 19 overall
+  }
+  return out;
+}
+
+function workerNices(nices) {
+  return Object.entries(nices).filter(([k]) => k.startsWith('tb-worker-')).map(([, v]) => v);
+}
+
+const ownNice = () => Number(fs.readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ')[16]);
+
+async function exportedNice(srv) {
+  const m = await metrics(srv.url);
+  return m.tumble_worker_nice;
+}
+
+test('by default the workers ask for nice -10; the network thread keeps the server\'s own', async (t) => {
+  const srv = await startServer({ args: ['--workers', '2'] });
+  const nices = threadNices(srv.proc.pid);
+  const workers = workerNices(nices);
+  assert.equal(workers.length, 2, JSON.stringify(nices));
+  assert.equal(nices.main, ownNice(), 'the network thread is left alone');
+  const exported = await exportedNice(srv);
+  assert.deepEqual(workers, [exported, exported], 'tumble_worker_nice is what the workers run at');
+  if (IS_ROOT) {
+    assert.deepEqual(workers, [-10, -10]);
+    assert.doesNotMatch(srv.stderr, /was refused/);
+  } else if (workers[0] !== -10) {
+    // no CAP_SYS_NICE and no RLIMIT_NICE here: refused, and said so
+    assert.match(srv.stderr, /worker threads at nice -?\d+: nice -10 was refused/);
+    t.diagnostic('not root: the refusal path was checked instead');
+  }
+});
+
+test('--worker-nice 5 lowers only the workers (allowed without privileges)', async () => {
+  const srv = await startServer({ args: ['--workers', '2', '--worker-nice', '5'] });
+  const nices = threadNices(srv.proc.pid);
+  assert.deepEqual(workerNices(nices), [5, 5]);
+  assert.equal(nices.main, ownNice());
+  assert.equal(await exportedNice(srv), 5);
+});
+
+test('--worker-nice 0 leaves the workers at the server\'s own nice value', async () => {
+  const srv = await startServer({ args: ['--workers', '2', '--worker-nice', '0'] });
+  assert.deepEqual(workerNices(threadNices(srv.proc.pid)), [ownNice(), ownNice()]);
+  assert.equal(await exportedNice(srv), ownNice());
+});
+
+test('refused (no CAP_SYS_NICE): a warning names the refusal, and the rooms step on', { skip: !(IS_ROOT && SETPRIV) && 'needs root and setpriv to drop CAP_SYS_NICE' }, async () => {
+  // root without CAP_SYS_NICE, as in a container that was not given it
+  const srv = await startServer({
+    args: ['--workers', '2'],
+    wrapper: [SETPRIV, '--inh-caps=-sys_nice', '--bounding-set=-sys_nice', '--'],
+  });
+  assert.match(srv.stderr, /warn +worker threads at nice 0: nice -10 was refused \((Permission denied|Operation not permitted)\)/);
+  assert.match(srv.stderr, /CAP_SYS_NICE or RLIMIT_NICE/);
+  assert.deepEqual(workerNices(threadNices(srv.proc.pid)), [ownNice(), ownNice()]);
+  assert.equal(await exportedNice(srv), ownNice());
+  const c = await connect(srv.port);
+  await join(c, 'nice-refused', 'tower');
+  const before = (await (await fetch(`${srv.url}/api/rooms`)).json()).find((r) => r.id === 'nice-refused');
+  await sleep(500);
+  const later = (await (await fetch(`${srv.url}/api/rooms`)).json()).find((r) => r.id === 'nice-refused');
+  assert.ok(later.steps - before.steps >= 40, `stepped ${later.steps - before.steps} in 0.5 s`);
+  c.close();
+});
