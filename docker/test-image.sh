@@ -3,8 +3,9 @@
 #   1. podman set up for this sandbox, base image debian:bookworm-slim made once and cached
 #      (docker/podman-env.sh);
 #   2. `podman build -f docker/Dockerfile .` with the Dockerfile unchanged;
-#   3. run it with a published loopback port; /healthz answers 200 and the image's own
-#      HEALTHCHECK passes;
+#   3. run it with a published loopback port and --cap-add SYS_NICE, as deployment.md
+#      says; /healthz answers 200 and the image's own HEALTHCHECK passes; the unprivileged
+#      user's workers run at nice -10 (tumble_worker_nice);
 #   4. a WebSocket client joins a room through /ws/<room> and receives snapshots;
 #   5. `podman stop -t 2` (SIGTERM, SIGKILL after 2 s): the server must have exited by
 #      itself with status 0 in under 2 s;
@@ -84,7 +85,7 @@ user=$(podman image inspect --format '{{.Config.User}}' "$IMAGE")
 case "$user" in ''|root|0|0:*|root:*) fail "image runs as root ($user)";; *) ok "image runs as $user";; esac
 
 # Healthcheck timers need systemd, which this machine lacks: run the check by hand below.
-podman run -d --name "$NAME" --health-interval disable -p 127.0.0.1::8080 \
+podman run -d --name "$NAME" --health-interval disable -p 127.0.0.1::8080 --cap-add SYS_NICE \
   -e TUMBLE_INSTANCE=image-test "$IMAGE" >/dev/null 2>build/test-logs/docker-run.log
 port=$(podman port "$NAME" 8080 | head -1 | sed 's/.*://')
 health=""
@@ -97,6 +98,10 @@ else fail "GET /healthz on port $port: '$health'"; podman logs "$NAME" | tail -2
 
 if podman healthcheck run "$NAME" >/dev/null 2>&1; then ok "the image's HEALTHCHECK passes"
 else fail "the image's HEALTHCHECK fails"; fi
+
+nice=$(curl -fsS --max-time 2 "http://127.0.0.1:$port/metrics" 2>/dev/null | awk '$1 == "tumble_worker_nice" { print $2 }')
+if [ "$nice" = -10 ]; then ok "with --cap-add SYS_NICE the workers run at nice -10"
+else fail "workers at nice '${nice:-none}' with --cap-add SYS_NICE"; podman logs "$NAME" 2>&1 | grep -i nice | tail -3; fi
 
 if curl -fsS --max-time 2 "http://127.0.0.1:$port/" | grep -qi '<html\|<!doctype'; then ok "GET / serves the web client"
 else fail "GET / does not serve a page"; fi
