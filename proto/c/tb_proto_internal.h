@@ -41,6 +41,57 @@ void tb_bitw_eg(tb_bitw *w, uint32_t v, int k);             /* exp-Golomb order 
 uint32_t tb_bitr_get(tb_bitr *r, int n);
 uint32_t tb_bitr_eg(tb_bitr *r, int k);
 int tb_eg_bits(uint32_t v, int k);
+
+/* The same bit stream as tb_bitw, for the encoder's hot loops: bits gather in
+ * a 64-bit window and leave 32 at a time, instead of a loop per byte. The
+ * bytes are tb_bitw's (tests/unit/test_proto_snap.c compares them on random
+ * codes), and so is overflow: set when the stream outgrows cap bytes.
+ * tb_bitf_end() pads the last byte with zeros and returns the bit count. */
+typedef struct tb_bitf { uint8_t *buf; size_t cap, at; uint64_t acc; int nacc; int overflow; } tb_bitf;
+static inline tb_bitf tb_bitf_init(uint8_t *buf, size_t cap) { return (tb_bitf){buf, cap, 0, 0, 0, 0}; }
+/* The top `bytes` bytes of the 32-bit word `out`, at w->at (bytes past cap: overflow). */
+static inline void tb_bitf__store(tb_bitf *w, uint32_t out, int bytes)
+{
+    if (w->at + 4 <= w->cap && bytes == 4) {
+        w->buf[w->at] = (uint8_t)(out >> 24); w->buf[w->at + 1] = (uint8_t)(out >> 16);
+        w->buf[w->at + 2] = (uint8_t)(out >> 8); w->buf[w->at + 3] = (uint8_t)out;
+    } else {
+        for (int i = 0; i < bytes; i++) {
+            if (w->at + (size_t)i >= w->cap) { w->overflow = 1; break; }
+            w->buf[w->at + (size_t)i] = (uint8_t)(out >> (24 - 8 * i));
+        }
+    }
+    w->at += (size_t)bytes;
+}
+static inline void tb_bitf_put(tb_bitf *w, uint32_t v, int n)   /* 0 <= n <= 32 */
+{
+    w->acc = (w->acc << n) | ((uint64_t)v & ((1ull << n) - 1u));
+    w->nacc += n;   /* at most 31 + 32: the window holds them */
+    if (w->nacc >= 32) {
+        w->nacc -= 32;
+        tb_bitf__store(w, (uint32_t)(w->acc >> w->nacc), 4);
+    }
+}
+/* Exp-Golomb order k (0..31): m = v + 2^k of n bits after n - 1 - k zeros. */
+static inline void tb_bitf_eg(tb_bitf *w, uint32_t v, int k)
+{
+    uint64_t m = (uint64_t)v + (1ull << k);
+    int n = 64 - __builtin_clzll(m), len = 2 * n - 1 - k;
+    if (len <= 32) { tb_bitf_put(w, (uint32_t)m, len); return; }   /* the zeros come with m */
+    tb_bitf_put(w, 0, n - 1 - k);
+    if (n > 32) { tb_bitf_put(w, (uint32_t)(m >> 32), n - 32); tb_bitf_put(w, (uint32_t)m, 32); }
+    else tb_bitf_put(w, (uint32_t)m, n);
+}
+static inline size_t tb_bitf_end(tb_bitf *w)
+{
+    size_t bits = 8 * w->at + (size_t)w->nacc;
+    if (w->nacc > 0) {
+        int bytes = (w->nacc + 7) / 8;
+        tb_bitf__store(w, (uint32_t)(w->acc << (32 - w->nacc)), bytes);
+        w->nacc = 0;
+    }
+    return bits;
+}
 static inline uint32_t tb_zz(int32_t v) { return ((uint32_t)v << 1) ^ (uint32_t)(v >> 31); }
 static inline int32_t tb_unzz(uint32_t u) { return (int32_t)(u >> 1) ^ -(int32_t)(u & 1); }
 int tb_bits_for(uint32_t max_value);   /* bits to hold 0..max_value, at least 1 */

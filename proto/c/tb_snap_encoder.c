@@ -259,13 +259,13 @@ static bool body_changed(const tb_snap_body *a, const tb_snap_body *b)
            a->rot_cell[0] != b->rot_cell[0] || a->rot_cell[1] != b->rot_cell[1] || a->rot_cell[2] != b->rot_cell[2];
 }
 
-static void put_abs_body(tb_bitw *w, const tb_snap_grid *g, const tb_snap_body *b, int kp, int kr)
+static void put_abs_body(tb_bitf *w, const tb_snap_grid *g, const tb_snap_body *b, int kp, int kr)
 {
-    for (int a = 0; a < 3; a++) tb_bitw_put(w, (uint32_t)b->pos_cell[a], g->pbits[a]);
-    tb_bitw_put(w, (uint32_t)b->rot_largest, 2);
-    for (int j = 0; j < 3; j++) tb_bitw_put(w, (uint32_t)b->rot_cell[j], TB_PROTO_ROT_BITS);
-    for (int a = 0; a < 3; a++) tb_bitw_eg(w, tb_zz(b->pos_vel[a]), kp);
-    for (int j = 0; j < 3; j++) tb_bitw_eg(w, tb_zz(b->rot_vel[j]), kr);
+    for (int a = 0; a < 3; a++) tb_bitf_put(w, (uint32_t)b->pos_cell[a], g->pbits[a]);
+    tb_bitf_put(w, (uint32_t)b->rot_largest, 2);
+    for (int j = 0; j < 3; j++) tb_bitf_put(w, (uint32_t)b->rot_cell[j], TB_PROTO_ROT_BITS);
+    for (int a = 0; a < 3; a++) tb_bitf_eg(w, tb_zz(b->pos_vel[a]), kp);
+    for (int j = 0; j < 3; j++) tb_bitf_eg(w, tb_zz(b->rot_vel[j]), kr);
 }
 
 /* Keyframe k orders: best over the velocities it carries. */
@@ -290,18 +290,17 @@ const tb_snap_blob *tb_snap_encoder_key(tb_snap_encoder *e)
     if (e->key_valid) return &e->key_blob;
     int kp, kr, kv[TB_PROTO_MAX_MESHES];
     key_orders(e, &kp, &kr, kv);
-    tb_bitw w = {e->scratch.bits, e->scratch.bits_cap, 0, 0};
-    tb_bitw_put(&w, 0, 1); tb_bitw_put(&w, (uint32_t)kp, 4); tb_bitw_put(&w, (uint32_t)kr, 4);
-    for (uint32_t m = 0; m < e->frame.mesh_count; m++) { tb_bitw_put(&w, 0, 1); tb_bitw_put(&w, (uint32_t)kv[m], 4); }
+    tb_bitf w = tb_bitf_init(e->scratch.bits, e->scratch.bits_cap);
+    tb_bitf_put(&w, 0, 1); tb_bitf_put(&w, (uint32_t)kp, 4); tb_bitf_put(&w, (uint32_t)kr, 4);
+    for (uint32_t m = 0; m < e->frame.mesh_count; m++) { tb_bitf_put(&w, 0, 1); tb_bitf_put(&w, (uint32_t)kv[m], 4); }
     for (uint32_t i = 0; i < e->base.body_count; i++) put_abs_body(&w, &e->grid, &e->base.bodies[i], kp, kr);
     for (uint32_t m = 0; m < e->frame.mesh_count; m++) {
         for (uint32_t i = 0; i < e->frame.mesh_verts[m]; i++)
-            for (int a = 0; a < 3; a++) tb_bitw_put(&w, (uint32_t)e->base.vert_cell[m][3 * i + a], e->grid.vbits[a]);
-        for (uint32_t i = 0; i < 3 * e->frame.mesh_verts[m]; i++) tb_bitw_eg(&w, tb_zz(e->base.vert_vel[m][i]), kv[m]);
+            for (int a = 0; a < 3; a++) tb_bitf_put(&w, (uint32_t)e->base.vert_cell[m][3 * i + a], e->grid.vbits[a]);
+        for (uint32_t i = 0; i < 3 * e->frame.mesh_verts[m]; i++) tb_bitf_eg(&w, tb_zz(e->base.vert_vel[m][i]), kv[m]);
     }
+    size_t nbytes = (tb_bitf_end(&w) + 7) / 8;
     if (w.overflow) return NULL;
-    size_t nbytes = (w.bit + 7) / 8;
-    if (w.bit & 7) tb_bitw_put(&w, 0, (int)(8 - (w.bit & 7)));
 
     /* tail of [33, last_seq, tick, awake, bodies, bin] */
     msgpack_sbuffer_clear(&e->key_sb);
@@ -494,9 +493,9 @@ static int encode_delta(tb_snap_encoder *e, int best_pred, const int *mpred)
     uint32_t mchanged[TB_PROTO_MAX_MESHES];
     delta_orders(e, best_pred, mpred, &kp, &kr, kv, mchanged);
     /* Pass 2: write the bin. */
-    tb_bitw w = {e->scratch.bits, e->scratch.bits_cap, 0, 0};
-    tb_bitw_put(&w, (uint32_t)best_pred, 1); tb_bitw_put(&w, (uint32_t)kp, 4); tb_bitw_put(&w, (uint32_t)kr, 4);
-    for (uint32_t m = 0; m < e->frame.mesh_count; m++) { tb_bitw_put(&w, (uint32_t)mpred[m], 1); tb_bitw_put(&w, (uint32_t)kv[m], 4); }
+    tb_bitf w = tb_bitf_init(e->scratch.bits, e->scratch.bits_cap);
+    tb_bitf_put(&w, (uint32_t)best_pred, 1); tb_bitf_put(&w, (uint32_t)kp, 4); tb_bitf_put(&w, (uint32_t)kr, 4);
+    for (uint32_t m = 0; m < e->frame.mesh_count; m++) { tb_bitf_put(&w, (uint32_t)mpred[m], 1); tb_bitf_put(&w, (uint32_t)kv[m], 4); }
     /* spawned bodies, ascending id */
     for (i = 0, j = 0; j < e->cand.body_count; j++) {
         while (i < e->base.body_count && e->base.bodies[i].id < e->cand.bodies[j].id) i++;
@@ -506,7 +505,7 @@ static int encode_delta(tb_snap_encoder *e, int best_pred, const int *mpred)
     /* changed kept bodies: count, then gap-coded records */
     uint32_t n_changed = 0;
     for (int pass = 0; pass < 2; pass++) {
-        if (pass == 1) tb_bitw_eg(&w, n_changed, 0);
+        if (pass == 1) tb_bitf_eg(&w, n_changed, 0);
         int64_t last = -1, kept_index = 0;
         for (i = 0, j = 0; i < e->base.body_count && j < e->cand.body_count;) {
             if (e->base.bodies[i].id < e->cand.bodies[j].id) { i++; continue; }
@@ -517,35 +516,34 @@ static int encode_delta(tb_snap_encoder *e, int best_pred, const int *mpred)
             int64_t idx = kept_index++;
             if (!body_changed(o, b)) continue;
             if (pass == 0) { n_changed++; continue; }
-            tb_bitw_eg(&w, (uint32_t)(idx - last - 1), 0);
+            tb_bitf_eg(&w, (uint32_t)(idx - last - 1), 0);
             last = idx;
-            for (int a = 0; a < 3; a++) tb_bitw_eg(&w, tb_zz(b->pos_cell[a] - (o->pos_cell[a] + best_pred * o->pos_vel[a])), kp);
+            for (int a = 0; a < 3; a++) tb_bitf_eg(&w, tb_zz(b->pos_cell[a] - (o->pos_cell[a] + best_pred * o->pos_vel[a])), kp);
             if (b->rot_largest == o->rot_largest) {
-                tb_bitw_put(&w, 0, 1);
-                for (int a = 0; a < 3; a++) tb_bitw_eg(&w, tb_zz(b->rot_cell[a] - (o->rot_cell[a] + best_pred * o->rot_vel[a])), kr);
+                tb_bitf_put(&w, 0, 1);
+                for (int a = 0; a < 3; a++) tb_bitf_eg(&w, tb_zz(b->rot_cell[a] - (o->rot_cell[a] + best_pred * o->rot_vel[a])), kr);
             } else {
-                tb_bitw_put(&w, 1, 1);
-                tb_bitw_put(&w, (uint32_t)b->rot_largest, 2);
-                for (int a = 0; a < 3; a++) tb_bitw_put(&w, (uint32_t)b->rot_cell[a], TB_PROTO_ROT_BITS);
+                tb_bitf_put(&w, 1, 1);
+                tb_bitf_put(&w, (uint32_t)b->rot_largest, 2);
+                for (int a = 0; a < 3; a++) tb_bitf_put(&w, (uint32_t)b->rot_cell[a], TB_PROTO_ROT_BITS);
             }
         }
     }
     bool any = n_spawned > 0 || n_changed > 0;
     for (uint32_t m = 0; m < e->frame.mesh_count; m++) {
         any = any || mchanged[m] > 0;
-        tb_bitw_eg(&w, mchanged[m], 0);
+        tb_bitf_eg(&w, mchanged[m], 0);
         int64_t last = -1;
         for (uint32_t v = 0; v < e->frame.mesh_verts[m]; v++) {
             const int32_t *o = &e->base.vert_cell[m][3 * v], *ov = &e->base.vert_vel[m][3 * v], *q = &e->cand.vert_cell[m][3 * v];
             if (o[0] == q[0] && o[1] == q[1] && o[2] == q[2]) continue;
-            tb_bitw_eg(&w, (uint32_t)((int64_t)v - last - 1), 0);
+            tb_bitf_eg(&w, (uint32_t)((int64_t)v - last - 1), 0);
             last = v;
-            for (int a = 0; a < 3; a++) tb_bitw_eg(&w, tb_zz(q[a] - (o[a] + mpred[m] * ov[a])), kv[m]);
+            for (int a = 0; a < 3; a++) tb_bitf_eg(&w, tb_zz(q[a] - (o[a] + mpred[m] * ov[a])), kv[m]);
         }
     }
+    size_t nbytes = (tb_bitf_end(&w) + 7) / 8;
     if (w.overflow) return TB_ERR_INTERNAL;
-    size_t nbytes = (w.bit + 7) / 8;
-    if (w.bit & 7) tb_bitw_put(&w, 0, (int)(8 - (w.bit & 7)));
 
     /* tail of [34, last_seq, tick, tick_gap, awake, bin|nil, spawns?, removes?]:
      * spawns and removes are left out when both are empty (rest costs ~13 bytes). */

@@ -430,6 +430,48 @@ static void the_bit_reader_reads_what_the_reference_reads(void **s)
     print_message("%d reads, %d streams read to their error\n", reads, errors);
 }
 
+/* Random codes (any width 0..32, exp-Golomb of any order 0..31 up to 2^32 - 1)
+ * into buffers of random size: the windowed writer gives the reference's
+ * bytes, bit count and overflow. */
+static void the_fast_bit_writer_writes_what_the_reference_writes(void **s)
+{
+    (void)s;
+    static uint8_t ref[64], fast[64];
+    int overflows = 0;
+    for (int trial = 0; trial < 20000; trial++) {
+        size_t cap = 1 + (size_t)(rnd() * 63);
+        memset(ref, 0xa5, sizeof ref);
+        memset(fast, 0x5a, sizeof fast);
+        tb_bitw r = {ref, cap, 0, 0};
+        tb_bitf f = tb_bitf_init(fast, cap);
+        int codes = (int)(rnd() * 30);
+        for (int c = 0; c < codes; c++) {
+            double u = rnd();
+            if (u < 0.4) {
+                int n = (int)(rnd() * 33);
+                uint32_t v = (uint32_t)(rnd() * 4294967296.0);
+                tb_bitw_put(&r, v, n);
+                tb_bitf_put(&f, v, n);
+            } else {
+                int k = rnd() < 0.8 ? (int)(rnd() * 16) : (int)(rnd() * 32);
+                double range = u < 0.8 ? 8 : u < 0.95 ? 1e5 : 4294967296.0;
+                uint32_t v = (uint32_t)(rnd() * range);
+                tb_bitw_eg(&r, v, k);
+                tb_bitf_eg(&f, v, k);
+            }
+        }
+        size_t bits = tb_bitf_end(&f), ref_bits = r.bit;
+        if (r.bit & 7) tb_bitw_put(&r, 0, (int)(8 - (r.bit & 7)));
+        assert_int_equal(f.overflow, r.overflow);
+        overflows += r.overflow;
+        if (!r.overflow) assert_int_equal(bits, ref_bits);
+        size_t n = (r.bit + 7) / 8;   /* overflowed: the reference stops at cap */
+        assert_memory_equal(fast, ref, n < cap ? n : cap);
+    }
+    print_message("%d of 20000 streams overflowed\n", overflows);
+    assert_true(overflows > 1000 && overflows < 19000);
+}
+
 static void a_client_that_skipped_catches_up_with_a_keyframe_then_shares_deltas(void **s)
 {
     (void)s;
@@ -870,6 +912,7 @@ int main(void)
         cmocka_unit_test(deltas_applied_in_order_equal_the_keyframe),
         cmocka_unit_test(deltas_applied_in_place_equal_the_general_path_and_the_keyframe),
         cmocka_unit_test(the_bit_reader_reads_what_the_reference_reads),
+        cmocka_unit_test(the_fast_bit_writer_writes_what_the_reference_writes),
         cmocka_unit_test(a_client_that_skipped_catches_up_with_a_keyframe_then_shares_deltas),
         cmocka_unit_test(a_room_at_rest_costs_under_16_bytes),
         cmocka_unit_test(a_room_at_rest_takes_the_shortcut_with_the_same_bytes),
