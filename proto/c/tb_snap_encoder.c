@@ -226,8 +226,8 @@ static int best_k(const uint32_t *v, size_t n, uint64_t *bits_out)
     }
     uint64_t hist[33] = {0};
     int maxL = 0;
-    for (size_t i = 0; i < n; i++) {
-        int L = v[i] ? 32 - __builtin_clz(v[i]) : 0;
+    for (size_t i = 0; i < n; i++) {   /* 0 counts as L = 1: only hist[0] + hist[1] is read */
+        int L = 32 - __builtin_clz(v[i] | 1u);
         hist[L]++;
         maxL = L > maxL ? L : maxL;
     }
@@ -244,6 +244,7 @@ static int best_k(const uint32_t *v, size_t n, uint64_t *bits_out)
     for (int k = 0; k < 16; k++) {
         uint64_t total = low * (uint64_t)(k + 1) + high_sum - (uint64_t)k * high;
         if (total < best) { best = total; bk = k; }
+        if (k + 1 >= maxL) break;   /* from here on every value is low: total = n (k + 1) only grows */
         uint64_t moved = hist[k + 2];
         low += moved;
         high -= moved;
