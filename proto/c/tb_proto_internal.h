@@ -7,6 +7,8 @@
 #ifndef TB_PROTO_INTERNAL_H
 #define TB_PROTO_INTERNAL_H
 
+#include <math.h>
+
 #include "tb_proto.h"
 
 int tb_proto__fail(tb_proto_err *err, int code, const char *fmt, ...)
@@ -118,6 +120,78 @@ static inline bool tb_snap__shape_eq(const tb_proto_shape *a, const tb_proto_sha
     return a->kind == b->kind && a->material == b->material && a->color == b->color &&
            a->size[0] == b->size[0] && a->size[1] == b->size[1] && a->size[2] == b->size[2];
 }
+/* The quantizers (tb_snap_quant.c derives them; tb_proto_quant_pos() and
+ * the others are these under their exported names), inline because the
+ * encoder runs them for every moving body and every orientation cell it
+ * tries. Written without floor(): each form below is exactly the floor()
+ * form's result for every input, and the decoder's dequantizer is the same
+ * function, so both codecs still agree to the bit. */
+#define TB_SNAP_SQRT1_2 0.7071067811865476
+
+/* q = floor(x) for x = (p - min) scale + 0.5, clamped to [0, grid_max]:
+ * floor(x) > 0 exactly when x >= 1, and floor(x) >= grid_max (an integer)
+ * exactly when x >= grid_max; in between the conversion truncates a positive
+ * x, which is its floor. NaN fails the first test, as it failed q > 0. */
+static inline int32_t tb_snap__quant_pos(double p, double min, int32_t grid_max, int scale)
+{
+    double x = (p - min) * (double)scale + 0.5;
+    if (!(x >= 1.0)) return 0;
+    if (x >= (double)grid_max) return grid_max;
+    return (int32_t)x;
+}
+
+/* floor(y) but for the sign of a zero (+0 for -0: the callers add it to an
+ * integer): for |y| < 2^31 the conversion truncates toward zero, one less
+ * below zero unless y is whole; floor() itself beyond. */
+static inline double tb_snap__floor(double y)
+{
+    if (!(fabs(y) < 2147483648.0)) return floor(y);
+    double t = (double)(int32_t)y;
+    return t > y ? t - 1.0 : t;
+}
+
+static inline void tb_snap__quant_rot(const float qf[4], int *index, int32_t c[3])
+{
+    double q[4], n = 0.0;
+    for (int i = 0; i < 4; i++) { q[i] = qf[i]; n += q[i] * q[i]; }
+    n = sqrt(n);
+    if (!isfinite(n) || n < 1e-12) { q[0] = q[1] = q[2] = 0.0; q[3] = 1.0; n = 1.0; }
+    int big = 0;
+    for (int i = 1; i < 4; i++)
+        if (fabs(q[i]) > fabs(q[big])) big = i;
+    double sign = q[big] < 0.0 ? -1.0 : 1.0;
+    for (int i = 0, j = 0; i < 4; i++) {
+        if (i == big) continue;
+        double v = q[i] * sign / n;
+        double cq = (double)TB_PROTO_ROT_HALF + tb_snap__floor(v * ((double)TB_PROTO_ROT_HALF / TB_SNAP_SQRT1_2) + 0.5);
+        if (!(cq > 0.0)) cq = 0.0;
+        if (cq > (double)TB_PROTO_ROT_MAXQ) cq = (double)TB_PROTO_ROT_MAXQ;
+        c[j++] = (int32_t)cq;
+    }
+    *index = big;
+}
+
+/* Written out, no loops (the encoder calls it for every cell it tries);
+ * the sums run in index order, each component divided by the norm. */
+static inline void tb_snap__dequant_rot(int index, const int32_t c[3], double q[4])
+{
+    const double f = TB_SNAP_SQRT1_2 / (double)TB_PROTO_ROT_HALF;
+    const double v0 = (double)(c[0] - TB_PROTO_ROT_HALF) * f, v1 = (double)(c[1] - TB_PROTO_ROT_HALF) * f,
+                 v2 = (double)(c[2] - TB_PROTO_ROT_HALF) * f;
+    const double s = v0 * v0 + v1 * v1 + v2 * v2; /* 0 + v0 v0 is v0 v0 */
+    const double w = s < 1.0 ? sqrt(1.0 - s) : 0.0;
+    /* w at `index`, v0 v1 v2 in the other slots in order */
+    const double q0 = index == 0 ? w : v0;
+    const double q1 = index == 0 ? v0 : index == 1 ? w : v1;
+    const double q2 = index <= 1 ? v1 : index == 2 ? w : v2;
+    const double q3 = index <= 2 ? v2 : w;
+    const double n = sqrt(q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3);
+    q[0] = q0 / n;
+    q[1] = q1 / n;
+    q[2] = q2 / n;
+    q[3] = q3 / n;
+}
+
 /* Tests: turn the encoder's at-rest shortcut off (on by default) to compare. */
 void tb_snap__encoder_idle_path(tb_snap_encoder *e, bool on);
 /* Tests: turn the decoder's in-place delta (on by default) off to compare. */

@@ -330,23 +330,33 @@ static void quantize_body(const tb_snap_encoder *e, const tb_proto_body *in, con
     out->shape = in->shape;
     for (int a = 0; a < 3; a++) {
         if (!isfinite(in->pos[a]) && old) out->pos_cell[a] = old->pos_cell[a];   /* never send garbage: hold the last pose */
-        else out->pos_cell[a] = tb_proto_quant_pos(in->pos[a], e->frame.bounds_min[a], e->grid.pmax[a], TB_PROTO_POS_SCALE);
+        else out->pos_cell[a] = tb_snap__quant_pos(in->pos[a], e->frame.bounds_min[a], e->grid.pmax[a], TB_PROTO_POS_SCALE);
         out->pos_vel[a] = old ? out->pos_cell[a] - old->pos_cell[a] : 0;
     }
     int ri;
-    tb_proto_quant_rot(in->rot, &ri, out->rot_cell);
+    tb_snap__quant_rot(in->rot, &ri, out->rot_cell);
     out->rot_largest = ri;
     for (int j = 0; j < 3; j++) out->rot_vel[j] = (old && old->rot_largest == ri) ? out->rot_cell[j] - old->rot_cell[j] : 0;
 }
 
-/* Cells within tol of p on one axis, always containing the nearest cell n. */
-static void cell_range(double p, double min, int scale, int32_t gmax, double tol, int32_t n, int32_t *lo, int32_t *hi)
+/* Cells within tol of p on one axis, always containing the nearest cell n
+ * (0 <= n <= gmax): lo = ceil(x) for x = (p - tol - min) scale when that is
+ * below n, but not below 0; hi = floor(y), y = (p + tol - min) scale, when
+ * that is above n, but not above gmax. Without ceil() and floor(), for n and
+ * gmax whole: ceil(x) < n exactly when x <= n - 1, ceil(x) < 0 when x <= -1,
+ * and in between (-1, n - 1] the truncation of x is its ceiling unless x is
+ * above it; floor(y) > n when y >= n + 1, floor(y) > gmax when y >= gmax + 1,
+ * and in between a positive y truncates to its floor. */
+static inline void cell_range(double p, double min, int scale, int32_t gmax, double tol, int32_t n, int32_t *lo, int32_t *hi)
 {
-    double l = ceil((p - tol - min) * (double)scale), h = floor((p + tol - min) * (double)scale);
     *lo = n; *hi = n;
     if (!isfinite(p) || tol <= 0) return;
-    if (l < (double)n) *lo = l < 0 ? 0 : (int32_t)l;
-    if (h > (double)n) *hi = h > (double)gmax ? gmax : (int32_t)h;
+    double x = (p - tol - min) * (double)scale, y = (p + tol - min) * (double)scale;
+    if (x <= (double)n - 1.0) {
+        if (x <= -1.0) *lo = 0;
+        else { int32_t t = (int32_t)x; *lo = (double)t < x ? t + 1 : t; }
+    }
+    if (y >= (double)n + 1.0) *hi = y >= (double)gmax + 1.0 ? gmax : (int32_t)y;
 }
 
 static inline int32_t clamp32(int64_t v, int32_t lo, int32_t hi) { return v < lo ? lo : v > hi ? hi : (int32_t)v; }
@@ -354,7 +364,7 @@ static inline int32_t clamp32(int64_t v, int32_t lo, int32_t hi) { return v < lo
 static bool rot_within(const tb_snap_encoder *e, int ri, const int32_t c[3], const double *t)
 {
     double q[4];
-    tb_proto_dequant_rot(ri, c, q);
+    tb_snap__dequant_rot(ri, c, q);
     return fabs(q[0] * t[0] + q[1] * t[1] + q[2] * t[2] + q[3] * t[3]) >= e->cos_half_rot;
 }
 
@@ -725,7 +735,7 @@ static float body_error(const tb_snap_encoder *e, uint32_t j, const tb_snap_body
     }
     double q[4];
     const double *t = &e->scratch.true_rot[4 * j];
-    tb_proto_dequant_rot(o->rot_largest, o->rot_cell, q);
+    tb_snap__dequant_rot(o->rot_largest, o->rot_cell, q);
     double dot = fabs(q[0] * t[0] + q[1] * t[1] + q[2] * t[2] + q[3] * t[3]);
     double angle = 2.0 * acos(dot < 1.0 ? dot : 1.0);
     const float *sz = o->shape.size;
@@ -905,7 +915,7 @@ int tb_snap_encoder_step(tb_snap_encoder *e, const tb_snap_input *in, tb_proto_e
         double n2 = 0;
         for (int c = 0; c < 4; c++) n2 += (double)b->rot[c] * b->rot[c];
         if (isfinite(n2) && n2 > 1e-24) for (int c = 0; c < 4; c++) t[c] = b->rot[c] / sqrt(n2);
-        else tb_proto_dequant_rot(near->rot_largest, near->rot_cell, t);     /* degenerate input: what we send */
+        else tb_snap__dequant_rot(near->rot_largest, near->rot_cell, t);     /* degenerate input: what we send */
         /* is the baseline still good enough? (the same for both predictors) */
         e->scratch.base_fits[k] = 0;
         if (kept) {
@@ -922,7 +932,7 @@ int tb_snap_encoder_step(tb_snap_encoder *e, const tb_snap_input *in, tb_proto_e
             int a = (int)(v % 3);
             float p = in->verts[m][v];
             int32_t q = (!isfinite(p) && e->have_baseline) ? e->base.vert_cell[m][v]
-                      : tb_proto_quant_pos(p, e->frame.bounds_min[a], e->grid.vmax[a], TB_PROTO_VERT_SCALE);
+                      : tb_snap__quant_pos(p, e->frame.bounds_min[a], e->grid.vmax[a], TB_PROTO_VERT_SCALE);
             cell_range(p, e->frame.bounds_min[a], TB_PROTO_VERT_SCALE, e->grid.vmax[a], e->tol_vert, q, &e->scratch.vert_lo[m][v], &e->scratch.vert_hi[m][v]);
             e->cand.vert_cell[m][v] = q;
             e->cand.vert_vel[m][v] = 0;
