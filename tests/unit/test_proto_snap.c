@@ -117,6 +117,90 @@ static void degenerate_quaternions_become_identity(void **s)
     assert_true(isfinite(q[0]) && fabs(q[3]) > 0.9999);
 }
 
+/* The quantizers as PROTOCOL.md states them, with floor(): the codec's
+ * (written without it, for speed) must give the same cells for every input. */
+static int32_t floor_quant_pos(double p, double min, int32_t grid_max, int scale)
+{
+    double q = floor((p - min) * (double)scale + 0.5);
+    if (!(q > 0.0)) return 0;
+    if (q >= (double)grid_max) return grid_max;
+    return (int32_t)q;
+}
+
+static void floor_quant_rot(const float qf[4], int *index, int32_t c[3])
+{
+    double q[4], n = 0.0;
+    for (int i = 0; i < 4; i++) { q[i] = qf[i]; n += q[i] * q[i]; }
+    n = sqrt(n);
+    if (!isfinite(n) || n < 1e-12) { q[0] = q[1] = q[2] = 0.0; q[3] = 1.0; n = 1.0; }
+    int big = 0;
+    for (int i = 1; i < 4; i++)
+        if (fabs(q[i]) > fabs(q[big])) big = i;
+    double sign = q[big] < 0.0 ? -1.0 : 1.0;
+    for (int i = 0, j = 0; i < 4; i++) {
+        if (i == big) continue;
+        double v = q[i] * sign / n;
+        double cq = 2047.0 + floor(v * (2047.0 / 0.7071067811865476) + 0.5);
+        if (!(cq > 0.0)) cq = 0.0;
+        if (cq > 4094.0) cq = 4094.0;
+        c[j++] = (int32_t)cq;
+    }
+    *index = big;
+}
+
+/* Random values, values on and next to cell edges (x + 0.5 whole), beyond
+ * the grid, infinities and NaN. */
+static void the_quantizers_give_the_floor_definitions_cells(void **s)
+{
+    (void)s;
+    uint64_t saved = rng_state;   /* the tests after this one see the stream they always saw */
+    const double min = -8.0;
+    const int32_t gmax = 32768;
+    const double special[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1e30, -1e30, 3e38, -3e38, 1e-300};
+    int edges = 0;
+    for (int trial = 0; trial < 200000; trial++) {
+        double p;
+        if (trial < 10) p = special[trial];
+        else if (trial % 3 == 0) {   /* a cell edge, or one ulp either side */
+            static const double ends[] = {-1, 0, 1, 2, gmax - 1, gmax, gmax + 1};
+            double x = (rnd() < 0.25 ? ends[(int)(rnd() * 7)] : floor(rnd_range(-5, gmax + 5))) - 0.5;
+            p = min + x / 2048.0;
+            int side = trial % 9 / 3;
+            if (side == 1) p = nextafter(p, INFINITY);
+            if (side == 2) p = nextafter(p, -INFINITY);
+            edges += (p - min) * 2048.0 + 0.5 == floor((p - min) * 2048.0 + 0.5);
+        } else p = (double)(float)rnd_range(-20, 20);
+        assert_int_equal(tb_proto_quant_pos(p, min, gmax, 2048), floor_quant_pos(p, min, gmax, 2048));
+        assert_int_equal(tb_proto_quant_pos(p, min, 1, 1024), floor_quant_pos(p, min, 1, 1024));
+    }
+    for (int trial = 0; trial < 200000; trial++) {   /* the floor the rotation quantizer uses */
+        double y = trial < 4 ? special[trial] : trial % 2 ? floor(rnd_range(-3e9, 3e9)) * (trial % 4 == 1 ? 1.0 : 0.5)
+                                              : rnd_range(-5000, 5000);
+        if (trial % 3 == 1) y = nextafter(y, trial % 6 == 1 ? INFINITY : -INFINITY);
+        double a = tb_snap__floor(y), b = floor(y);
+        assert_true(a == b || (isnan(a) && isnan(b)));
+    }
+    for (int trial = 0; trial < 200000; trial++) {
+        float q[4];
+        if (trial % 4 == 0) {   /* a component on a cell edge of the unit quaternion */
+            double c = (floor(rnd_range(-2047, 2047)) + 0.5) * (0.7071067811865476 / 2047.0);
+            double r = sqrt(1.0 - c * c) / sqrt(3.0);
+            q[0] = (float)c; q[1] = (float)r; q[2] = (float)-r; q[3] = (float)r;
+        } else if (trial % 4 == 1) {
+            for (int k = 0; k < 4; k++) q[k] = (float)(rnd() < 0.3 ? 0.0 : rnd() < 0.5 ? -0.0 : rnd_range(-1, 1));
+            if (rnd() < 0.1) q[(int)(rnd() * 4)] = rnd() < 0.5 ? NAN : INFINITY;
+        } else random_quat(q);
+        int ia, ib;
+        int32_t ca[3], cb[3];
+        tb_proto_quant_rot(q, &ia, ca);
+        floor_quant_rot(q, &ib, cb);
+        assert_int_equal(ia, ib);
+        assert_memory_equal(ca, cb, sizeof ca);
+    }
+    rng_state = saved;
+    assert_true(edges > 1000);
+}
+
 /* ---- a small changing world --------------------------------------------------- */
 
 #define MAXB 64
@@ -436,6 +520,7 @@ static void the_bit_reader_reads_what_the_reference_reads(void **s)
 static void the_fast_bit_writer_writes_what_the_reference_writes(void **s)
 {
     (void)s;
+    uint64_t saved = rng_state;   /* the tests after this one see the stream they always saw */
     static uint8_t ref[64], fast[64];
     int overflows = 0;
     for (int trial = 0; trial < 20000; trial++) {
@@ -468,6 +553,7 @@ static void the_fast_bit_writer_writes_what_the_reference_writes(void **s)
         size_t n = (r.bit + 7) / 8;   /* overflowed: the reference stops at cap */
         assert_memory_equal(fast, ref, n < cap ? n : cap);
     }
+    rng_state = saved;
     print_message("%d of 20000 streams overflowed\n", overflows);
     assert_true(overflows > 1000 && overflows < 19000);
 }
@@ -909,6 +995,7 @@ int main(void)
         cmocka_unit_test(vertices_stay_within_one_millimetre),
         cmocka_unit_test(orientations_stay_within_a_tenth_of_a_degree),
         cmocka_unit_test(degenerate_quaternions_become_identity),
+        cmocka_unit_test(the_quantizers_give_the_floor_definitions_cells),
         cmocka_unit_test(deltas_applied_in_order_equal_the_keyframe),
         cmocka_unit_test(deltas_applied_in_place_equal_the_general_path_and_the_keyframe),
         cmocka_unit_test(the_bit_reader_reads_what_the_reference_reads),
