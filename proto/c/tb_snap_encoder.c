@@ -66,7 +66,12 @@ typedef struct snap_scratch {
     double *true_rot;                              /* 4 per body: the input orientation as a unit quaternion */
     int32_t *vert_lo[TB_PROTO_MAX_MESHES];         /* per mesh: the vertex cells within tolerance, per coordinate */
     int32_t *vert_hi[TB_PROTO_MAX_MESHES];
-    tb_snap_body *other_bodies;                    /* candidate bodies as chosen for the other predictor */
+    tb_snap_body *other_bodies;                    /* candidate bodies as chosen for the other predictor (swapped with
+                                                      cand.bodies when that one wins: the same size) */
+    int body_k[2][2];                              /* per predictor: the orders (position, rotation) choose_bodies() found */
+    bool body_k_exact[2];                          /* ... over exactly the bodies that change (see choose_bodies) */
+    uint32_t *changed, *changed_at;                /* encode_delta: the changed kept bodies (j) and their kept index */
+    uint8_t *base_kept;                            /* encode_delta: baseline bodies kept (the others are removed) */
     int32_t *other_vert_cell, *other_vert_vel;     /* the same for one mesh's vertices */
     uint32_t *residuals; size_t residual_cap;      /* zigzagged residuals while choosing exp-Golomb orders */
     uint8_t *bits; size_t bits_cap;                /* the bin being written */
@@ -149,7 +154,11 @@ static bool scratch_alloc(snap_scratch *s, const tb_proto_frame *frame, uint32_t
     s->pos_hi = calloc(3 * bodies, sizeof *s->pos_hi);
     s->true_rot = calloc(4 * bodies, sizeof *s->true_rot);
     s->other_bodies = calloc(bodies, sizeof *s->other_bodies);
-    bool ok = s->base_index && s->base_fits && s->nearest && s->pos_lo && s->pos_hi && s->true_rot && s->other_bodies;
+    s->changed = calloc(bodies, sizeof *s->changed);
+    s->changed_at = calloc(bodies, sizeof *s->changed_at);
+    s->base_kept = calloc(bodies, sizeof *s->base_kept);
+    bool ok = s->base_index && s->base_fits && s->nearest && s->pos_lo && s->pos_hi && s->true_rot && s->other_bodies &&
+              s->changed && s->changed_at && s->base_kept;
     for (uint32_t m = 0; m < frame->mesh_count; m++) {
         size_t n = 3u * frame->mesh_verts[m] + 1;
         verts += frame->mesh_verts[m];
@@ -172,7 +181,7 @@ static bool scratch_alloc(snap_scratch *s, const tb_proto_frame *frame, uint32_t
 static void scratch_free(snap_scratch *s)
 {
     free(s->base_index); free(s->base_fits); free(s->nearest); free(s->pos_lo); free(s->pos_hi); free(s->true_rot);
-    free(s->other_bodies); free(s->other_vert_cell); free(s->other_vert_vel); free(s->residuals); free(s->bits); free(s->items);
+    free(s->other_bodies); free(s->changed); free(s->changed_at); free(s->base_kept); free(s->other_vert_cell); free(s->other_vert_vel); free(s->residuals); free(s->bits); free(s->items);
     for (int m = 0; m < TB_PROTO_MAX_MESHES; m++) { free(s->vert_lo[m]); free(s->vert_hi[m]); }
 }
 
@@ -217,19 +226,28 @@ void tb_snap_encoder_set_tolerance(tb_snap_encoder *e, double pos_m, double rot_
 /* Order k in 0..15 for n zigzag values. The cost of v at order k is 2n - 1 - k
  * with n the bit length of v + 2^k, which is max(L, k+1) (or L+1 on a carry) for
  * L the bit length of v; a histogram of L gives a near-exact cost for every k in
- * O(n + 16*33). The choice only affects size, never correctness. */
-static int best_k(const uint32_t *v, size_t n, uint64_t *bits_out)
+ * O(n + 16*33). The choice only affects size, never correctness. The
+ * histogram is gathered by eg_hist_add() (choose_bodies() does it as it goes)
+ * or by best_k() from an array. */
+typedef struct eg_hist {
+    uint64_t n;
+    int maxL;
+    uint64_t count[33];   /* by bit length; 0 counts as 1 bit (only count[0] + count[1] is read) */
+} eg_hist;
+
+static inline void eg_hist_add(eg_hist *h, uint32_t v)
 {
-    if (n == 0) {   /* every order costs 0 bits: the loop below would pick k = 0 */
+    int L = 32 - __builtin_clz(v | 1u);
+    h->count[L]++;
+    h->maxL = L > h->maxL ? L : h->maxL;
+    h->n++;
+}
+
+static int best_k_hist(const eg_hist *h, uint64_t *bits_out)
+{
+    if (h->n == 0) {   /* every order costs 0 bits: the loop below would pick k = 0 */
         if (bits_out) *bits_out = 0;
         return 0;
-    }
-    uint64_t hist[33] = {0};
-    int maxL = 0;
-    for (size_t i = 0; i < n; i++) {   /* 0 counts as L = 1: only hist[0] + hist[1] is read */
-        int L = 32 - __builtin_clz(v[i] | 1u);
-        hist[L]++;
-        maxL = L > maxL ? L : maxL;
     }
     /* A value of L bits costs 2 max(L, k + 1) - 1 - k bits at order k: k + 1
      * for L <= k + 1, else (2 L - 1) - k. With low = how many have
@@ -237,7 +255,9 @@ static int best_k(const uint32_t *v, size_t n, uint64_t *bits_out)
      * total(k) = low (k + 1) + high_sum - k high; moving to k + 1 moves the
      * values of L = k + 2 from high to low. (Exact integers: the sum over L
      * of the same terms.) */
-    uint64_t low = hist[0] + hist[1], high = (uint64_t)n - low, high_sum = 0;
+    const uint64_t *hist = h->count;
+    int maxL = h->maxL;
+    uint64_t low = hist[0] + hist[1], high = h->n - low, high_sum = 0;
     for (int L = 2; L <= maxL; L++) high_sum += hist[L] * (uint64_t)(2 * L - 1);
     uint64_t best = UINT64_MAX;
     int bk = 0;
@@ -252,6 +272,13 @@ static int best_k(const uint32_t *v, size_t n, uint64_t *bits_out)
     }
     if (bits_out) *bits_out = best;
     return bk;
+}
+
+static int best_k(const uint32_t *v, size_t n, uint64_t *bits_out)
+{
+    eg_hist h = {0};
+    for (size_t i = 0; i < n; i++) eg_hist_add(&h, v[i]);
+    return best_k_hist(&h, bits_out);
 }
 
 static bool body_changed(const tb_snap_body *a, const tb_snap_body *b)
@@ -369,14 +396,19 @@ static bool rot_within(const tb_snap_encoder *e, int ri, const int32_t c[3], con
 }
 
 /* Chooses the candidate's cells for every body given predictor `pred` (0 or
- * 1); returns the residual bits (at the best orders) it would cost, to
- * compare predictors. */
-static uint64_t choose_bodies(tb_snap_encoder *e, int pred)
+ * 1) into `out`; returns the residual bits (at the best orders) it would
+ * cost, to compare predictors, and keeps those orders in body_k[pred]. They
+ * are the delta's orders too when every body given residuals here changes
+ * (body_k_exact): a body is sent here when its position or its orientation
+ * is out of tolerance, and then it changes, but for one case (position in
+ * tolerance, the orientation search ends on the baseline's own cells, as it
+ * can with the nearest cell itself out of tolerance). */
+static uint64_t choose_bodies(tb_snap_encoder *e, int pred, tb_snap_body *out)
 {
-    size_t np = 0, nr = 0;
-    uint32_t *rp = e->scratch.residuals, *rr = e->scratch.residuals + 3u * (e->max_bodies + 1);
+    eg_hist hp = {0}, hr = {0};
+    bool exact = true;
     for (uint32_t j = 0; j < e->cand.body_count; j++) {
-        tb_snap_body *b = &e->cand.bodies[j];
+        tb_snap_body *b = &out[j];
         const tb_snap_body *near = &e->scratch.nearest[j];
         if (e->scratch.base_index[j] < 0) { *b = *near; continue; }
         const tb_snap_body *o = &e->base.bodies[e->scratch.base_index[j]];
@@ -393,7 +425,7 @@ static uint64_t choose_bodies(tb_snap_encoder *e, int pred)
         for (int a = 0; a < 3; a++) {
             b->pos_cell[a] = clamp32((int64_t)o->pos_cell[a] + pred * (int64_t)o->pos_vel[a], lo[a], hi[a]);
             b->pos_vel[a] = b->pos_cell[a] - o->pos_cell[a];
-            rp[np++] = tb_zz(b->pos_cell[a] - (o->pos_cell[a] + pred * o->pos_vel[a]));
+            eg_hist_add(&hp, tb_zz(b->pos_cell[a] - (o->pos_cell[a] + pred * o->pos_vel[a])));
         }
         if (rot_ok || near->rot_largest == o->rot_largest) {
             /* from an acceptable start, step each component toward the prediction while still acceptable */
@@ -411,16 +443,18 @@ static uint64_t choose_bodies(tb_snap_encoder *e, int pred)
             for (int a = 0; a < 3; a++) {
                 b->rot_cell[a] = c[a];
                 b->rot_vel[a] = c[a] - o->rot_cell[a];
-                rr[nr++] = tb_zz(c[a] - (o->rot_cell[a] + pred * o->rot_vel[a]));
+                eg_hist_add(&hr, tb_zz(c[a] - (o->rot_cell[a] + pred * o->rot_vel[a])));
             }
+            if (pos_ok && c[0] == o->rot_cell[0] && c[1] == o->rot_cell[1] && c[2] == o->rot_cell[2]) exact = false;
         } else {   /* the largest component changed: absolute, nearest */
             b->rot_largest = near->rot_largest;
             for (int a = 0; a < 3; a++) { b->rot_cell[a] = near->rot_cell[a]; b->rot_vel[a] = 0; }
         }
     }
     uint64_t bp, br;
-    best_k(rp, np, &bp);
-    best_k(rr, nr, &br);
+    e->scratch.body_k[pred][0] = best_k_hist(&hp, &bp);
+    e->scratch.body_k[pred][1] = best_k_hist(&hr, &br);
+    e->scratch.body_k_exact[pred] = exact;
     return bp + br;
 }
 
@@ -460,6 +494,8 @@ static void delta_head(tb_snap_encoder *e, msgpack_packer *pk, uint32_t tick, ui
 /* The exp-Golomb orders of a delta baseline -> candidate: from the residuals
  * of the changed kept bodies and of each mesh's changed vertices (counted in
  * mchanged). */
+static void delta_mesh_orders(tb_snap_encoder *e, const int *mpred, int *kv, uint32_t *mchanged);
+
 static void delta_orders(tb_snap_encoder *e, int best_pred, const int *mpred, int *kp, int *kr, int *kv, uint32_t *mchanged)
 {
     size_t np = 0, nr = 0;
@@ -474,6 +510,12 @@ static void delta_orders(tb_snap_encoder *e, int best_pred, const int *mpred, in
     }
     *kp = best_k(rp, np, NULL);
     *kr = best_k(rr, nr, NULL);
+    delta_mesh_orders(e, mpred, kv, mchanged);
+}
+
+/* The meshes' part of delta_orders(). */
+static void delta_mesh_orders(tb_snap_encoder *e, const int *mpred, int *kv, uint32_t *mchanged)
+{
     for (uint32_t m = 0; m < e->frame.mesh_count; m++) {
         size_t n = 0;
         mchanged[m] = 0;
@@ -487,57 +529,55 @@ static void delta_orders(tb_snap_encoder *e, int best_pred, const int *mpred, in
     }
 }
 
-/* Writes the delta baseline -> candidate into delta_sb, with the predictors chosen. */
-static int encode_delta(tb_snap_encoder *e, int best_pred, const int *mpred)
+/* Writes the delta baseline -> candidate into delta_sb, with the predictors
+ * chosen; body_k: the bodies' orders when choose_bodies() found them for
+ * exactly this candidate (NULL: count them here). Kept, spawned and removed
+ * bodies are as step() matched them (base_index: same id, same shape). */
+static int encode_delta(tb_snap_encoder *e, int best_pred, const int *mpred, const int *body_k)
 {
-    /* Pass 1: classify bodies (merge by id). */
-    uint32_t i = 0, j = 0, n_removed = 0, n_spawned = 0;
-    while (i < e->base.body_count || j < e->cand.body_count) {
-        if (j >= e->cand.body_count || (i < e->base.body_count && e->base.bodies[i].id < e->cand.bodies[j].id)) { n_removed++; i++; }
-        else if (i >= e->base.body_count || e->cand.bodies[j].id < e->base.bodies[i].id) { n_spawned++; j++; }
-        else {
-            if (!tb_snap__shape_eq(&e->base.bodies[i].shape, &e->cand.bodies[j].shape)) { n_removed++; n_spawned++; }
-            i++; j++;
-        }
+    snap_scratch *sc = &e->scratch;
+    /* Pass 1: the kept bodies that changed, in id order, and their index among the kept. */
+    uint32_t n_kept = 0, n_changed = 0;
+    for (uint32_t j = 0; j < e->cand.body_count; j++) {
+        int32_t i = sc->base_index[j];
+        if (i < 0) continue;
+        if (body_changed(&e->base.bodies[i], &e->cand.bodies[j])) { sc->changed[n_changed] = j; sc->changed_at[n_changed++] = n_kept; }
+        n_kept++;
     }
+    uint32_t n_spawned = e->cand.body_count - n_kept, n_removed = e->base.body_count - n_kept;
     int kp, kr, kv[TB_PROTO_MAX_MESHES];
     uint32_t mchanged[TB_PROTO_MAX_MESHES];
-    delta_orders(e, best_pred, mpred, &kp, &kr, kv, mchanged);
+    if (body_k) {
+        kp = body_k[0];
+        kr = body_k[1];
+        delta_mesh_orders(e, mpred, kv, mchanged);
+    } else {
+        delta_orders(e, best_pred, mpred, &kp, &kr, kv, mchanged);
+    }
     /* Pass 2: write the bin. */
-    tb_bitf w = tb_bitf_init(e->scratch.bits, e->scratch.bits_cap);
+    tb_bitf w = tb_bitf_init(sc->bits, sc->bits_cap);
     tb_bitf_put(&w, (uint32_t)best_pred, 1); tb_bitf_put(&w, (uint32_t)kp, 4); tb_bitf_put(&w, (uint32_t)kr, 4);
     for (uint32_t m = 0; m < e->frame.mesh_count; m++) { tb_bitf_put(&w, (uint32_t)mpred[m], 1); tb_bitf_put(&w, (uint32_t)kv[m], 4); }
     /* spawned bodies, ascending id */
-    for (i = 0, j = 0; j < e->cand.body_count; j++) {
-        while (i < e->base.body_count && e->base.bodies[i].id < e->cand.bodies[j].id) i++;
-        bool kept = i < e->base.body_count && e->base.bodies[i].id == e->cand.bodies[j].id && tb_snap__shape_eq(&e->base.bodies[i].shape, &e->cand.bodies[j].shape);
-        if (!kept) put_abs_body(&w, &e->grid, &e->cand.bodies[j], kp, kr);
-    }
+    if (n_spawned)
+        for (uint32_t j = 0; j < e->cand.body_count; j++)
+            if (sc->base_index[j] < 0) put_abs_body(&w, &e->grid, &e->cand.bodies[j], kp, kr);
     /* changed kept bodies: count, then gap-coded records */
-    uint32_t n_changed = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        if (pass == 1) tb_bitf_eg(&w, n_changed, 0);
-        int64_t last = -1, kept_index = 0;
-        for (i = 0, j = 0; i < e->base.body_count && j < e->cand.body_count;) {
-            if (e->base.bodies[i].id < e->cand.bodies[j].id) { i++; continue; }
-            if (e->cand.bodies[j].id < e->base.bodies[i].id) { j++; continue; }
-            const tb_snap_body *o = &e->base.bodies[i], *b = &e->cand.bodies[j];
-            i++; j++;
-            if (!tb_snap__shape_eq(&o->shape, &b->shape)) continue;
-            int64_t idx = kept_index++;
-            if (!body_changed(o, b)) continue;
-            if (pass == 0) { n_changed++; continue; }
-            tb_bitf_eg(&w, (uint32_t)(idx - last - 1), 0);
-            last = idx;
-            for (int a = 0; a < 3; a++) tb_bitf_eg(&w, tb_zz(b->pos_cell[a] - (o->pos_cell[a] + best_pred * o->pos_vel[a])), kp);
-            if (b->rot_largest == o->rot_largest) {
-                tb_bitf_put(&w, 0, 1);
-                for (int a = 0; a < 3; a++) tb_bitf_eg(&w, tb_zz(b->rot_cell[a] - (o->rot_cell[a] + best_pred * o->rot_vel[a])), kr);
-            } else {
-                tb_bitf_put(&w, 1, 1);
-                tb_bitf_put(&w, (uint32_t)b->rot_largest, 2);
-                for (int a = 0; a < 3; a++) tb_bitf_put(&w, (uint32_t)b->rot_cell[a], TB_PROTO_ROT_BITS);
-            }
+    tb_bitf_eg(&w, n_changed, 0);
+    int64_t last = -1;
+    for (uint32_t c = 0; c < n_changed; c++) {
+        uint32_t j = sc->changed[c];
+        const tb_snap_body *o = &e->base.bodies[sc->base_index[j]], *b = &e->cand.bodies[j];
+        tb_bitf_eg(&w, (uint32_t)(sc->changed_at[c] - last - 1), 0);
+        last = sc->changed_at[c];
+        for (int a = 0; a < 3; a++) tb_bitf_eg(&w, tb_zz(b->pos_cell[a] - (o->pos_cell[a] + best_pred * o->pos_vel[a])), kp);
+        if (b->rot_largest == o->rot_largest) {
+            tb_bitf_put(&w, 0, 1);
+            for (int a = 0; a < 3; a++) tb_bitf_eg(&w, tb_zz(b->rot_cell[a] - (o->rot_cell[a] + best_pred * o->rot_vel[a])), kr);
+        } else {
+            tb_bitf_put(&w, 1, 1);
+            tb_bitf_put(&w, (uint32_t)b->rot_largest, 2);
+            for (int a = 0; a < 3; a++) tb_bitf_put(&w, (uint32_t)b->rot_cell[a], TB_PROTO_ROT_BITS);
         }
     }
     bool any = n_spawned > 0 || n_changed > 0;
@@ -564,17 +604,14 @@ static int encode_delta(tb_snap_encoder *e, int best_pred, const int *mpred)
     else msgpack_pack_nil(&pk);
     if (n_spawned || n_removed) {
         msgpack_pack_array(&pk, n_spawned);
-        for (i = 0, j = 0; j < e->cand.body_count; j++) {
-            while (i < e->base.body_count && e->base.bodies[i].id < e->cand.bodies[j].id) i++;
-            bool kept = i < e->base.body_count && e->base.bodies[i].id == e->cand.bodies[j].id && tb_snap__shape_eq(&e->base.bodies[i].shape, &e->cand.bodies[j].shape);
-            if (!kept) tb_snap__pack_shape(&pk, e->cand.bodies[j].id, &e->cand.bodies[j].shape);
+        memset(sc->base_kept, 0, e->base.body_count);
+        for (uint32_t j = 0; j < e->cand.body_count; j++) {
+            if (sc->base_index[j] >= 0) sc->base_kept[sc->base_index[j]] = 1;
+            else tb_snap__pack_shape(&pk, e->cand.bodies[j].id, &e->cand.bodies[j].shape);
         }
         msgpack_pack_array(&pk, n_removed);
-        for (i = 0, j = 0; i < e->base.body_count; i++) {
-            while (j < e->cand.body_count && e->cand.bodies[j].id < e->base.bodies[i].id) j++;
-            bool kept = j < e->cand.body_count && e->cand.bodies[j].id == e->base.bodies[i].id && tb_snap__shape_eq(&e->base.bodies[i].shape, &e->cand.bodies[j].shape);
-            if (!kept) msgpack_pack_uint16(&pk, e->base.bodies[i].id);
-        }
+        for (uint32_t i = 0; i < e->base.body_count; i++)
+            if (!sc->base_kept[i]) msgpack_pack_uint16(&pk, e->base.bodies[i].id);
     }
     e->delta_blob = (tb_snap_blob){TB_MSG_SNAP_DELTA, e->cand.tick, e->base.tick, (n_spawned || n_removed) ? 8u : 6u,
                                    (const uint8_t *)e->delta_sb.data, e->delta_sb.size};
@@ -944,10 +981,14 @@ int tb_snap_encoder_step(tb_snap_encoder *e, const tb_snap_input *in, tb_proto_e
     e->have_delta = false;
     if (e->have_baseline) {
         /* choose cells for both predictors, keep the cheaper (per channel) */
-        uint64_t cost1 = choose_bodies(e, 1);
-        memcpy(e->scratch.other_bodies, e->cand.bodies, e->cand.body_count * sizeof *e->cand.bodies);
+        uint64_t cost1 = choose_bodies(e, 1, e->scratch.other_bodies);
         int pred = 0;
-        if (cost1 < choose_bodies(e, 0)) { memcpy(e->cand.bodies, e->scratch.other_bodies, e->cand.body_count * sizeof *e->cand.bodies); pred = 1; }
+        if (cost1 < choose_bodies(e, 0, e->cand.bodies)) {
+            tb_snap_body *won = e->scratch.other_bodies;
+            e->scratch.other_bodies = e->cand.bodies;
+            e->cand.bodies = won;
+            pred = 1;
+        }
         int mpred[TB_PROTO_MAX_MESHES] = {0};
         for (uint32_t m = 0; m < e->frame.mesh_count; m++) {
             size_t n = 3u * e->frame.mesh_verts[m] * sizeof(int32_t);
@@ -963,7 +1004,9 @@ int tb_snap_encoder_step(tb_snap_encoder *e, const tb_snap_input *in, tb_proto_e
         } else {
             budget_clear(e);
         }
-        int rc = encode_delta(e, pred, mpred);
+        /* without a budget the candidate is what choose_bodies() chose: its orders stand when exact */
+        bool orders_known = !e->budget_bits && e->scratch.body_k_exact[pred];
+        int rc = encode_delta(e, pred, mpred, orders_known ? e->scratch.body_k[pred] : NULL);
         if (rc) return tb_proto__fail(err, rc, "delta encoding overflow");
         if (e->budget_bits) e->credit -= 8 * (int64_t)(e->delta_blob.tail_len + 8);
         e->have_delta = true;
