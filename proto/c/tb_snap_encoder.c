@@ -64,6 +64,7 @@ typedef struct snap_scratch {
     tb_snap_body *nearest;                         /* the cells nearest to the input pose */
     int32_t *pos_lo, *pos_hi;                      /* 3 per body: the position cells within tolerance, per axis */
     double *true_rot;                              /* 4 per body: the input orientation as a unit quaternion */
+    double *true_rot_tp;                           /* 4 per kept body: the same in rot_target() order for the baseline's cells */
     int32_t *vert_lo[TB_PROTO_MAX_MESHES];         /* per mesh: the vertex cells within tolerance, per coordinate */
     int32_t *vert_hi[TB_PROTO_MAX_MESHES];
     tb_snap_body *other_bodies;                    /* candidate bodies as chosen for the other predictor (swapped with
@@ -94,6 +95,7 @@ struct tb_snap_encoder {
     uint32_t max_bodies;
     double tol_pos, tol_vert, cos_half_rot;        /* error budget (see the top of this file) */
     bool idle_path_off;                            /* tests: always run the full step */
+    bool rot_guard_off;                            /* tests: always the exact orientation test (no guard band) */
     /* state */
     bool have_baseline;                            /* a state has been stepped: base is valid */
     snap_state base, cand;
@@ -153,11 +155,12 @@ static bool scratch_alloc(snap_scratch *s, const tb_proto_frame *frame, uint32_t
     s->pos_lo = calloc(3 * bodies, sizeof *s->pos_lo);
     s->pos_hi = calloc(3 * bodies, sizeof *s->pos_hi);
     s->true_rot = calloc(4 * bodies, sizeof *s->true_rot);
+    s->true_rot_tp = calloc(4 * bodies, sizeof *s->true_rot_tp);
     s->other_bodies = calloc(bodies, sizeof *s->other_bodies);
     s->changed = calloc(bodies, sizeof *s->changed);
     s->changed_at = calloc(bodies, sizeof *s->changed_at);
     s->base_kept = calloc(bodies, sizeof *s->base_kept);
-    bool ok = s->base_index && s->base_fits && s->nearest && s->pos_lo && s->pos_hi && s->true_rot && s->other_bodies &&
+    bool ok = s->base_index && s->base_fits && s->nearest && s->pos_lo && s->pos_hi && s->true_rot && s->true_rot_tp && s->other_bodies &&
               s->changed && s->changed_at && s->base_kept;
     for (uint32_t m = 0; m < frame->mesh_count; m++) {
         size_t n = 3u * frame->mesh_verts[m] + 1;
@@ -180,7 +183,7 @@ static bool scratch_alloc(snap_scratch *s, const tb_proto_frame *frame, uint32_t
 
 static void scratch_free(snap_scratch *s)
 {
-    free(s->base_index); free(s->base_fits); free(s->nearest); free(s->pos_lo); free(s->pos_hi); free(s->true_rot);
+    free(s->base_index); free(s->base_fits); free(s->nearest); free(s->pos_lo); free(s->pos_hi); free(s->true_rot); free(s->true_rot_tp);
     free(s->other_bodies); free(s->changed); free(s->changed_at); free(s->base_kept); free(s->other_vert_cell); free(s->other_vert_vel); free(s->residuals); free(s->bits); free(s->items);
     for (int m = 0; m < TB_PROTO_MAX_MESHES; m++) { free(s->vert_lo[m]); free(s->vert_hi[m]); }
 }
@@ -388,11 +391,93 @@ static inline void cell_range(double p, double min, int scale, int32_t gmax, dou
 
 static inline int32_t clamp32(int64_t v, int32_t lo, int32_t hi) { return v < lo ? lo : v > hi ? hi : (int32_t)v; }
 
-static bool rot_within(const tb_snap_encoder *e, int ri, const int32_t c[3], const double *t)
+/* The true orientation t with its component `largest` moved last: the
+ * order of the cells' quaternion (v0, v1, v2, w) in rot_within()'s guard band. */
+static inline void rot_target(int largest, const double *t, double *tp)
+{
+    tp[0] = t[largest == 0 ? 1 : 0];
+    tp[1] = t[largest <= 1 ? 2 : 1];
+    tp[2] = t[largest <= 2 ? 3 : 2];
+    tp[3] = t[largest];
+}
+
+/* Is the orientation of cells (ri, c) within tolerance of t: |q . t| >=
+ * cos(tol / 2), q = tb_snap__dequant_rot(ri, c)? That decides which cells are
+ * sent, so this is the exact test; rot_within() and rot_walk() first try a
+ * cheaper one that can only give the same answer. */
+static bool rot_within_exact(const tb_snap_encoder *e, int ri, const int32_t c[3], const double *t)
 {
     double q[4];
     tb_snap__dequant_rot(ri, c, q);
     return fabs(q[0] * t[0] + q[1] * t[1] + q[2] * t[2] + q[3] * t[3]) >= e->cos_half_rot;
+}
+
+/* The guard band. The cells give v0 v1 v2 (the same doubles as the exact
+ * test's) and, for s = v.v, w = sqrt(1 - s). Each of s (summed in any
+ * order), 1 - s, w, and the exact test's norm and quotients is rounded once
+ * (relative error u = 2^-53), so (v, w) has norm 1 within about 8u and the
+ * exact test's normalized q differs from it by under 10u per component; the
+ * two w differ by |dw^2| / (w + w') < 16u / 0.6 while s < ROT_S_MAX (w > 0.31;
+ * a smallest-three orientation has w >= 0.5). With |t| = 1 the two dot
+ * products (each rounded within 4u) then differ by under 1e-14, so a dot
+ * d = (v, w) . t more than ROT_MARGIN from the threshold gives the exact
+ * test's answer without the norm's square root and four divisions; nearer
+ * (about one in 10^4 cells tried), or for s >= ROT_S_MAX, the exact test runs. */
+#define ROT_MARGIN 1e-12
+#define ROT_S_MAX 0.9
+
+/* rot_within_exact() through the guard band; tp: t in rot_target() order for ri. */
+static inline bool rot_within(const tb_snap_encoder *e, int ri, const int32_t c[3], const double *t, const double *tp)
+{
+    const double f = TB_SNAP_SQRT1_2 / (double)TB_PROTO_ROT_HALF;
+    const double v0 = (double)(c[0] - TB_PROTO_ROT_HALF) * f, v1 = (double)(c[1] - TB_PROTO_ROT_HALF) * f,
+                 v2 = (double)(c[2] - TB_PROTO_ROT_HALF) * f;
+    const double s = v0 * v0 + v1 * v1 + v2 * v2;
+    if (s < (e->rot_guard_off ? -1.0 : ROT_S_MAX)) {
+        double d = fabs(v0 * tp[0] + v1 * tp[1] + v2 * tp[2] + sqrt(1.0 - s) * tp[3]);
+        if (d >= e->cos_half_rot + ROT_MARGIN) return true;
+        if (d <= e->cos_half_rot - ROT_MARGIN) return false;
+    }
+    return rot_within_exact(e, ri, c, t);
+}
+
+/* From cells c (largest ri), steps each component in turn toward target's
+ * while the orientation stays within tolerance (rot_within() of every cell
+ * tried, kept incrementally: only the component stepped changes). */
+static void rot_walk(const tb_snap_encoder *e, int ri, int32_t c[3], const int32_t target[3], const double *t, const double *tp)
+{
+    const double f = TB_SNAP_SQRT1_2 / (double)TB_PROTO_ROT_HALF, s_max = e->rot_guard_off ? -1.0 : ROT_S_MAX;
+    const double hi = e->cos_half_rot + ROT_MARGIN, lo = e->cos_half_rot - ROT_MARGIN;
+    double vv[3], vt[3];
+    for (int a = 0; a < 3; a++) {
+        double v = (double)(c[a] - TB_PROTO_ROT_HALF) * f;
+        vv[a] = v * v;
+        vt[a] = v * tp[a];
+    }
+    for (int a = 0; a < 3; a++) {
+        if (c[a] == target[a]) continue;
+        int b0 = a == 0 ? 1 : 0, b1 = a == 2 ? 1 : 2;   /* the other two */
+        double rest_s = vv[b0] + vv[b1], rest_t = vt[b0] + vt[b1];
+        int32_t dir = target[a] > c[a] ? 1 : -1;
+        while (c[a] != target[a]) {
+            int32_t next = c[a] + dir;
+            double v = (double)(next - TB_PROTO_ROT_HALF) * f, s = rest_s + v * v;
+            bool ok;
+            bool guarded = s < s_max;
+            double d = guarded ? fabs(rest_t + v * tp[a] + sqrt(1.0 - s) * tp[3]) : 0.0;
+            if (guarded && d >= hi) ok = true;
+            else if (guarded && d <= lo) ok = false;
+            else {
+                int32_t tried[3] = {c[0], c[1], c[2]};
+                tried[a] = next;
+                ok = rot_within_exact(e, ri, tried, t);
+            }
+            if (!ok) break;
+            c[a] = next;
+            vv[a] = v * v;
+            vt[a] = v * tp[a];
+        }
+    }
 }
 
 /* Chooses the candidate's cells for every body given predictor `pred` (0 or
@@ -429,16 +514,12 @@ static uint64_t choose_bodies(tb_snap_encoder *e, int pred, tb_snap_body *out)
         }
         if (rot_ok || near->rot_largest == o->rot_largest) {
             /* from an acceptable start, step each component toward the prediction while still acceptable */
-            int32_t c[3];
-            for (int a = 0; a < 3; a++) c[a] = rot_ok ? o->rot_cell[a] : near->rot_cell[a];
+            int32_t c[3], target[3];
             for (int a = 0; a < 3; a++) {
-                int32_t target = clamp32((int64_t)o->rot_cell[a] + pred * (int64_t)o->rot_vel[a], 0, TB_PROTO_ROT_MAXQ);
-                while (c[a] != target) {
-                    int32_t keep = c[a];
-                    c[a] += target > c[a] ? 1 : -1;
-                    if (!rot_within(e, o->rot_largest, c, t)) { c[a] = keep; break; }
-                }
+                c[a] = rot_ok ? o->rot_cell[a] : near->rot_cell[a];
+                target[a] = clamp32((int64_t)o->rot_cell[a] + pred * (int64_t)o->rot_vel[a], 0, TB_PROTO_ROT_MAXQ);
             }
+            rot_walk(e, o->rot_largest, c, target, t, &e->scratch.true_rot_tp[4 * j]);
             b->rot_largest = o->rot_largest;
             for (int a = 0; a < 3; a++) {
                 b->rot_cell[a] = c[a];
@@ -661,6 +742,7 @@ static void step_same(tb_snap_encoder *e, const tb_snap_input *in)
 
 uint64_t tb_snap_encoder_idle_steps(const tb_snap_encoder *e) { return e->idle_steps; }
 void tb_snap__encoder_idle_path(tb_snap_encoder *e, bool on) { e->idle_path_off = !on; }
+void tb_snap__encoder_rot_guard(tb_snap_encoder *e, bool on) { e->rot_guard_off = !on; }
 
 /* ---- the budget (tb_snap_encoder_set_budget) ---------------------------------- */
 
@@ -959,7 +1041,9 @@ int tb_snap_encoder_step(tb_snap_encoder *e, const tb_snap_input *in, tb_proto_e
             const tb_snap_body *o = &e->base.bodies[i];
             bool pos_ok = true;
             for (int a = 0; a < 3; a++) pos_ok = pos_ok && o->pos_cell[a] >= e->scratch.pos_lo[3 * k + a] && o->pos_cell[a] <= e->scratch.pos_hi[3 * k + a];
-            bool rot_ok = rot_within(e, o->rot_largest, o->rot_cell, t);
+            double *tp = &e->scratch.true_rot_tp[4 * k];
+            rot_target(o->rot_largest, t, tp);
+            bool rot_ok = rot_within(e, o->rot_largest, o->rot_cell, t, tp);
             e->scratch.base_fits[k] = (uint8_t)((pos_ok ? FITS_POS : 0) | (rot_ok ? FITS_ROT : 0));
         }
     }
