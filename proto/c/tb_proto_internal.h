@@ -74,8 +74,9 @@ static inline void tb_bitf_put(tb_bitf *w, uint32_t v, int n)   /* 0 <= n <= 32 
         tb_bitf__store(w, (uint32_t)(w->acc >> w->nacc), 4);
     }
 }
-/* Exp-Golomb order k (0..31): m = v + 2^k of n bits after n - 1 - k zeros. */
-static inline void tb_bitf_eg(tb_bitf *w, uint32_t v, int k)
+/* Exp-Golomb order k (0..31): m = v + 2^k of n bits after n - 1 - k zeros.
+ * Always inlined: GCC otherwise calls it, and a delta writes one per residual. */
+static inline __attribute__((always_inline)) void tb_bitf_eg(tb_bitf *w, uint32_t v, int k)
 {
     uint64_t m = (uint64_t)v + (1ull << k);
     int n = 64 - __builtin_clzll(m), len = 2 * n - 1 - k;
