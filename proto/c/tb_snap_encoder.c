@@ -441,19 +441,31 @@ static inline bool rot_within(const tb_snap_encoder *e, int ri, const int32_t c[
     return rot_within_exact(e, ri, c, t);
 }
 
-/* From cells c (largest ri), steps each component in turn toward target's
- * while the orientation stays within tolerance (rot_within() of every cell
- * tried, kept incrementally: only the component stepped changes). */
-static void rot_walk(const tb_snap_encoder *e, int ri, int32_t c[3], const int32_t target[3], const double *t, const double *tp)
+/* The search's running sums for cells c: per component v^2 and v tp. */
+typedef struct rot_sums { double vv[3], vt[3]; } rot_sums;
+
+static inline rot_sums rot_sums_of(const int32_t c[3], const double *tp)
+{
+    const double f = TB_SNAP_SQRT1_2 / (double)TB_PROTO_ROT_HALF;
+    rot_sums r;
+    for (int a = 0; a < 3; a++) {
+        double v = (double)(c[a] - TB_PROTO_ROT_HALF) * f;
+        r.vv[a] = v * v;
+        r.vt[a] = v * tp[a];
+    }
+    return r;
+}
+
+/* From cells c (largest ri; at: their rot_sums_of()), steps each component in
+ * turn toward target's while the orientation stays within tolerance
+ * (rot_within() of every cell tried, kept incrementally: only the component
+ * stepped changes). */
+static void rot_walk(const tb_snap_encoder *e, int ri, int32_t c[3], const int32_t target[3], const double *t, const double *tp,
+                     rot_sums at)
 {
     const double f = TB_SNAP_SQRT1_2 / (double)TB_PROTO_ROT_HALF, s_max = e->rot_guard_off ? -1.0 : ROT_S_MAX;
     const double hi = e->cos_half_rot + ROT_MARGIN, lo = e->cos_half_rot - ROT_MARGIN;
-    double vv[3], vt[3];
-    for (int a = 0; a < 3; a++) {
-        double v = (double)(c[a] - TB_PROTO_ROT_HALF) * f;
-        vv[a] = v * v;
-        vt[a] = v * tp[a];
-    }
+    double *vv = at.vv, *vt = at.vt;
     for (int a = 0; a < 3; a++) {
         if (c[a] == target[a]) continue;
         int b0 = a == 0 ? 1 : 0, b1 = a == 2 ? 1 : 2;   /* the other two */
@@ -493,62 +505,78 @@ static inline void hold_baseline(tb_snap_body *b, const tb_snap_body *o)
     b->rot_vel[0] = b->rot_vel[1] = b->rot_vel[2] = 0;
 }
 
-/* Chooses the candidate's cells for every body given predictor `pred` (0 or
- * 1) into `out`; returns the residual bits (at the best orders) it would
- * cost, to compare predictors, and keeps those orders in body_k[pred]. They
- * are the delta's orders too when every body given residuals here changes
- * (body_k_exact): a body is sent here when its position or its orientation
- * is out of tolerance, and then it changes, but for one case (position in
- * tolerance, the orientation search ends on the baseline's own cells, as it
- * can with the nearest cell itself out of tolerance). */
-static uint64_t choose_bodies(tb_snap_encoder *e, int pred, tb_snap_body *out)
+/* Chooses the candidate's cells for every body, for both predictors p (0:
+ * the baseline's cells, 1: plus their last change) at once, into out[p];
+ * returns in cost[p] the residual bits (at the best orders) each would cost,
+ * to compare them, and keeps those orders in body_k[p]. They are the delta's
+ * orders too when every body given residuals here changes (body_k_exact): a
+ * body is sent here when its position or its orientation is out of
+ * tolerance, and then it changes, but for one case (position in tolerance,
+ * the orientation search ends on the baseline's own cells, as it can with the
+ * nearest cell itself out of tolerance). */
+static void choose_bodies(tb_snap_encoder *e, tb_snap_body *out[2], uint64_t cost[2])
 {
-    eg_hist hp = {0}, hr = {0};
-    bool exact = true;
+    eg_hist hp[2] = {{0}}, hr[2] = {{0}};
+    bool exact[2] = {true, true};
     for (uint32_t j = 0; j < e->cand.body_count; j++) {
-        tb_snap_body *b = &out[j];
         const tb_snap_body *near = &e->scratch.nearest[j];
-        if (e->scratch.base_index[j] < 0) { *b = *near; continue; }
+        if (e->scratch.base_index[j] < 0) { out[0][j] = *near; out[1][j] = *near; continue; }
         const tb_snap_body *o = &e->base.bodies[e->scratch.base_index[j]];
         const int32_t *lo = &e->scratch.pos_lo[3 * j], *hi = &e->scratch.pos_hi[3 * j];
-        const double *t = &e->scratch.true_rot[4 * j];
         bool pos_ok = e->scratch.base_fits[j] & FITS_POS, rot_ok = e->scratch.base_fits[j] & FITS_ROT;
-        b->id = near->id;
-        b->shape = near->shape;
+        for (int p = 0; p < 2; p++) {
+            out[p][j].id = near->id;
+            out[p][j].shape = near->shape;
+        }
         if (pos_ok && rot_ok) {   /* the client's pose is good enough: not sent */
-            hold_baseline(b, o);
+            hold_baseline(&out[0][j], o);
+            hold_baseline(&out[1][j], o);
             continue;
         }
-        for (int a = 0; a < 3; a++) {
-            b->pos_cell[a] = clamp32((int64_t)o->pos_cell[a] + pred * (int64_t)o->pos_vel[a], lo[a], hi[a]);
-            b->pos_vel[a] = b->pos_cell[a] - o->pos_cell[a];
-            eg_hist_add(&hp, tb_zz(b->pos_cell[a] - (o->pos_cell[a] + pred * o->pos_vel[a])));
+        for (int p = 0; p < 2; p++) {
+            tb_snap_body *b = &out[p][j];
+            for (int a = 0; a < 3; a++) {
+                b->pos_cell[a] = clamp32((int64_t)o->pos_cell[a] + p * (int64_t)o->pos_vel[a], lo[a], hi[a]);
+                b->pos_vel[a] = b->pos_cell[a] - o->pos_cell[a];
+                eg_hist_add(&hp[p], tb_zz(b->pos_cell[a] - (o->pos_cell[a] + p * o->pos_vel[a])));
+            }
         }
         if (rot_ok || near->rot_largest == o->rot_largest) {
             /* from an acceptable start, step each component toward the prediction while still acceptable */
-            int32_t c[3], target[3];
-            for (int a = 0; a < 3; a++) {
-                c[a] = rot_ok ? o->rot_cell[a] : near->rot_cell[a];
-                target[a] = clamp32((int64_t)o->rot_cell[a] + pred * (int64_t)o->rot_vel[a], 0, TB_PROTO_ROT_MAXQ);
+            const int32_t *start = rot_ok ? o->rot_cell : near->rot_cell;
+            const double *t = &e->scratch.true_rot[4 * j], *tp = &e->scratch.true_rot_tp[4 * j];
+            rot_sums at = rot_sums_of(start, tp);
+            for (int p = 0; p < 2; p++) {
+                tb_snap_body *b = &out[p][j];
+                int32_t c[3], target[3];
+                for (int a = 0; a < 3; a++) {
+                    c[a] = start[a];
+                    target[a] = clamp32((int64_t)o->rot_cell[a] + p * (int64_t)o->rot_vel[a], 0, TB_PROTO_ROT_MAXQ);
+                }
+                rot_walk(e, o->rot_largest, c, target, t, tp, at);
+                b->rot_largest = o->rot_largest;
+                for (int a = 0; a < 3; a++) {
+                    b->rot_cell[a] = c[a];
+                    b->rot_vel[a] = c[a] - o->rot_cell[a];
+                    eg_hist_add(&hr[p], tb_zz(c[a] - (o->rot_cell[a] + p * o->rot_vel[a])));
+                }
+                if (pos_ok && c[0] == o->rot_cell[0] && c[1] == o->rot_cell[1] && c[2] == o->rot_cell[2]) exact[p] = false;
             }
-            rot_walk(e, o->rot_largest, c, target, t, &e->scratch.true_rot_tp[4 * j]);
-            b->rot_largest = o->rot_largest;
-            for (int a = 0; a < 3; a++) {
-                b->rot_cell[a] = c[a];
-                b->rot_vel[a] = c[a] - o->rot_cell[a];
-                eg_hist_add(&hr, tb_zz(c[a] - (o->rot_cell[a] + pred * o->rot_vel[a])));
-            }
-            if (pos_ok && c[0] == o->rot_cell[0] && c[1] == o->rot_cell[1] && c[2] == o->rot_cell[2]) exact = false;
         } else {   /* the largest component changed: absolute, nearest */
-            b->rot_largest = near->rot_largest;
-            for (int a = 0; a < 3; a++) { b->rot_cell[a] = near->rot_cell[a]; b->rot_vel[a] = 0; }
+            for (int p = 0; p < 2; p++) {
+                tb_snap_body *b = &out[p][j];
+                b->rot_largest = near->rot_largest;
+                for (int a = 0; a < 3; a++) { b->rot_cell[a] = near->rot_cell[a]; b->rot_vel[a] = 0; }
+            }
         }
     }
-    uint64_t bp, br;
-    e->scratch.body_k[pred][0] = best_k_hist(&hp, &bp);
-    e->scratch.body_k[pred][1] = best_k_hist(&hr, &br);
-    e->scratch.body_k_exact[pred] = exact;
-    return bp + br;
+    for (int p = 0; p < 2; p++) {
+        uint64_t bp, br;
+        e->scratch.body_k[p][0] = best_k_hist(&hp[p], &bp);
+        e->scratch.body_k[p][1] = best_k_hist(&hr[p], &br);
+        e->scratch.body_k_exact[p] = exact[p];
+        cost[p] = bp + br;
+    }
 }
 
 /* Same for the vertices of mesh m. */
@@ -1076,9 +1104,11 @@ int tb_snap_encoder_step(tb_snap_encoder *e, const tb_snap_input *in, tb_proto_e
     e->have_delta = false;
     if (e->have_baseline) {
         /* choose cells for both predictors, keep the cheaper (per channel) */
-        uint64_t cost1 = choose_bodies(e, 1, e->scratch.other_bodies);
+        tb_snap_body *out[2] = {e->cand.bodies, e->scratch.other_bodies};
+        uint64_t cost[2];
+        choose_bodies(e, out, cost);
         int pred = 0;
-        if (cost1 < choose_bodies(e, 0, e->cand.bodies)) {
+        if (cost[1] < cost[0]) {
             tb_snap_body *won = e->scratch.other_bodies;
             e->scratch.other_bodies = e->cand.bodies;
             e->cand.bodies = won;
