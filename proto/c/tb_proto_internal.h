@@ -151,15 +151,16 @@ static inline double tb_snap__floor(double y)
     return t > y ? t - 1.0 : t;
 }
 
-static inline void tb_snap__quant_rot(const float qf[4], int *index, int32_t c[3])
+/* n2: the sum of the squares of qf (as doubles, in index order), which the
+ * encoder has at hand; tb_snap__quant_rot() computes it. */
+static inline void tb_snap__quant_rot_n2(const float qf[4], double n2, int *index, int32_t c[3])
 {
-    double q[4], n = 0.0;
-    for (int i = 0; i < 4; i++) { q[i] = qf[i]; n += q[i] * q[i]; }
-    n = sqrt(n);
+    double q[4] = {qf[0], qf[1], qf[2], qf[3]}, n = sqrt(n2);
     if (!isfinite(n) || n < 1e-12) { q[0] = q[1] = q[2] = 0.0; q[3] = 1.0; n = 1.0; }
-    int big = 0;
+    int big = 0;   /* the largest |component|, the first on a tie */
+    double most = fabs(q[0]);
     for (int i = 1; i < 4; i++)
-        if (fabs(q[i]) > fabs(q[big])) big = i;
+        if (fabs(q[i]) > most) { big = i; most = fabs(q[i]); }
     double sign = q[big] < 0.0 ? -1.0 : 1.0;
     for (int i = 0, j = 0; i < 4; i++) {
         if (i == big) continue;
@@ -170,6 +171,13 @@ static inline void tb_snap__quant_rot(const float qf[4], int *index, int32_t c[3
         c[j++] = (int32_t)cq;
     }
     *index = big;
+}
+
+static inline void tb_snap__quant_rot(const float qf[4], int *index, int32_t c[3])
+{
+    double n2 = 0.0;
+    for (int i = 0; i < 4; i++) n2 += (double)qf[i] * qf[i];
+    tb_snap__quant_rot_n2(qf, n2, index, c);
 }
 
 /* Written out, no loops (the encoder calls it for every cell it tries);

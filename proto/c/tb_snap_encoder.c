@@ -353,8 +353,9 @@ const tb_snap_blob *tb_snap_encoder_delta(tb_snap_encoder *e)
     return e->have_delta ? &e->delta_blob : NULL;
 }
 
-/* Nearest cells of input body b; velocities against `old` (NULL when spawned). */
-static void quantize_body(const tb_snap_encoder *e, const tb_proto_body *in, const tb_snap_body *old, tb_snap_body *out)
+/* Nearest cells of input body b; velocities against `old` (NULL when spawned);
+ * rot_n2: the sum of the squares of in->rot (tb_snap__quant_rot_n2). */
+static void quantize_body(const tb_snap_encoder *e, const tb_proto_body *in, double rot_n2, const tb_snap_body *old, tb_snap_body *out)
 {
     out->id = in->id;
     out->shape = in->shape;
@@ -364,7 +365,7 @@ static void quantize_body(const tb_snap_encoder *e, const tb_proto_body *in, con
         out->pos_vel[a] = old ? out->pos_cell[a] - old->pos_cell[a] : 0;
     }
     int ri;
-    tb_snap__quant_rot(in->rot, &ri, out->rot_cell);
+    tb_snap__quant_rot_n2(in->rot, rot_n2, &ri, out->rot_cell);
     out->rot_largest = ri;
     for (int j = 0; j < 3; j++) out->rot_vel[j] = (old && old->rot_largest == ri) ? out->rot_cell[j] - old->rot_cell[j] : 0;
 }
@@ -1065,13 +1066,13 @@ int tb_snap_encoder_step(tb_snap_encoder *e, const tb_snap_input *in, tb_proto_e
             e->scratch.base_fits[k] = FITS_POS | FITS_ROT;
             continue;
         }
-        quantize_body(e, b, kept ? &e->base.bodies[i] : NULL, near);
+        double n2 = 0;
+        for (int c = 0; c < 4; c++) n2 += (double)b->rot[c] * b->rot[c];
+        quantize_body(e, b, n2, kept ? &e->base.bodies[i] : NULL, near);
         for (int a = 0; a < 3; a++)
             cell_range(b->pos[a], e->frame.bounds_min[a], TB_PROTO_POS_SCALE, e->grid.pmax[a], e->tol_pos, near->pos_cell[a],
                        &e->scratch.pos_lo[3 * k + a], &e->scratch.pos_hi[3 * k + a]);
         double *t = &e->scratch.true_rot[4 * k];
-        double n2 = 0;
-        for (int c = 0; c < 4; c++) n2 += (double)b->rot[c] * b->rot[c];
         if (isfinite(n2) && n2 > 1e-24) for (int c = 0; c < 4; c++) t[c] = b->rot[c] / sqrt(n2);
         else tb_snap__dequant_rot(near->rot_largest, near->rot_cell, t);     /* degenerate input: what we send */
         /* is the baseline still good enough? (the same for both predictors) */
