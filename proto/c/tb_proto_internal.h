@@ -203,8 +203,9 @@ static inline void tb_snap__dequant_rot(int index, const int32_t c[3], double q[
 
 /* Tests: turn the encoder's at-rest shortcut off (on by default) to compare. */
 void tb_snap__encoder_idle_path(tb_snap_encoder *e, bool on);
-/* Tests: turn the encoder's guard band for the orientation test off (on by default) to compare. */
-void tb_snap__encoder_rot_guard(tb_snap_encoder *e, bool on);
+/* Tests: turn the encoder's exact shortcuts (the orientation test's guard band,
+ * the sure-within position test) off (on by default) to compare. */
+void tb_snap__encoder_shortcuts(tb_snap_encoder *e, bool on);
 /* Tests: turn the decoder's in-place delta (on by default) off to compare. */
 void tb_snap__decoder_in_place(tb_snap_decoder *d, bool on);
 void tb_snap__pack_shape(msgpack_packer *pk, uint16_t id, const tb_proto_shape *s);

@@ -95,7 +95,7 @@ struct tb_snap_encoder {
     uint32_t max_bodies;
     double tol_pos, tol_vert, cos_half_rot;        /* error budget (see the top of this file) */
     bool idle_path_off;                            /* tests: always run the full step */
-    bool rot_guard_off;                            /* tests: always the exact orientation test (no guard band) */
+    bool shortcuts_off;                            /* tests: no pos_surely_within(), no guard band in the orientation test */
     /* state */
     bool have_baseline;                            /* a state has been stepped: base is valid */
     snap_state base, cand;
@@ -378,16 +378,41 @@ static void quantize_body(const tb_snap_encoder *e, const tb_proto_body *in, dou
  * and in between (-1, n - 1] the truncation of x is its ceiling unless x is
  * above it; floor(y) > n when y >= n + 1, floor(y) > gmax when y >= gmax + 1,
  * and in between a positive y truncates to its floor. */
+static inline void tol_span(double p, double min, int scale, double tol, double *x, double *y)
+{
+    *x = (p - tol - min) * (double)scale;
+    *y = (p + tol - min) * (double)scale;
+}
+
 static inline void cell_range(double p, double min, int scale, int32_t gmax, double tol, int32_t n, int32_t *lo, int32_t *hi)
 {
     *lo = n; *hi = n;
     if (!isfinite(p) || tol <= 0) return;
-    double x = (p - tol - min) * (double)scale, y = (p + tol - min) * (double)scale;
+    double x, y;
+    tol_span(p, min, scale, tol, &x, &y);
     if (x <= (double)n - 1.0) {
         if (x <= -1.0) *lo = 0;
         else { int32_t t = (int32_t)x; *lo = (double)t < x ? t + 1 : t; }
     }
     if (y >= (double)n + 1.0) *hi = y >= (double)gmax + 1.0 ? gmax : (int32_t)y;
+}
+
+/* Is cell o (0 <= o <= gmax, a baseline's) in the cell_range() of position p
+ * on every axis, whatever nearest cell n quantization gives? Only a yes is
+ * sure: with x, y as cell_range() has them, lo <= max(ceil(x), 0) (lo is
+ * that or n <= ceil(x)) and hi >= min(floor(y), gmax), so x <= o <= y puts o
+ * in [lo, hi] without knowing n. A no (or a position not finite, or no
+ * tolerance, where cell_range() gives only n) needs n: the caller
+ * quantizes. */
+static bool pos_surely_within(const tb_snap_encoder *e, const float *pos, const int32_t *o)
+{
+    if (!(e->tol_pos > 0) || e->shortcuts_off) return false;
+    for (int a = 0; a < 3; a++) {
+        double x, y;
+        tol_span(pos[a], e->frame.bounds_min[a], TB_PROTO_POS_SCALE, e->tol_pos, &x, &y);
+        if (!(x <= (double)o[a] && (double)o[a] <= y)) return false;   /* NaN and infinities fail too */
+    }
+    return true;
 }
 
 static inline int32_t clamp32(int64_t v, int32_t lo, int32_t hi) { return v < lo ? lo : v > hi ? hi : (int32_t)v; }
@@ -434,7 +459,7 @@ static inline bool rot_within(const tb_snap_encoder *e, int ri, const int32_t c[
     const double v0 = (double)(c[0] - TB_PROTO_ROT_HALF) * f, v1 = (double)(c[1] - TB_PROTO_ROT_HALF) * f,
                  v2 = (double)(c[2] - TB_PROTO_ROT_HALF) * f;
     const double s = v0 * v0 + v1 * v1 + v2 * v2;
-    if (s < (e->rot_guard_off ? -1.0 : ROT_S_MAX)) {
+    if (s < (e->shortcuts_off ? -1.0 : ROT_S_MAX)) {
         double d = fabs(v0 * tp[0] + v1 * tp[1] + v2 * tp[2] + sqrt(1.0 - s) * tp[3]);
         if (d >= e->cos_half_rot + ROT_MARGIN) return true;
         if (d <= e->cos_half_rot - ROT_MARGIN) return false;
@@ -464,7 +489,7 @@ static inline rot_sums rot_sums_of(const int32_t c[3], const double *tp)
 static void rot_walk(const tb_snap_encoder *e, int ri, int32_t c[3], const int32_t target[3], const double *t, const double *tp,
                      rot_sums at)
 {
-    const double f = TB_SNAP_SQRT1_2 / (double)TB_PROTO_ROT_HALF, s_max = e->rot_guard_off ? -1.0 : ROT_S_MAX;
+    const double f = TB_SNAP_SQRT1_2 / (double)TB_PROTO_ROT_HALF, s_max = e->shortcuts_off ? -1.0 : ROT_S_MAX;
     const double hi = e->cos_half_rot + ROT_MARGIN, lo = e->cos_half_rot - ROT_MARGIN;
     double *vv = at.vv, *vt = at.vt;
     for (int a = 0; a < 3; a++) {
@@ -783,7 +808,7 @@ static void step_same(tb_snap_encoder *e, const tb_snap_input *in)
 
 uint64_t tb_snap_encoder_idle_steps(const tb_snap_encoder *e) { return e->idle_steps; }
 void tb_snap__encoder_idle_path(tb_snap_encoder *e, bool on) { e->idle_path_off = !on; }
-void tb_snap__encoder_rot_guard(tb_snap_encoder *e, bool on) { e->rot_guard_off = !on; }
+void tb_snap__encoder_shortcuts(tb_snap_encoder *e, bool on) { e->shortcuts_off = !on; }
 
 /* ---- the budget (tb_snap_encoder_set_budget) ---------------------------------- */
 
@@ -1068,22 +1093,38 @@ int tb_snap_encoder_step(tb_snap_encoder *e, const tb_snap_input *in, tb_proto_e
         }
         double n2 = 0;
         for (int c = 0; c < 4; c++) n2 += (double)b->rot[c] * b->rot[c];
+        double *t = &e->scratch.true_rot[4 * k], *tp = &e->scratch.true_rot_tp[4 * k];
+        bool t_known = isfinite(n2) && n2 > 1e-24, rot_known = false, rot_ok = false;
+        if (t_known) for (int c = 0; c < 4; c++) t[c] = b->rot[c] / sqrt(n2);
+        if (kept && t_known) {
+            const tb_snap_body *o = &e->base.bodies[i];
+            rot_target(o->rot_largest, t, tp);
+            rot_ok = rot_within(e, o->rot_largest, o->rot_cell, t, tp);
+            rot_known = true;
+            if (rot_ok && pos_surely_within(e, b->pos, o->pos_cell)) {
+                /* the baseline is within tolerance (what the lines below would find): it is not
+                 * sent, and choose_bodies() reads no more of this body than its id and shape */
+                near->id = b->id;
+                near->shape = b->shape;
+                e->scratch.base_fits[k] = FITS_POS | FITS_ROT;
+                continue;
+            }
+        }
         quantize_body(e, b, n2, kept ? &e->base.bodies[i] : NULL, near);
         for (int a = 0; a < 3; a++)
             cell_range(b->pos[a], e->frame.bounds_min[a], TB_PROTO_POS_SCALE, e->grid.pmax[a], e->tol_pos, near->pos_cell[a],
                        &e->scratch.pos_lo[3 * k + a], &e->scratch.pos_hi[3 * k + a]);
-        double *t = &e->scratch.true_rot[4 * k];
-        if (isfinite(n2) && n2 > 1e-24) for (int c = 0; c < 4; c++) t[c] = b->rot[c] / sqrt(n2);
-        else tb_snap__dequant_rot(near->rot_largest, near->rot_cell, t);     /* degenerate input: what we send */
+        if (!t_known) tb_snap__dequant_rot(near->rot_largest, near->rot_cell, t);     /* degenerate input: what we send */
         /* is the baseline still good enough? (the same for both predictors) */
         e->scratch.base_fits[k] = 0;
         if (kept) {
             const tb_snap_body *o = &e->base.bodies[i];
             bool pos_ok = true;
             for (int a = 0; a < 3; a++) pos_ok = pos_ok && o->pos_cell[a] >= e->scratch.pos_lo[3 * k + a] && o->pos_cell[a] <= e->scratch.pos_hi[3 * k + a];
-            double *tp = &e->scratch.true_rot_tp[4 * k];
-            rot_target(o->rot_largest, t, tp);
-            bool rot_ok = rot_within(e, o->rot_largest, o->rot_cell, t, tp);
+            if (!rot_known) {
+                rot_target(o->rot_largest, t, tp);
+                rot_ok = rot_within(e, o->rot_largest, o->rot_cell, t, tp);
+            }
             e->scratch.base_fits[k] = (uint8_t)((pos_ok ? FITS_POS : 0) | (rot_ok ? FITS_ROT : 0));
         }
     }

@@ -751,16 +751,20 @@ static void a_room_at_rest_takes_the_shortcut_with_the_same_bytes(void **s)
     tb_snap_encoder_destroy(enc[1]);
 }
 
-/* The encoder decides "within tolerance" for most orientation cells it tries
- * from a dot product that skips the normalization (a guard band, see
- * rot_within() in tb_snap_encoder.c): every delta must be the one the exact
- * test alone gives, at every tolerance, including none and ones that put the
- * threshold among the cells' dot products. */
-static void the_orientation_guard_band_changes_no_byte(void **s)
+/* The encoder takes two shortcuts that must not change a byte: it decides
+ * "within tolerance" for most orientation cells it tries from a dot product
+ * without the normalization (a guard band, rot_within() in tb_snap_encoder.c),
+ * and it skips quantizing a body whose baseline position is surely within
+ * tolerance (pos_surely_within()). Every delta must be the one the exact
+ * path gives, at every tolerance, including none and ones that put the
+ * threshold among the cells' dot products, for bodies creeping in and out of
+ * tolerance. */
+static void the_encoders_shortcuts_change_no_byte(void **s)
 {
     (void)s;
     static world w;
     static const double tol_deg[] = {0.095, 0.0, 0.03, 0.0475, 0.07, 0.0001};
+    static const double tol_pos[] = {0.00049, 0.0, 0.0001, 0.00024, 0.00049, 0.0003};
     uint64_t saved = rng_state;
     for (size_t k = 0; k < sizeof tol_deg / sizeof tol_deg[0]; k++) {
         rng_state = 0xfeedull + k;
@@ -772,13 +776,15 @@ static void the_orientation_guard_band_changes_no_byte(void **s)
         tb_proto_frame fr = room;
         fr.mesh_count = 2; fr.mesh_verts[0] = NV; fr.mesh_verts[1] = NV;
         tb_snap_encoder *enc[2] = {tb_snap_encoder_create(&fr, MAXB), tb_snap_encoder_create(&fr, MAXB)};
-        tb_snap__encoder_rot_guard(enc[1], false);
-        for (int e = 0; e < 2; e++) tb_snap_encoder_set_tolerance(enc[e], TB_SNAP_TOL_POS, tol_deg[k], TB_SNAP_TOL_VERT);
+        tb_snap__encoder_shortcuts(enc[1], false);
+        for (int e = 0; e < 2; e++) tb_snap_encoder_set_tolerance(enc[e], tol_pos[k], tol_deg[k], TB_SNAP_TOL_VERT);
         tb_proto_err err;
         for (int t = 0; t <= 90; t++) {
             if (t > 0) world_step(&w, t);
             for (uint32_t i = 1; i < w.n; i += 5)   /* creeping: orientations a few ulps off each step */
                 for (int c = 0; c < 4; c++) w.bodies[i].rot[c] = nextafterf(w.bodies[i].rot[c], (t + c) % 2 ? 2.0f : -2.0f);
+            for (uint32_t i = 2; i < w.n; i += 5)   /* drifting 0.1 mm a step, back and forth: in and out of tolerance */
+                w.bodies[i].pos[i % 3] += (t / 10) % 2 ? 0.0001f : -0.0001f;
             tb_snap_input in = world_input(&w, 100 + 2 * (uint32_t)t);
             for (int e = 0; e < 2; e++) assert_int_equal(tb_snap_encoder_step(enc[e], &in, &err), TB_OK);
             if (t == 0) continue;
@@ -1080,7 +1086,7 @@ int main(void)
         cmocka_unit_test(a_client_that_skipped_catches_up_with_a_keyframe_then_shares_deltas),
         cmocka_unit_test(a_room_at_rest_costs_under_16_bytes),
         cmocka_unit_test(a_room_at_rest_takes_the_shortcut_with_the_same_bytes),
-        cmocka_unit_test(the_orientation_guard_band_changes_no_byte),
+        cmocka_unit_test(the_encoders_shortcuts_change_no_byte),
         cmocka_unit_test(a_delta_without_any_baseline_is_refused),
         cmocka_unit_test(corrupted_snapshots_never_crash_and_never_half_apply),
         cmocka_unit_test(unsorted_bodies_are_an_encoder_error),
