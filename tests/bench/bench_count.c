@@ -21,6 +21,8 @@
  *   snap-tower-cycle tb_snap_encoder_step, every second step of the tower cycle
  *   snap-decode-tower-cycle  tb_snap_decoder_apply on those snapshots' frames, as
  *                    each tumble-load client applies every snapshot it receives
+ *   pose-record-tower-cycle  tb_pose_history_record on the tower cycle, as the rigid
+ *                    room calls it after every step that was not idle (sim/world_rigid.c)
  *   flag+cape        tb_cloth_world_step, 1-3 s of the flag and the cape in one world
  *   dough-grab       tb_soft_world_step, 1-2 s of a dough held by two grabs
  * Outside valgrind the client requests do nothing and "count" prints the
@@ -39,6 +41,7 @@
 #include "physics/rigid_scenes.h"
 #include "physics/cloth.h"
 #include "physics/soft.h"
+#include "sim/pose_history.h"
 #include "tb_proto.h"
 
 #define DT (1.0f / 120.0f)
@@ -275,6 +278,31 @@ static void snap_cycle_case(void)
     tb_rigid_world_destroy(w);
 }
 
+/* The lag-compensation history of a tower room (sim/world_rigid.c's rigid_step:
+ * recorded after every step that moved something; it records every second step). */
+static void pose_record_case(void)
+{
+    static counter c;
+    c.name = "pose-record-tower-cycle";
+    c.calls = 0;
+    tb_rigid_rng rng;
+    tb_rigid_world *w = tb_bench_tower_cycle_world(&rng);
+    tb_pose_history *h = tb_pose_history_create(TB_SCENE_TOWER_BODIES + 24 + 4);
+    if (!h) { fprintf(stderr, "bench count: pose history\n"); exit(1); }
+    for (int s = 0; s < TB_BENCH_TOWER_CYCLE_STEPS; s++) {
+        tb_bench_tower_cycle_input(w, s, &rng);
+        uint64_t idle = tb_rigid_world_idle_steps(w);
+        tb_rigid_world_step(w, DT);
+        if (tb_rigid_world_idle_steps(w) != idle || tb_rigid_world_step_count(w) % TB_POSE_HISTORY_EVERY != 0) continue;
+        begin(&c);
+        tb_pose_history_record(h, w);
+        end(&c);
+    }
+    report(&c, NULL);
+    tb_pose_history_destroy(h);
+    tb_rigid_world_destroy(w);
+}
+
 static const tb_proto_frame tower_frame = {{-8.0, -1.0, -8.0}, {8.0, 15.0, 8.0}, 0, {0}};
 
 /* A decoder set to encoder e's state (its keyframe in a welcome), as a client joining. */
@@ -490,6 +518,7 @@ void tb_bench_count(const tb_bench_opts *opts)
     dough_case();
     snap_cycle_case();
     snap_decode_cycle_case();
+    pose_record_case();
     cloth_case();
     dough_grab_case();
 }
