@@ -98,6 +98,7 @@ struct tb_snap_encoder {
     bool shortcuts_off;                            /* tests: no pos_surely_within(), no guard band in the orientation test */
     /* state */
     bool have_baseline;                            /* a state has been stepped: base is valid */
+    bool base_still;                               /* step_same() made every velocity of base 0 and none changed since */
     snap_state base, cand;
     snap_scratch scratch;
     /* output: the last step's delta and the baseline's keyframe (made on demand) */
@@ -791,10 +792,13 @@ static bool same_input(const tb_snap_encoder *e, const tb_snap_input *in)
 static void step_same(tb_snap_encoder *e, const tb_snap_input *in)
 {
     uint32_t base_tick = e->base.tick;
-    for (uint32_t k = 0; k < e->base.body_count; k++)
-        for (int a = 0; a < 3; a++) { e->base.bodies[k].pos_vel[a] = 0; e->base.bodies[k].rot_vel[a] = 0; }
-    for (uint32_t m = 0; m < e->frame.mesh_count; m++)
-        memset(e->base.vert_vel[m], 0, 3u * e->frame.mesh_verts[m] * sizeof(int32_t));
+    if (!e->base_still) {   /* the first step at rest; the next ones find the velocities 0 */
+        for (uint32_t k = 0; k < e->base.body_count; k++)
+            for (int a = 0; a < 3; a++) { e->base.bodies[k].pos_vel[a] = 0; e->base.bodies[k].rot_vel[a] = 0; }
+        for (uint32_t m = 0; m < e->frame.mesh_count; m++)
+            memset(e->base.vert_vel[m], 0, 3u * e->frame.mesh_verts[m] * sizeof(int32_t));
+        e->base_still = true;
+    }
     e->base.tick = in->tick;
     e->base.awake = in->awake;
     msgpack_packer pk;
@@ -884,6 +888,7 @@ int tb_snap_encoder_copy_baseline(tb_snap_encoder *dst, const tb_snap_encoder *s
         memcpy(d->vert_age[m], s->vert_age[m], n * sizeof(uint16_t));
     }
     dst->have_baseline = true;
+    dst->base_still = false;
     dst->have_delta = false;
     dst->key_valid = false;
     dst->pending = src->pending;
@@ -1186,6 +1191,7 @@ int tb_snap_encoder_step(tb_snap_encoder *e, const tb_snap_input *in, tb_proto_e
     e->base = e->cand;
     e->cand = old;
     e->have_baseline = true;
+    e->base_still = false;
     e->key_valid = false;
     return TB_OK;
 }
