@@ -21,6 +21,8 @@
  *   snap-tower-cycle tb_snap_encoder_step, every second step of the tower cycle
  *   snap-decode-tower-cycle  tb_snap_decoder_apply on those snapshots' frames, as
  *                    each tumble-load client applies every snapshot it receives
+ *   rigid-fill-snapshot  the rigid room's fill_snapshot (sim/world_rigid.c: the bodies
+ *                    as snapshot input), 60 snapshots of a tower room as the server builds it
  *   pose-record-tower-cycle  tb_pose_history_record on the tower cycle, as the rigid
  *                    room calls it after every step that was not idle (sim/world_rigid.c)
  *   flag+cape        tb_cloth_world_step, 1-3 s of the flag and the cape in one world
@@ -42,6 +44,7 @@
 #include "physics/cloth.h"
 #include "physics/soft.h"
 #include "sim/pose_history.h"
+#include "sim/world.h"
 #include "tb_proto.h"
 
 #define DT (1.0f / 120.0f)
@@ -276,6 +279,31 @@ static void snap_cycle_case(void)
     report(&c, extra);
     tb_snap_encoder_destroy(e);
     tb_rigid_world_destroy(w);
+}
+
+extern const tb_world_ops tb_world_rigid_ops;
+
+/* What the worker does first for every snapshot of a rigid room (sim/worker_room.c):
+ * the world's bodies as the encoder's input. */
+static void rigid_fill_case(void)
+{
+    static counter c;
+    c.name = "rigid-fill-snapshot";
+    c.calls = 0;
+    const tb_world_ops *ops = &tb_world_rigid_ops;
+    void *w = NULL;
+    if (ops->create("tower", 1, NULL, &w) != 0) { fprintf(stderr, "bench count: rigid room\n"); exit(1); }
+    for (int s = 0; s < 240; s++) {
+        ops->step(w, DT);
+        if (s % 2 == 0 || s < 120) continue;
+        tb_snap_input in;
+        begin(&c);
+        ops->fill_snapshot(w, &in);
+        end(&c);
+        if (in.body_count == 0) { fprintf(stderr, "bench count: no bodies\n"); exit(1); }
+    }
+    report(&c, NULL);
+    ops->destroy(w);
 }
 
 /* The lag-compensation history of a tower room (sim/world_rigid.c's rigid_step:
@@ -518,6 +546,7 @@ void tb_bench_count(const tb_bench_opts *opts)
     dough_case();
     snap_cycle_case();
     snap_decode_cycle_case();
+    rigid_fill_case();
     pose_record_case();
     cloth_case();
     dough_grab_case();
