@@ -684,12 +684,16 @@ static void delta_mesh_orders(tb_snap_encoder *e, const int *mpred, int *kv, uin
 static int encode_delta(tb_snap_encoder *e, int best_pred, const int *mpred, const int *body_k)
 {
     snap_scratch *sc = &e->scratch;
-    /* Pass 1: the kept bodies that changed, in id order, and their index among the kept. */
+    /* Pass 1: the kept bodies that changed, in id order, and their index among
+     * the kept. With body_k they are the bodies choose_bodies() sent (not both
+     * within tolerance): it holds the others on their baseline, and
+     * body_k_exact says every one it sent changed. */
     uint32_t n_kept = 0, n_changed = 0;
     for (uint32_t j = 0; j < e->cand.body_count; j++) {
         int32_t i = sc->base_index[j];
         if (i < 0) continue;
-        if (body_changed(&e->base.bodies[i], &e->cand.bodies[j])) { sc->changed[n_changed] = j; sc->changed_at[n_changed++] = n_kept; }
+        bool changed = body_k ? sc->base_fits[j] != (FITS_POS | FITS_ROT) : body_changed(&e->base.bodies[i], &e->cand.bodies[j]);
+        if (changed) { sc->changed[n_changed] = j; sc->changed_at[n_changed++] = n_kept; }
         n_kept++;
     }
     uint32_t n_spawned = e->cand.body_count - n_kept, n_removed = e->base.body_count - n_kept;
