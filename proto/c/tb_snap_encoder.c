@@ -449,7 +449,8 @@ static bool rot_within_exact(const tb_snap_encoder *e, int ri, const int32_t c[3
  * products (each rounded within 4u) then differ by under 1e-14, so a dot
  * d = (v, w) . t more than ROT_MARGIN from the threshold gives the exact
  * test's answer without the norm's square root and four divisions; nearer
- * (about one in 10^4 cells tried), or for s >= ROT_S_MAX, the exact test runs. */
+ * (one cell of the 87,000 the tower cycle's snapshots try), or for
+ * s >= ROT_S_MAX, the exact test runs. */
 #define ROT_MARGIN 1e-12
 #define ROT_S_MAX 0.9
 
