@@ -234,22 +234,21 @@ void tb_snap_encoder_set_tolerance(tb_snap_encoder *e, double pos_m, double rot_
  * histogram is gathered by eg_hist_add() (choose_bodies() does it as it goes)
  * or by best_k() from an array. */
 typedef struct eg_hist {
-    uint64_t n;
-    int maxL;
     uint64_t count[33];   /* by bit length; 0 counts as 1 bit (only count[0] + count[1] is read) */
 } eg_hist;
 
 static inline void eg_hist_add(eg_hist *h, uint32_t v)
 {
-    int L = 32 - __builtin_clz(v | 1u);
-    h->count[L]++;
-    h->maxL = L > h->maxL ? L : h->maxL;
-    h->n++;
+    h->count[32 - __builtin_clz(v | 1u)]++;
 }
 
 static int best_k_hist(const eg_hist *h, uint64_t *bits_out)
 {
-    if (h->n == 0) {   /* every order costs 0 bits: the loop below would pick k = 0 */
+    uint64_t n = 0;
+    int maxL = 0;
+    for (int L = 1; L <= 32; L++)
+        if (h->count[L]) { n += h->count[L]; maxL = L; }
+    if (n == 0) {   /* every order costs 0 bits: the loop below would pick k = 0 */
         if (bits_out) *bits_out = 0;
         return 0;
     }
@@ -260,8 +259,7 @@ static int best_k_hist(const eg_hist *h, uint64_t *bits_out)
      * values of L = k + 2 from high to low. (Exact integers: the sum over L
      * of the same terms.) */
     const uint64_t *hist = h->count;
-    int maxL = h->maxL;
-    uint64_t low = hist[0] + hist[1], high = h->n - low, high_sum = 0;
+    uint64_t low = hist[0] + hist[1], high = n - low, high_sum = 0;
     for (int L = 2; L <= maxL; L++) high_sum += hist[L] * (uint64_t)(2 * L - 1);
     uint64_t best = UINT64_MAX;
     int bk = 0;
@@ -544,7 +542,7 @@ static inline void hold_baseline(tb_snap_body *b, const tb_snap_body *o)
  * nearest cell itself out of tolerance). */
 static void choose_bodies(tb_snap_encoder *e, tb_snap_body *out[2], uint64_t cost[2])
 {
-    eg_hist hp[2] = {{0}}, hr[2] = {{0}};
+    eg_hist hp[2] = {{{0}}}, hr[2] = {{{0}}};
     bool exact[2] = {true, true};
     for (uint32_t j = 0; j < e->cand.body_count; j++) {
         const tb_snap_body *near = &e->scratch.nearest[j];
