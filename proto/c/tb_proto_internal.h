@@ -7,6 +7,8 @@
 #ifndef TB_PROTO_INTERNAL_H
 #define TB_PROTO_INTERNAL_H
 
+#include <math.h>
+
 #include "tb_proto.h"
 
 int tb_proto__fail(tb_proto_err *err, int code, const char *fmt, ...)
@@ -41,6 +43,58 @@ void tb_bitw_eg(tb_bitw *w, uint32_t v, int k);             /* exp-Golomb order 
 uint32_t tb_bitr_get(tb_bitr *r, int n);
 uint32_t tb_bitr_eg(tb_bitr *r, int k);
 int tb_eg_bits(uint32_t v, int k);
+
+/* The same bit stream as tb_bitw, for the encoder's hot loops: bits gather in
+ * a 64-bit window and leave 32 at a time, instead of a loop per byte. The
+ * bytes are tb_bitw's (tests/unit/test_proto_snap.c compares them on random
+ * codes), and so is overflow: set when the stream outgrows cap bytes.
+ * tb_bitf_end() pads the last byte with zeros and returns the bit count. */
+typedef struct tb_bitf { uint8_t *buf; size_t cap, at; uint64_t acc; int nacc; int overflow; } tb_bitf;
+static inline tb_bitf tb_bitf_init(uint8_t *buf, size_t cap) { return (tb_bitf){buf, cap, 0, 0, 0, 0}; }
+/* The top `bytes` bytes of the 32-bit word `out`, at w->at (bytes past cap: overflow). */
+static inline void tb_bitf__store(tb_bitf *w, uint32_t out, int bytes)
+{
+    if (w->at + 4 <= w->cap && bytes == 4) {
+        w->buf[w->at] = (uint8_t)(out >> 24); w->buf[w->at + 1] = (uint8_t)(out >> 16);
+        w->buf[w->at + 2] = (uint8_t)(out >> 8); w->buf[w->at + 3] = (uint8_t)out;
+    } else {
+        for (int i = 0; i < bytes; i++) {
+            if (w->at + (size_t)i >= w->cap) { w->overflow = 1; break; }
+            w->buf[w->at + (size_t)i] = (uint8_t)(out >> (24 - 8 * i));
+        }
+    }
+    w->at += (size_t)bytes;
+}
+static inline void tb_bitf_put(tb_bitf *w, uint32_t v, int n)   /* 0 <= n <= 32 */
+{
+    w->acc = (w->acc << n) | ((uint64_t)v & ((1ull << n) - 1u));
+    w->nacc += n;   /* at most 31 + 32: the window holds them */
+    if (w->nacc >= 32) {
+        w->nacc -= 32;
+        tb_bitf__store(w, (uint32_t)(w->acc >> w->nacc), 4);
+    }
+}
+/* Exp-Golomb order k (0..31): m = v + 2^k of n bits after n - 1 - k zeros.
+ * Always inlined: GCC otherwise calls it, and a delta writes one per residual. */
+static inline __attribute__((always_inline)) void tb_bitf_eg(tb_bitf *w, uint32_t v, int k)
+{
+    uint64_t m = (uint64_t)v + (1ull << k);
+    int n = 64 - __builtin_clzll(m), len = 2 * n - 1 - k;
+    if (len <= 32) { tb_bitf_put(w, (uint32_t)m, len); return; }   /* the zeros come with m */
+    tb_bitf_put(w, 0, n - 1 - k);
+    if (n > 32) { tb_bitf_put(w, (uint32_t)(m >> 32), n - 32); tb_bitf_put(w, (uint32_t)m, 32); }
+    else tb_bitf_put(w, (uint32_t)m, n);
+}
+static inline size_t tb_bitf_end(tb_bitf *w)
+{
+    size_t bits = 8 * w->at + (size_t)w->nacc;
+    if (w->nacc > 0) {
+        int bytes = (w->nacc + 7) / 8;
+        tb_bitf__store(w, (uint32_t)(w->acc << (32 - w->nacc)), bytes);
+        w->nacc = 0;
+    }
+    return bits;
+}
 static inline uint32_t tb_zz(int32_t v) { return ((uint32_t)v << 1) ^ (uint32_t)(v >> 31); }
 static inline int32_t tb_unzz(uint32_t u) { return (int32_t)(u >> 1) ^ -(int32_t)(u & 1); }
 int tb_bits_for(uint32_t max_value);   /* bits to hold 0..max_value, at least 1 */
@@ -67,8 +121,91 @@ static inline bool tb_snap__shape_eq(const tb_proto_shape *a, const tb_proto_sha
     return a->kind == b->kind && a->material == b->material && a->color == b->color &&
            a->size[0] == b->size[0] && a->size[1] == b->size[1] && a->size[2] == b->size[2];
 }
+/* The quantizers (tb_snap_quant.c derives them; tb_proto_quant_pos() and
+ * the others are these under their exported names), inline because the
+ * encoder runs them for every moving body and every orientation cell it
+ * tries. Written without floor(): each form below is exactly the floor()
+ * form's result for every input, and the decoder's dequantizer is the same
+ * function, so both codecs still agree to the bit. */
+#define TB_SNAP_SQRT1_2 0.7071067811865476
+
+/* q = floor(x) for x = (p - min) scale + 0.5, clamped to [0, grid_max]:
+ * floor(x) > 0 exactly when x >= 1, and floor(x) >= grid_max (an integer)
+ * exactly when x >= grid_max; in between the conversion truncates a positive
+ * x, which is its floor. NaN fails the first test, as it failed q > 0. */
+static inline int32_t tb_snap__quant_pos(double p, double min, int32_t grid_max, int scale)
+{
+    double x = (p - min) * (double)scale + 0.5;
+    if (!(x >= 1.0)) return 0;
+    if (x >= (double)grid_max) return grid_max;
+    return (int32_t)x;
+}
+
+/* floor(y) but for the sign of a zero (+0 for -0: the callers add it to an
+ * integer): for |y| < 2^31 the conversion truncates toward zero, one less
+ * below zero unless y is whole; floor() itself beyond. */
+static inline double tb_snap__floor(double y)
+{
+    if (!(fabs(y) < 2147483648.0)) return floor(y);
+    double t = (double)(int32_t)y;
+    return t > y ? t - 1.0 : t;
+}
+
+/* n2: the sum of the squares of qf (as doubles, in index order), which the
+ * encoder has at hand; tb_snap__quant_rot() computes it. */
+static inline void tb_snap__quant_rot_n2(const float qf[4], double n2, int *index, int32_t c[3])
+{
+    double q[4] = {qf[0], qf[1], qf[2], qf[3]}, n = sqrt(n2);
+    if (!isfinite(n) || n < 1e-12) { q[0] = q[1] = q[2] = 0.0; q[3] = 1.0; n = 1.0; }
+    int big = 0;   /* the largest |component|, the first on a tie */
+    double most = fabs(q[0]);
+    for (int i = 1; i < 4; i++)
+        if (fabs(q[i]) > most) { big = i; most = fabs(q[i]); }
+    double sign = q[big] < 0.0 ? -1.0 : 1.0;
+    for (int i = 0, j = 0; i < 4; i++) {
+        if (i == big) continue;
+        double v = q[i] * sign / n;
+        double cq = (double)TB_PROTO_ROT_HALF + tb_snap__floor(v * ((double)TB_PROTO_ROT_HALF / TB_SNAP_SQRT1_2) + 0.5);
+        if (!(cq > 0.0)) cq = 0.0;
+        if (cq > (double)TB_PROTO_ROT_MAXQ) cq = (double)TB_PROTO_ROT_MAXQ;
+        c[j++] = (int32_t)cq;
+    }
+    *index = big;
+}
+
+static inline void tb_snap__quant_rot(const float qf[4], int *index, int32_t c[3])
+{
+    double n2 = 0.0;
+    for (int i = 0; i < 4; i++) n2 += (double)qf[i] * qf[i];
+    tb_snap__quant_rot_n2(qf, n2, index, c);
+}
+
+/* Written out, no loops (the encoder calls it for every cell it tries);
+ * the sums run in index order, each component divided by the norm. */
+static inline void tb_snap__dequant_rot(int index, const int32_t c[3], double q[4])
+{
+    const double f = TB_SNAP_SQRT1_2 / (double)TB_PROTO_ROT_HALF;
+    const double v0 = (double)(c[0] - TB_PROTO_ROT_HALF) * f, v1 = (double)(c[1] - TB_PROTO_ROT_HALF) * f,
+                 v2 = (double)(c[2] - TB_PROTO_ROT_HALF) * f;
+    const double s = v0 * v0 + v1 * v1 + v2 * v2; /* 0 + v0 v0 is v0 v0 */
+    const double w = s < 1.0 ? sqrt(1.0 - s) : 0.0;
+    /* w at `index`, v0 v1 v2 in the other slots in order */
+    const double q0 = index == 0 ? w : v0;
+    const double q1 = index == 0 ? v0 : index == 1 ? w : v1;
+    const double q2 = index <= 1 ? v1 : index == 2 ? w : v2;
+    const double q3 = index <= 2 ? v2 : w;
+    const double n = sqrt(q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3);
+    q[0] = q0 / n;
+    q[1] = q1 / n;
+    q[2] = q2 / n;
+    q[3] = q3 / n;
+}
+
 /* Tests: turn the encoder's at-rest shortcut off (on by default) to compare. */
 void tb_snap__encoder_idle_path(tb_snap_encoder *e, bool on);
+/* Tests: turn the encoder's exact shortcuts (the orientation test's guard band,
+ * the sure-within position test) off (on by default) to compare. */
+void tb_snap__encoder_shortcuts(tb_snap_encoder *e, bool on);
 /* Tests: turn the decoder's in-place delta (on by default) off to compare. */
 void tb_snap__decoder_in_place(tb_snap_decoder *d, bool on);
 void tb_snap__pack_shape(msgpack_packer *pk, uint16_t id, const tb_proto_shape *s);

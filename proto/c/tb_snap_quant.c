@@ -22,8 +22,6 @@
 
 #include "tb_proto_internal.h"
 
-#define SQRT1_2 0.7071067811865476
-
 int32_t tb_proto_grid_max(double min, double max, int scale)
 {
     if (!isfinite(min) || !isfinite(max) || !(max > min)) return -1;
@@ -32,12 +30,11 @@ int32_t tb_proto_grid_max(double min, double max, int scale)
     return (int32_t)cells;
 }
 
+/* The quantizers are inline in tb_proto_internal.h (the encoder runs them
+ * for every moving body); these are their exported names. */
 int32_t tb_proto_quant_pos(double p, double min, int32_t grid_max, int scale)
 {
-    double q = floor((p - min) * (double)scale + 0.5);
-    if (!(q > 0.0)) return 0;             /* also NaN */
-    if (q >= (double)grid_max) return grid_max;
-    return (int32_t)q;
+    return tb_snap__quant_pos(p, min, grid_max, scale);
 }
 
 double tb_proto_dequant_pos(int32_t q, double min, int scale)
@@ -47,44 +44,12 @@ double tb_proto_dequant_pos(int32_t q, double min, int scale)
 
 void tb_proto_quant_rot(const float qf[4], int *index, int32_t c[3])
 {
-    double q[4], n = 0.0;
-    for (int i = 0; i < 4; i++) { q[i] = qf[i]; n += q[i] * q[i]; }
-    n = sqrt(n);
-    if (!isfinite(n) || n < 1e-12) { q[0] = q[1] = q[2] = 0.0; q[3] = 1.0; n = 1.0; }
-    int big = 0;
-    for (int i = 1; i < 4; i++)
-        if (fabs(q[i]) > fabs(q[big])) big = i;
-    double sign = q[big] < 0.0 ? -1.0 : 1.0;
-    for (int i = 0, j = 0; i < 4; i++) {
-        if (i == big) continue;
-        double v = q[i] * sign / n;
-        double cq = (double)TB_PROTO_ROT_HALF + floor(v * ((double)TB_PROTO_ROT_HALF / SQRT1_2) + 0.5);
-        if (!(cq > 0.0)) cq = 0.0;
-        if (cq > (double)TB_PROTO_ROT_MAXQ) cq = (double)TB_PROTO_ROT_MAXQ;
-        c[j++] = (int32_t)cq;
-    }
-    *index = big;
+    tb_snap__quant_rot(qf, index, c);
 }
 
-/* Written out, no loops (the encoder calls it for every cell it tries);
- * the sums run in index order, each component divided by the norm. */
 void tb_proto_dequant_rot(int index, const int32_t c[3], double q[4])
 {
-    const double f = SQRT1_2 / (double)TB_PROTO_ROT_HALF;
-    const double v0 = (double)(c[0] - TB_PROTO_ROT_HALF) * f, v1 = (double)(c[1] - TB_PROTO_ROT_HALF) * f,
-                 v2 = (double)(c[2] - TB_PROTO_ROT_HALF) * f;
-    const double s = v0 * v0 + v1 * v1 + v2 * v2; /* 0 + v0 v0 is v0 v0 */
-    const double w = s < 1.0 ? sqrt(1.0 - s) : 0.0;
-    /* w at `index`, v0 v1 v2 in the other slots in order */
-    const double q0 = index == 0 ? w : v0;
-    const double q1 = index == 0 ? v0 : index == 1 ? w : v1;
-    const double q2 = index <= 1 ? v1 : index == 2 ? w : v2;
-    const double q3 = index <= 2 ? v2 : w;
-    const double n = sqrt(q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3);
-    q[0] = q0 / n;
-    q[1] = q1 / n;
-    q[2] = q2 / n;
-    q[3] = q3 / n;
+    tb_snap__dequant_rot(index, c, q);
 }
 
 int tb_snap__grid(const tb_proto_frame *f, tb_snap_grid *g, tb_proto_err *err)

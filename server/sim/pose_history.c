@@ -31,9 +31,18 @@ struct tb_pose_history {
     tb__pose *poses;                         /* [slot][body] */
 };
 
-static int16_t tb__pack(float v, float scale)
+/* roundf(v * scale) clamped to +-32767, 7 times per body per recorded step.
+ * Below 32767 in magnitude without the libm call or the clamp: x + 1/2
+ * (x - 1/2 below zero) is exact as a double (a float has 24 significant
+ * bits, a double 53), and truncating it is rounding x half away from zero,
+ * as roundf() does, to at most 32767. Beyond, and for NaN, roundf() itself.
+ * (The same int16 for every float: checked over all 2^32 of them.) */
+static inline int16_t tb__pack(float v, float scale)
 {
-    float c = roundf(v * scale);
+    float x = v * scale;
+    if (fabsf(x) < 32767.0f)
+        return (int16_t)(int32_t)((double)x + (x < 0.0f ? -0.5 : 0.5));
+    float c = roundf(x);
     return (int16_t)(c > 32767.0f ? 32767.0f : c < -32767.0f ? -32767.0f : c);
 }
 

@@ -21,6 +21,10 @@
  *   snap-tower-cycle tb_snap_encoder_step, every second step of the tower cycle
  *   snap-decode-tower-cycle  tb_snap_decoder_apply on those snapshots' frames, as
  *                    each tumble-load client applies every snapshot it receives
+ *   rigid-fill-snapshot  the rigid room's fill_snapshot (sim/world_rigid.c: the bodies
+ *                    as snapshot input), 60 snapshots of a tower room as the server builds it
+ *   pose-record-tower-cycle  tb_pose_history_record on the tower cycle, as the rigid
+ *                    room calls it after every step that was not idle (sim/world_rigid.c)
  *   flag+cape        tb_cloth_world_step, 1-3 s of the flag and the cape in one world
  *   dough-grab       tb_soft_world_step, 1-2 s of a dough held by two grabs
  * Outside valgrind the client requests do nothing and "count" prints the
@@ -39,6 +43,8 @@
 #include "physics/rigid_scenes.h"
 #include "physics/cloth.h"
 #include "physics/soft.h"
+#include "sim/pose_history.h"
+#include "sim/world.h"
 #include "tb_proto.h"
 
 #define DT (1.0f / 120.0f)
@@ -275,6 +281,56 @@ static void snap_cycle_case(void)
     tb_rigid_world_destroy(w);
 }
 
+extern const tb_world_ops tb_world_rigid_ops;
+
+/* What the worker does first for every snapshot of a rigid room (sim/worker_room.c):
+ * the world's bodies as the encoder's input. */
+static void rigid_fill_case(void)
+{
+    static counter c;
+    c.name = "rigid-fill-snapshot";
+    c.calls = 0;
+    const tb_world_ops *ops = &tb_world_rigid_ops;
+    void *w = NULL;
+    if (ops->create("tower", 1, NULL, &w) != 0) { fprintf(stderr, "bench count: rigid room\n"); exit(1); }
+    for (int s = 0; s < 240; s++) {
+        ops->step(w, DT);
+        if (s % 2 == 0 || s < 120) continue;
+        tb_snap_input in;
+        begin(&c);
+        ops->fill_snapshot(w, &in);
+        end(&c);
+        if (in.body_count == 0) { fprintf(stderr, "bench count: no bodies\n"); exit(1); }
+    }
+    report(&c, NULL);
+    ops->destroy(w);
+}
+
+/* The lag-compensation history of a tower room (sim/world_rigid.c's rigid_step:
+ * recorded after every step that moved something; it records every second step). */
+static void pose_record_case(void)
+{
+    static counter c;
+    c.name = "pose-record-tower-cycle";
+    c.calls = 0;
+    tb_rigid_rng rng;
+    tb_rigid_world *w = tb_bench_tower_cycle_world(&rng);
+    tb_pose_history *h = tb_pose_history_create(TB_SCENE_TOWER_BODIES + 24 + 4);
+    if (!h) { fprintf(stderr, "bench count: pose history\n"); exit(1); }
+    for (int s = 0; s < TB_BENCH_TOWER_CYCLE_STEPS; s++) {
+        tb_bench_tower_cycle_input(w, s, &rng);
+        uint64_t idle = tb_rigid_world_idle_steps(w);
+        tb_rigid_world_step(w, DT);
+        if (tb_rigid_world_idle_steps(w) != idle || tb_rigid_world_step_count(w) % TB_POSE_HISTORY_EVERY != 0) continue;
+        begin(&c);
+        tb_pose_history_record(h, w);
+        end(&c);
+    }
+    report(&c, NULL);
+    tb_pose_history_destroy(h);
+    tb_rigid_world_destroy(w);
+}
+
 static const tb_proto_frame tower_frame = {{-8.0, -1.0, -8.0}, {8.0, 15.0, 8.0}, 0, {0}};
 
 /* A decoder set to encoder e's state (its keyframe in a welcome), as a client joining. */
@@ -490,6 +546,8 @@ void tb_bench_count(const tb_bench_opts *opts)
     dough_case();
     snap_cycle_case();
     snap_decode_cycle_case();
+    rigid_fill_case();
+    pose_record_case();
     cloth_case();
     dough_grab_case();
 }

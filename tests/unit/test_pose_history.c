@@ -74,12 +74,50 @@ static void a_rebuilt_scene_or_a_reused_id_has_no_past(void **state)
     tb_pose_history_destroy(h);
 }
 
+/* Positions are kept to the nearest 1/2048 m cell, halves away from zero
+ * (roundf), clamped at +-32767 cells: on cell edges and an ulp either side,
+ * at random, and beyond the range, read back at the step they were put. */
+static void positions_keep_the_nearest_cell_halves_away_from_zero(void **state)
+{
+    (void)state;
+    tb_pose_history *h = tb_pose_history_create(1);
+    assert_non_null(h);
+    uint64_t rng = 0x2545F4914F6CDD1Dull;
+    int edges = 0;
+    for (int trial = 0; trial < 20000; trial++) {
+        rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+        float x;
+        if (trial % 2) {   /* a cell edge (k + 1/2 cells), or one ulp beside it */
+            int k = (int)(rng % 70000) - 35000;
+            x = ((float)k + 0.5f) / 2048.0f;
+            edges += x * 2048.0f == (float)k + 0.5f;
+            if (trial % 3 == 1) x = nextafterf(x, 100.0f);
+            if (trial % 3 == 2) x = nextafterf(x, -100.0f);
+        } else {
+            x = (float)((double)(rng >> 11) / 9007199254740992.0 * 40.0 - 20.0);
+        }
+        tb_pose_history_begin(h, (uint64_t)trial + 1);
+        tb_pose_history_put(h, 0, tb_v3(x, -x, 0.0f), tb_q(0.0f, 0.0f, 0.0f, 1.0f));
+        tb_vec3 p;
+        tb_quat q;
+        assert_true(tb_pose_history_at(h, 0, (uint64_t)trial + 1, (uint64_t)trial + 1, tb_v3(0, 0, 0), tb_q(0, 0, 0, 1), &p, &q));
+        for (int sign = 1; sign >= -1; sign -= 2) {
+            float c = roundf((float)sign * x * 2048.0f);
+            c = c > 32767.0f ? 32767.0f : c < -32767.0f ? -32767.0f : c;
+            assert_true((sign > 0 ? p.x : p.y) == c / 2048.0f);
+        }
+    }
+    assert_true(edges > 5000);
+    tb_pose_history_destroy(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(poses_between_slots_are_interpolated),
         cmocka_unit_test(it_reaches_back_half_a_second_and_no_further),
         cmocka_unit_test(a_rebuilt_scene_or_a_reused_id_has_no_past),
+        cmocka_unit_test(positions_keep_the_nearest_cell_halves_away_from_zero),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

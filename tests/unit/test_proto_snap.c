@@ -117,6 +117,90 @@ static void degenerate_quaternions_become_identity(void **s)
     assert_true(isfinite(q[0]) && fabs(q[3]) > 0.9999);
 }
 
+/* The quantizers as PROTOCOL.md states them, with floor(): the codec's
+ * (written without it, for speed) must give the same cells for every input. */
+static int32_t floor_quant_pos(double p, double min, int32_t grid_max, int scale)
+{
+    double q = floor((p - min) * (double)scale + 0.5);
+    if (!(q > 0.0)) return 0;
+    if (q >= (double)grid_max) return grid_max;
+    return (int32_t)q;
+}
+
+static void floor_quant_rot(const float qf[4], int *index, int32_t c[3])
+{
+    double q[4], n = 0.0;
+    for (int i = 0; i < 4; i++) { q[i] = qf[i]; n += q[i] * q[i]; }
+    n = sqrt(n);
+    if (!isfinite(n) || n < 1e-12) { q[0] = q[1] = q[2] = 0.0; q[3] = 1.0; n = 1.0; }
+    int big = 0;
+    for (int i = 1; i < 4; i++)
+        if (fabs(q[i]) > fabs(q[big])) big = i;
+    double sign = q[big] < 0.0 ? -1.0 : 1.0;
+    for (int i = 0, j = 0; i < 4; i++) {
+        if (i == big) continue;
+        double v = q[i] * sign / n;
+        double cq = 2047.0 + floor(v * (2047.0 / 0.7071067811865476) + 0.5);
+        if (!(cq > 0.0)) cq = 0.0;
+        if (cq > 4094.0) cq = 4094.0;
+        c[j++] = (int32_t)cq;
+    }
+    *index = big;
+}
+
+/* Random values, values on and next to cell edges (x + 0.5 whole), beyond
+ * the grid, infinities and NaN. */
+static void the_quantizers_give_the_floor_definitions_cells(void **s)
+{
+    (void)s;
+    uint64_t saved = rng_state;   /* the tests after this one see the stream they always saw */
+    const double min = -8.0;
+    const int32_t gmax = 32768;
+    const double special[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1e30, -1e30, 3e38, -3e38, 1e-300};
+    int edges = 0;
+    for (int trial = 0; trial < 200000; trial++) {
+        double p;
+        if (trial < 10) p = special[trial];
+        else if (trial % 3 == 0) {   /* a cell edge, or one ulp either side */
+            static const double ends[] = {-1, 0, 1, 2, gmax - 1, gmax, gmax + 1};
+            double x = (rnd() < 0.25 ? ends[(int)(rnd() * 7)] : floor(rnd_range(-5, gmax + 5))) - 0.5;
+            p = min + x / 2048.0;
+            int side = trial % 9 / 3;
+            if (side == 1) p = nextafter(p, INFINITY);
+            if (side == 2) p = nextafter(p, -INFINITY);
+            edges += (p - min) * 2048.0 + 0.5 == floor((p - min) * 2048.0 + 0.5);
+        } else p = (double)(float)rnd_range(-20, 20);
+        assert_int_equal(tb_proto_quant_pos(p, min, gmax, 2048), floor_quant_pos(p, min, gmax, 2048));
+        assert_int_equal(tb_proto_quant_pos(p, min, 1, 1024), floor_quant_pos(p, min, 1, 1024));
+    }
+    for (int trial = 0; trial < 200000; trial++) {   /* the floor the rotation quantizer uses */
+        double y = trial < 4 ? special[trial] : trial % 2 ? floor(rnd_range(-3e9, 3e9)) * (trial % 4 == 1 ? 1.0 : 0.5)
+                                              : rnd_range(-5000, 5000);
+        if (trial % 3 == 1) y = nextafter(y, trial % 6 == 1 ? INFINITY : -INFINITY);
+        double a = tb_snap__floor(y), b = floor(y);
+        assert_true(a == b || (isnan(a) && isnan(b)));
+    }
+    for (int trial = 0; trial < 200000; trial++) {
+        float q[4];
+        if (trial % 4 == 0) {   /* a component on a cell edge of the unit quaternion */
+            double c = (floor(rnd_range(-2047, 2047)) + 0.5) * (0.7071067811865476 / 2047.0);
+            double r = sqrt(1.0 - c * c) / sqrt(3.0);
+            q[0] = (float)c; q[1] = (float)r; q[2] = (float)-r; q[3] = (float)r;
+        } else if (trial % 4 == 1) {
+            for (int k = 0; k < 4; k++) q[k] = (float)(rnd() < 0.3 ? 0.0 : rnd() < 0.5 ? -0.0 : rnd_range(-1, 1));
+            if (rnd() < 0.1) q[(int)(rnd() * 4)] = rnd() < 0.5 ? NAN : INFINITY;
+        } else random_quat(q);
+        int ia, ib;
+        int32_t ca[3], cb[3];
+        tb_proto_quant_rot(q, &ia, ca);
+        floor_quant_rot(q, &ib, cb);
+        assert_int_equal(ia, ib);
+        assert_memory_equal(ca, cb, sizeof ca);
+    }
+    rng_state = saved;
+    assert_true(edges > 1000);
+}
+
 /* ---- a small changing world --------------------------------------------------- */
 
 #define MAXB 64
@@ -430,6 +514,50 @@ static void the_bit_reader_reads_what_the_reference_reads(void **s)
     print_message("%d reads, %d streams read to their error\n", reads, errors);
 }
 
+/* Random codes (any width 0..32, exp-Golomb of any order 0..31 up to 2^32 - 1)
+ * into buffers of random size: the windowed writer gives the reference's
+ * bytes, bit count and overflow. */
+static void the_fast_bit_writer_writes_what_the_reference_writes(void **s)
+{
+    (void)s;
+    uint64_t saved = rng_state;   /* the tests after this one see the stream they always saw */
+    static uint8_t ref[64], fast[64];
+    int overflows = 0;
+    for (int trial = 0; trial < 20000; trial++) {
+        size_t cap = 1 + (size_t)(rnd() * 63);
+        memset(ref, 0xa5, sizeof ref);
+        memset(fast, 0x5a, sizeof fast);
+        tb_bitw r = {ref, cap, 0, 0};
+        tb_bitf f = tb_bitf_init(fast, cap);
+        int codes = (int)(rnd() * 30);
+        for (int c = 0; c < codes; c++) {
+            double u = rnd();
+            if (u < 0.4) {
+                int n = (int)(rnd() * 33);
+                uint32_t v = (uint32_t)(rnd() * 4294967296.0);
+                tb_bitw_put(&r, v, n);
+                tb_bitf_put(&f, v, n);
+            } else {
+                int k = rnd() < 0.8 ? (int)(rnd() * 16) : (int)(rnd() * 32);
+                double range = u < 0.8 ? 8 : u < 0.95 ? 1e5 : 4294967296.0;
+                uint32_t v = (uint32_t)(rnd() * range);
+                tb_bitw_eg(&r, v, k);
+                tb_bitf_eg(&f, v, k);
+            }
+        }
+        size_t bits = tb_bitf_end(&f), ref_bits = r.bit;
+        if (r.bit & 7) tb_bitw_put(&r, 0, (int)(8 - (r.bit & 7)));
+        assert_int_equal(f.overflow, r.overflow);
+        overflows += r.overflow;
+        if (!r.overflow) assert_int_equal(bits, ref_bits);
+        size_t n = (r.bit + 7) / 8;   /* overflowed: the reference stops at cap */
+        assert_memory_equal(fast, ref, n < cap ? n : cap);
+    }
+    rng_state = saved;
+    print_message("%d of 20000 streams overflowed\n", overflows);
+    assert_true(overflows > 1000 && overflows < 19000);
+}
+
 static void a_client_that_skipped_catches_up_with_a_keyframe_then_shares_deltas(void **s)
 {
     (void)s;
@@ -623,6 +751,52 @@ static void a_room_at_rest_takes_the_shortcut_with_the_same_bytes(void **s)
     tb_snap_encoder_destroy(enc[1]);
 }
 
+/* The encoder takes two shortcuts that must not change a byte: it decides
+ * "within tolerance" for most orientation cells it tries from a dot product
+ * without the normalization (a guard band, rot_within() in tb_snap_encoder.c),
+ * and it skips quantizing a body whose baseline position is surely within
+ * tolerance (pos_surely_within()). Every delta must be the one the exact
+ * path gives, at every tolerance, including none and ones that put the
+ * threshold among the cells' dot products, for bodies creeping in and out of
+ * tolerance. */
+static void the_encoders_shortcuts_change_no_byte(void **s)
+{
+    (void)s;
+    static world w;
+    static const double tol_deg[] = {0.095, 0.0, 0.03, 0.0475, 0.07, 0.0001};
+    static const double tol_pos[] = {0.00049, 0.0, 0.0001, 0.00024, 0.00049, 0.0003};
+    uint64_t saved = rng_state;
+    for (size_t k = 0; k < sizeof tol_deg / sizeof tol_deg[0]; k++) {
+        rng_state = 0xfeedull + k;
+        world_init(&w, 40);
+        for (uint32_t i = 0; i < w.n; i += 4) {   /* some orientations exactly on cells */
+            w.bodies[i].rot[0] = w.bodies[i].rot[1] = w.bodies[i].rot[2] = 0;
+            w.bodies[i].rot[3] = 1;
+        }
+        tb_proto_frame fr = room;
+        fr.mesh_count = 2; fr.mesh_verts[0] = NV; fr.mesh_verts[1] = NV;
+        tb_snap_encoder *enc[2] = {tb_snap_encoder_create(&fr, MAXB), tb_snap_encoder_create(&fr, MAXB)};
+        tb_snap__encoder_shortcuts(enc[1], false);
+        for (int e = 0; e < 2; e++) tb_snap_encoder_set_tolerance(enc[e], tol_pos[k], tol_deg[k], TB_SNAP_TOL_VERT);
+        tb_proto_err err;
+        for (int t = 0; t <= 90; t++) {
+            if (t > 0) world_step(&w, t);
+            for (uint32_t i = 1; i < w.n; i += 5)   /* creeping: orientations a few ulps off each step */
+                for (int c = 0; c < 4; c++) w.bodies[i].rot[c] = nextafterf(w.bodies[i].rot[c], (t + c) % 2 ? 2.0f : -2.0f);
+            for (uint32_t i = 2; i < w.n; i += 5)   /* drifting 0.1 mm a step, back and forth: in and out of tolerance */
+                w.bodies[i].pos[i % 3] += (t / 10) % 2 ? 0.0001f : -0.0001f;
+            tb_snap_input in = world_input(&w, 100 + 2 * (uint32_t)t);
+            for (int e = 0; e < 2; e++) assert_int_equal(tb_snap_encoder_step(enc[e], &in, &err), TB_OK);
+            if (t == 0) continue;
+            assert_same_blob(tb_snap_encoder_delta(enc[0]), tb_snap_encoder_delta(enc[1]));
+            if (t % 10 == 0) assert_same_blob(tb_snap_encoder_key(enc[0]), tb_snap_encoder_key(enc[1]));
+        }
+        tb_snap_encoder_destroy(enc[0]);
+        tb_snap_encoder_destroy(enc[1]);
+    }
+    rng_state = saved;
+}
+
 /* ---- a bandwidth budget (tb_snap_encoder_set_budget) ---------------------------- */
 
 /* Two encoders over the same world, one with `bits` per snapshot and a refresh
@@ -751,6 +925,43 @@ static void a_budget_that_fits_sends_the_plain_bytes(void **s)
     assert_int_equal(r.longest_stale, 0);
 }
 
+/* Without a budget the encoder reuses the exp-Golomb orders it found while
+ * choosing cells; with one it counts them again from the delta. A budget
+ * that never cuts must therefore give the same bytes, at the default
+ * tolerance and at none (where a creeping body is sent but can end on its
+ * baseline's cells, which the reused orders must not count). */
+static void a_budget_that_never_cuts_writes_the_same_bytes_at_any_tolerance(void **s)
+{
+    (void)s;
+    static world w;
+    for (int tol = 0; tol < 2; tol++) {
+        uint64_t saved = rng_state;
+        rng_state = 0x5eedull + (uint64_t)tol;
+        world_init(&w, 40);
+        tb_proto_frame fr = two_meshes();
+        tb_snap_encoder *plain = tb_snap_encoder_create(&fr, MAXB), *enc = tb_snap_encoder_create(&fr, MAXB);
+        tb_snap_encoder_set_budget(enc, 1u << 22, 30);
+        if (tol == 0) { tb_snap_encoder_set_tolerance(plain, 0, 0, 0); tb_snap_encoder_set_tolerance(enc, 0, 0, 0); }
+        tb_proto_err err;
+        for (int t = 0; t <= 120; t++) {
+            if (t > 0 && t <= 100) world_step(&w, t);
+            for (uint32_t i = 0; i < w.n; i += 3)   /* creeping by an ulp: new input, mostly the same cells */
+                w.bodies[i].pos[0] = nextafterf(w.bodies[i].pos[0], t % 2 ? INFINITY : -INFINITY);
+            tb_snap_input in = world_input(&w, 100 + 2 * (uint32_t)t);
+            assert_int_equal(tb_snap_encoder_step(plain, &in, &err), TB_OK);
+            assert_int_equal(tb_snap_encoder_step(enc, &in, &err), TB_OK);
+            const tb_snap_blob *a = tb_snap_encoder_delta(plain), *b = tb_snap_encoder_delta(enc);
+            assert_true((a == NULL) == (b == NULL));
+            if (!a) continue;
+            assert_int_equal(a->tail_len, b->tail_len);
+            assert_memory_equal(a->tail, b->tail, a->tail_len);
+        }
+        tb_snap_encoder_destroy(plain);
+        tb_snap_encoder_destroy(enc);
+        rng_state = saved;
+    }
+}
+
 static void a_copied_baseline_lets_a_client_change_streams_without_a_keyframe(void **s)
 {
     (void)s;
@@ -867,12 +1078,15 @@ int main(void)
         cmocka_unit_test(vertices_stay_within_one_millimetre),
         cmocka_unit_test(orientations_stay_within_a_tenth_of_a_degree),
         cmocka_unit_test(degenerate_quaternions_become_identity),
+        cmocka_unit_test(the_quantizers_give_the_floor_definitions_cells),
         cmocka_unit_test(deltas_applied_in_order_equal_the_keyframe),
         cmocka_unit_test(deltas_applied_in_place_equal_the_general_path_and_the_keyframe),
         cmocka_unit_test(the_bit_reader_reads_what_the_reference_reads),
+        cmocka_unit_test(the_fast_bit_writer_writes_what_the_reference_writes),
         cmocka_unit_test(a_client_that_skipped_catches_up_with_a_keyframe_then_shares_deltas),
         cmocka_unit_test(a_room_at_rest_costs_under_16_bytes),
         cmocka_unit_test(a_room_at_rest_takes_the_shortcut_with_the_same_bytes),
+        cmocka_unit_test(the_encoders_shortcuts_change_no_byte),
         cmocka_unit_test(a_delta_without_any_baseline_is_refused),
         cmocka_unit_test(corrupted_snapshots_never_crash_and_never_half_apply),
         cmocka_unit_test(unsorted_bodies_are_an_encoder_error),
@@ -881,6 +1095,7 @@ int main(void)
         cmocka_unit_test(a_budget_refreshes_every_item_within_its_wait),
         cmocka_unit_test(a_budget_catches_up_once_the_room_rests),
         cmocka_unit_test(a_budget_that_fits_sends_the_plain_bytes),
+        cmocka_unit_test(a_budget_that_never_cuts_writes_the_same_bytes_at_any_tolerance),
         cmocka_unit_test(a_copied_baseline_lets_a_client_change_streams_without_a_keyframe),
         cmocka_unit_test(under_a_budget_what_a_player_touches_is_sent_first),
     };
