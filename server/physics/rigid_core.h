@@ -200,12 +200,15 @@ typedef struct tb_row_wide {
     tb_f4x2 ra[3]; /* lo: 0, hi: r_a x d */
 } tb_row_wide;
 
+/* The per-lane scalars of a group are kept twice, lo = hi = the four lanes'
+ * values, so that a row's impulse comes out of the 8-wide arithmetic already
+ * as the [dj | dj] that row_apply multiplies by (no broadcast per row). */
 typedef struct tb_contact_wide {
     tb_row_wide n, t1, t2;
-    tb_f4 mass_n, mass_t1, mass_t2, target;
-    tb_f4 jn, jt1, jt2;
+    tb_f4x2 mass_n, mass_t1, mass_t2, target;
+    tb_f4x2 jn, jt1, jt2;
     int32_t sa[TB_LANES], sb[TB_LANES];
-    uint32_t off_a[TB_LANES], off_b[TB_LANES]; /* sa, sb times sizeof(tb_solver_body) */
+    tb_solver_body *body_a[TB_LANES], *body_b[TB_LANES]; /* &solver_bodies[sa], [sb] */
     int32_t index[TB_LANES]; /* contact index, -1 for an empty lane */
 } tb_contact_wide;
 

@@ -133,6 +133,11 @@ TB_SIMD_INLINE tb_f8 tb_f8_load(const float *p)
 
 TB_SIMD_INLINE void tb_f8_store(float *p, tb_f8 v) { memcpy(p, &v, sizeof v); }
 
+/* The lo or hi four lanes to memory (for the hi half one vextractf128 to
+ * memory on the AVX path, where TB_F8_HI and a store take two). */
+TB_SIMD_INLINE void tb_f8_store_lo(float *p, tb_f8 v) { memcpy(p, &v, sizeof(tb_f4)); }
+TB_SIMD_INLINE void tb_f8_store_hi(float *p, tb_f8 v) { memcpy(p, (const char *)&v + sizeof(tb_f4), sizeof(tb_f4)); }
+
 TB_SIMD_INLINE tb_f8 tb_f8_min(tb_f8 a, tb_f8 b)
 {
     tb_f8 r;
