@@ -394,8 +394,10 @@ TB_SIMD_INLINE body_rows mat_rows8(const tb_mat3 *const a[TB_LANES], const tb_ma
  * (r x d) . I^-1 (r x d) of each side for the effective masses. */
 #if defined(__GNUC__) && !defined(__clang__)
 #define PREP_UNROLL _Pragma("GCC unroll 3")
+#define LANE_UNROLL _Pragma("GCC unroll 4")
 #else
 #define PREP_UNROLL
+#define LANE_UNROLL
 #endif
 TB_SIMD_INLINE void prepare_sides(body_rows arm, const body_rows inv[3], tb_i8 dynamic, const tb_v3_4 d[3],
                                   tb_row_wide *const rows[3], tb_f4 ka[3], tb_f4 kb[3])
@@ -427,21 +429,22 @@ static inline tb_f4 inverse_mass4(tb_f4 k)
 
 TB_HOT_CLONES static void prepare_group(const tb_rigid_world *w, tb_contact_wide *g, float dt)
 {
-    static const tb_contact empty; /* zero rows and masses: a lane that moves nothing */
-    static const tb_vec3 origin[2];  /* two, so the 16-byte row load stays inside */
     const tb_contact *c[TB_LANES];
     const tb_vec3 *point[TB_LANES], *pos_a[TB_LANES], *pos_b[TB_LANES];
     const tb_mat3 *inv_a[TB_LANES], *inv_b[TB_LANES];
     float sep[TB_LANES];
-    for (int k = 0; k < TB_LANES; k++) {
-        int idx = g->index[k];
-        const tb_contact_point *p = idx >= 0 ? &w->points[idx] : NULL;
-        c[k] = p ? &w->contacts[idx] : &empty;
-        point[k] = p ? &p->point : &origin[0];
+    LANE_UNROLL for (int k = 0; k < TB_LANES; k++) {
+        /* an empty lane reads the zeroed entry past the last contact: zero
+         * direction, masses and separation, both sides slot 0 (so whatever
+         * its arms come to, they are masked): a lane that moves nothing */
+        int idx = g->index[k] >= 0 ? g->index[k] : w->contact_capacity;
+        const tb_contact_point *p = &w->points[idx];
+        c[k] = &w->contacts[idx];
+        point[k] = &p->point;
         /* a plane side: r = 0, masked anyway (slot 0) */
-        pos_a[k] = p && p->body_a >= 0 ? &w->bodies[p->body_a].position : point[k];
-        pos_b[k] = p ? &w->bodies[p->body_b].position : point[k];
-        sep[k] = p ? p->separation : 0.0f;
+        pos_a[k] = p->body_a >= 0 ? &w->bodies[p->body_a].position : point[k];
+        pos_b[k] = &w->bodies[p->body_b].position;
+        sep[k] = p->separation;
         inv_a[k] = &w->inv_inertia_world[g->sa[k]];
         inv_b[k] = &w->inv_inertia_world[g->sb[k]];
     }

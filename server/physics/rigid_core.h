@@ -288,8 +288,8 @@ struct tb_rigid_world {
     tb_broad_phase broad_phase;
     tb_pair *pairs, *pairs_tmp;
     int pair_capacity, pair_count;
-    tb_contact *contacts;
-    tb_contact_point *points;
+    tb_contact *contacts;           /* contact_capacity + 1: [contact_capacity] stays zero */
+    tb_contact_point *points;       /* (the empty lane of a solver group, contact_solver.c) */
     int contact_count;
     int contacts_dropped;
     uint64_t idle_steps;            /* steps that found every body asleep (fast path) */

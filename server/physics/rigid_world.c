@@ -74,8 +74,10 @@ tb_rigid_world *tb_rigid_world_create(const tb_rigid_world_def *def)
     w->inv_mass = calloc(cap + 1, sizeof *w->inv_mass);
     w->pairs = calloc((size_t)w->pair_capacity, sizeof *w->pairs);
     w->pairs_tmp = calloc((size_t)w->pair_capacity, sizeof *w->pairs_tmp);
-    w->contacts = calloc(ccap, sizeof *w->contacts);
-    w->points = calloc(ccap, sizeof *w->points);
+    /* + 1: the zeroed entry at contact_capacity is what an empty solver lane
+     * reads (contact_solver.c); nothing writes it */
+    w->contacts = calloc(ccap + 1, sizeof *w->contacts);
+    w->points = calloc(ccap + 1, sizeof *w->points);
     w->cache = calloc(ccap, sizeof *w->cache);
     w->cache_next = calloc(ccap, sizeof *w->cache_next);
     w->cache_used = calloc(ccap, 1);
