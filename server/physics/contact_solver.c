@@ -230,19 +230,23 @@ TB_SIMD_INLINE void scatter_rows(tb_solver_body *const body[TB_LANES], const bod
     tb_f8_store((float *)(void *)body[3], TB_SHUFFLE(t1, t3, 2, 3, 10, 11, 6, 7, 14, 15));
 }
 
-/* A tb_f4x2 pair of the row as one 8-float vector. */
+/* A tb_f4x2 pair of the row as one 8-float vector; [d | rb] and [rb | ra] of
+ * a component of its arms. */
 TB_SIMD_INLINE tb_f8 pair(const tb_f4x2 *p) { return tb_f8_load((const float *)(const void *)p); }
+TB_SIMD_INLINE tb_f8 d_rb(const tb_arms4 *p) { return tb_f8_load((const float *)(const void *)&p->d); }
+TB_SIMD_INLINE tb_f8 rb_ra(const tb_arms4 *p) { return tb_f8_load((const float *)(const void *)&p->rb); }
 
-/* (vb - va) . d + wb . (rb x d) - wa . (ra x d), as WROW_VELOCITY, twice:
- * X = [vb - va | wb], p = X . dr and v = lo(p) + hi(p) - hi(A . ra) in both
- * halves (the hi half adds hi(p) + lo(p): the same sum, a + b = b + a). */
+/* (vb - va) . d + wb . (rb x d) - wa . (ra x d), as ROW_VELOCITY per lane,
+ * twice: X = [vb - va | wb], p = X . [d | rb], q = A . [rb | ra] and
+ * v = lo(p) + hi(p) - hi(q) in both halves (the hi half adds hi(p) + lo(p):
+ * the same sum, a + b = b + a; lo(q) is not used). */
 TB_SIMD_INLINE tb_f8 row_velocity(const tb_row_wide *r, const body_rows *a, const body_rows *b)
 {
     tb_f8 x = TB_SHUFFLE(b->x - a->x, b->x, 0, 1, 2, 3, 12, 13, 14, 15);
     tb_f8 y = TB_SHUFFLE(b->y - a->y, b->y, 0, 1, 2, 3, 12, 13, 14, 15);
     tb_f8 z = TB_SHUFFLE(b->z - a->z, b->z, 0, 1, 2, 3, 12, 13, 14, 15);
-    tb_f8 p = x * pair(&r->dr[0]) + y * pair(&r->dr[1]) + z * pair(&r->dr[2]);
-    tb_f8 q = a->x * pair(&r->ra[0]) + a->y * pair(&r->ra[1]) + a->z * pair(&r->ra[2]);
+    tb_f8 p = x * d_rb(&r->arm[0]) + y * d_rb(&r->arm[1]) + z * d_rb(&r->arm[2]);
+    tb_f8 q = a->x * rb_ra(&r->arm[0]) + a->y * rb_ra(&r->arm[1]) + a->z * rb_ra(&r->arm[2]);
     return (p + TB_SHUFFLE(p, p, 4, 5, 6, 7, 0, 1, 2, 3)) - TB_SHUFFLE(q, q, 4, 5, 6, 7, 4, 5, 6, 7);
 }
 
@@ -388,9 +392,10 @@ TB_SIMD_INLINE body_rows mat_rows8(const tb_mat3 *const a[TB_LANES], const tb_ma
                           row_pair(&a[2]->r[r], &b[2]->r[r]), row_pair(&a[3]->r[r], &b[3]->r[r]));
 }
 
-/* For the three directions d: r x d and I^-1 (r x d) of both sides, zero
- * where the side is static, straight into the rows (side a: da.hi =
- * -I^-1 (r x d) and ra.hi = r x d; side b: db.hi and dr.hi), and
+/* For the three directions d: r x d and I^-1 (r x d) of both sides (side b
+ * in the lo half, side a in the hi half, as arm.rb and arm.ra lie), zero
+ * where the side is static, straight into the rows (db.hi = I_b^-1 (r_b x d),
+ * da.hi = -I_a^-1 (r_a x d), arm.rb and arm.ra in one store), and
  * (r x d) . I^-1 (r x d) of each side for the effective masses. */
 #if defined(__GNUC__) && !defined(__clang__)
 #define PREP_UNROLL _Pragma("GCC unroll 3")
@@ -402,6 +407,7 @@ TB_SIMD_INLINE body_rows mat_rows8(const tb_mat3 *const a[TB_LANES], const tb_ma
 TB_SIMD_INLINE void prepare_sides(body_rows arm, const body_rows inv[3], tb_i8 dynamic, const tb_v3_4 d[3],
                                   tb_row_wide *const rows[3], tb_f4 ka[3], tb_f4 kb[3])
 {
+    const tb_f8 negate_a = {0.0f, 0.0f, 0.0f, 0.0f, -0.0f, -0.0f, -0.0f, -0.0f}; /* sign bits of the hi half */
     PREP_UNROLL for (int r = 0; r < 3; r++) {
         const body_rows dir = {TB_F8_JOIN(d[r].x, d[r].x), TB_F8_JOIN(d[r].y, d[r].y), TB_F8_JOIN(d[r].z, d[r].z)};
         body_rows r_d = cross8(arm, dir);
@@ -409,15 +415,17 @@ TB_SIMD_INLINE void prepare_sides(body_rows arm, const body_rows inv[3], tb_i8 d
         r_d = keep8(r_d, dynamic);
         i_d = keep8(i_d, dynamic);
         tb_row_wide *row = rows[r];
-        row->da[0].hi = -TB_F8_LO(i_d.x), row->da[1].hi = -TB_F8_LO(i_d.y), row->da[2].hi = -TB_F8_LO(i_d.z);
-        row->ra[0].hi = TB_F8_LO(r_d.x), row->ra[1].hi = TB_F8_LO(r_d.y), row->ra[2].hi = TB_F8_LO(r_d.z);
-        tb_f8_store_hi((float *)(void *)&row->db[0].hi, i_d.x), tb_f8_store_hi((float *)(void *)&row->db[1].hi, i_d.y);
-        tb_f8_store_hi((float *)(void *)&row->db[2].hi, i_d.z);
-        tb_f8_store_hi((float *)(void *)&row->dr[0].hi, r_d.x), tb_f8_store_hi((float *)(void *)&row->dr[1].hi, r_d.y);
-        tb_f8_store_hi((float *)(void *)&row->dr[2].hi, r_d.z);
+        tb_f8_store((float *)(void *)&row->arm[0].rb, r_d.x), tb_f8_store((float *)(void *)&row->arm[1].rb, r_d.y);
+        tb_f8_store((float *)(void *)&row->arm[2].rb, r_d.z);
+        row->db[0].hi = TB_F8_LO(i_d.x), row->db[1].hi = TB_F8_LO(i_d.y), row->db[2].hi = TB_F8_LO(i_d.z);
+        /* -x as the sign bit flipped, as negation does */
+        const tb_f8 na_x = (tb_f8)((tb_i8)i_d.x ^ (tb_i8)negate_a), na_y = (tb_f8)((tb_i8)i_d.y ^ (tb_i8)negate_a),
+                    na_z = (tb_f8)((tb_i8)i_d.z ^ (tb_i8)negate_a);
+        tb_f8_store_hi((float *)(void *)&row->da[0].hi, na_x), tb_f8_store_hi((float *)(void *)&row->da[1].hi, na_y);
+        tb_f8_store_hi((float *)(void *)&row->da[2].hi, na_z);
         tb_f8 k = dot8(r_d, i_d);
-        ka[r] = TB_F8_LO(k);
-        kb[r] = TB_F8_HI(k);
+        kb[r] = TB_F8_LO(k);
+        ka[r] = TB_F8_HI(k);
     }
 }
 
@@ -464,16 +472,15 @@ TB_HOT_CLONES static void prepare_group(const tb_rigid_world *w, tb_contact_wide
         tb_row_wide *row = rows[r];
         row->da[0].lo = d[r].x * -ima, row->da[1].lo = d[r].y * -ima, row->da[2].lo = d[r].z * -ima;
         row->db[0].lo = d[r].x * imb, row->db[1].lo = d[r].y * imb, row->db[2].lo = d[r].z * imb;
-        row->dr[0].lo = d[r].x, row->dr[1].lo = d[r].y, row->dr[2].lo = d[r].z;
-        row->ra[0].lo = row->ra[1].lo = row->ra[2].lo = zero;
+        row->arm[0].d = d[r].x, row->arm[1].d = d[r].y, row->arm[2].d = d[r].z;
     }
     tb_f4 ka[3], kb[3];
     {
         /* contact point minus body position, rows of the world inverse
          * inertia, all ones where the side is an awake body */
-        const body_rows arm = sub8(rows8(point, point), rows8(pos_a, pos_b));
-        const body_rows inv[3] = {mat_rows8(inv_a, inv_b, 0), mat_rows8(inv_a, inv_b, 1), mat_rows8(inv_a, inv_b, 2)};
-        const tb_i8 dynamic = TB_F8_JOIN(lane_sa != zero_i, lane_sb != zero_i);
+        const body_rows arm = sub8(rows8(point, point), rows8(pos_b, pos_a));
+        const body_rows inv[3] = {mat_rows8(inv_b, inv_a, 0), mat_rows8(inv_b, inv_a, 1), mat_rows8(inv_b, inv_a, 2)};
+        const tb_i8 dynamic = TB_F8_JOIN(lane_sb != zero_i, lane_sa != zero_i);
         prepare_sides(arm, inv, dynamic, d, rows, ka, kb);
     }
     /* K = 1/ma + 1/mb + (ra x d) . Ia^-1 (ra x d) + (rb x d) . Ib^-1 (rb x d) */

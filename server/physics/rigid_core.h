@@ -189,15 +189,21 @@ typedef struct tb_f4x2 {
     tb_f4 lo, hi;
 } tb_f4x2;
 
+/* d, r_b x d and r_a x d of one component, side by side: [d | r_b x d] and
+ * [r_b x d | r_a x d] are each eight floats in a row. */
+typedef struct tb_arms4 {
+    tb_f4 d, rb, ra;
+} tb_arms4;
+
 /* One constraint direction d of four contacts (x, y, z components): with A =
  * [va | wa] and B = [vb | wb] the relative velocity along d is
- *     lo(X . dr) + hi(X . dr) - hi(A . ra),  X = [vb - va | wb],
- * and an impulse dj moves A by da [dj | dj] and B by db [dj | dj]. */
+ *     lo(X . [d | rb]) + hi(X . [d | rb]) - hi(A . [rb | ra]),  X = [vb - va | wb]
+ * (the lo half of A . [rb | ra] is not used), and an impulse dj moves A by
+ * da [dj | dj] and B by db [dj | dj]. */
 typedef struct tb_row_wide {
     tb_f4x2 da[3]; /* lo: -d / ma, hi: -I_a^-1 (r_a x d) */
     tb_f4x2 db[3]; /* lo: d / mb, hi: I_b^-1 (r_b x d) */
-    tb_f4x2 dr[3]; /* lo: d, hi: r_b x d */
-    tb_f4x2 ra[3]; /* lo: 0, hi: r_a x d */
+    tb_arms4 arm[3];
 } tb_row_wide;
 
 /* The per-lane scalars of a group are kept twice, lo = hi = the four lanes'
