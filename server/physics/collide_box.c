@@ -347,9 +347,20 @@ static inline __attribute__((always_inline)) int face_manifold(const tb_collide_
     const float cu = tb_v3_dot(rel, u), cw = tb_v3_dot(rel, w), ch = tb_v3_dot(rel, n);
     const float a1u = tb_v3_dot(e1, u), a1w = tb_v3_dot(e1, w), a1h = tb_v3_dot(e1, n);
     const float a2u = tb_v3_dot(e2, u), a2w = tb_v3_dot(e2, w), a2h = tb_v3_dot(e2, n);
-    face_poly buf[2] = {{{cu + a1u + a2u, cu - a1u + a2u, cu - a1u - a2u, cu + a1u - a2u},
-                         {cw + a1w + a2w, cw - a1w + a2w, cw - a1w - a2w, cw + a1w - a2w},
-                         {ch + a1h + a2h, ch - a1h + a2h, ch - a1h - a2h, ch + a1h - a2h}}};
+    /* c + a1 + a2, c - a1 + a2, c - a1 - a2, c + a1 - a2 per coordinate (x - y
+     * is x + (-y) exactly); the lanes past the polygon are zero (side_cuts
+     * reads eight, masked), written as vectors (an initialiser of both
+     * polygons became a 24-step rep stos) */
+    face_poly buf[2];
+    {
+        const tb_f4 s1 = {1.0f, -1.0f, -1.0f, 1.0f}, s2 = {1.0f, 1.0f, -1.0f, -1.0f}, zero = tb_f4_zero();
+        tb_f4_store(buf[0].u, (tb_f4_splat(cu) + s1 * tb_f4_splat(a1u)) + s2 * tb_f4_splat(a2u));
+        tb_f4_store(buf[0].w, (tb_f4_splat(cw) + s1 * tb_f4_splat(a1w)) + s2 * tb_f4_splat(a2w));
+        tb_f4_store(buf[0].h, (tb_f4_splat(ch) + s1 * tb_f4_splat(a1h)) + s2 * tb_f4_splat(a2h));
+        tb_f4_store(buf[0].u + 4, zero), tb_f4_store(buf[0].w + 4, zero), tb_f4_store(buf[0].h + 4, zero);
+        const tb_f8 zero8 = tb_f8_splat(0.0f);
+        tb_f8_store(buf[1].u, zero8), tb_f8_store(buf[1].w, zero8), tb_f8_store(buf[1].h, zero8);
+    }
     /* A side with every vertex inside it would only copy the polygon
      * (Sutherland-Hodgman keeps every vertex and adds none): skipped. Most
      * face contacts of a stack cut one side or none. */
