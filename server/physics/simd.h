@@ -122,7 +122,14 @@ TB_SIMD_INLINE int tb_i4_any(tb_i4 mask) { return (mask[0] | mask[1] | mask[2] |
 
 /* ---- eight lanes ----------------------------------------------------------------- */
 
-TB_SIMD_INLINE tb_f8 tb_f8_splat(float x) { return (tb_f8){x, x, x, x, x, x, x, x}; }
+/* Written as a shuffle of lane 0: GCC builds {x, x, x, x, x, x, x, x} on
+ * the AVX path (no vbroadcastss from a register before AVX2) with four
+ * vinsertps and a vperm2f128, the shuffle with a vshufps and a vinsertf128. */
+TB_SIMD_INLINE tb_f8 tb_f8_splat(float x)
+{
+    const tb_f8 v = {x};
+    return TB_SHUFFLE(v, v, 0, 0, 0, 0, 0, 0, 0, 0);
+}
 
 TB_SIMD_INLINE tb_f8 tb_f8_load(const float *p)
 {
@@ -156,6 +163,13 @@ TB_SIMD_INLINE tb_f8 tb_f8_sqrt(tb_f8 v)
 {
     tb_f8 r;
     for (int k = 0; k < 8; k++) r[k] = sqrtf(v[k]);
+    return r;
+}
+
+TB_SIMD_INLINE tb_f8 tb_f8_abs(tb_f8 v)
+{
+    tb_f8 r;
+    for (int k = 0; k < 8; k++) r[k] = fabsf(v[k]);
     return r;
 }
 
