@@ -374,20 +374,31 @@ static inline __attribute__((always_inline)) int face_manifold(const tb_collide_
     }
     const face_poly *poly = &buf[cur];
 
+    /* The points midway between the reference face and the incident
+     * vertices, lane i for vertex i (tb_v3_mad's operations); each is kept
+     * unless it lies within DUPLICATE_POINT (L1) of one kept before it
+     * (clipping can leave two vertices at nearly one place), its distance
+     * to every lane at once. */
+    const tb_f8 pu = tb_f8_load(poly->u), pw = tb_f8_load(poly->w), half_h = tb_f8_splat(0.5f) * tb_f8_load(poly->h);
+    const tb_f8 mx = ((tb_f8_splat(face_center.x) + tb_f8_splat(u.x) * pu) + tb_f8_splat(w.x) * pw) +
+                     tb_f8_splat(n.x) * half_h;
+    const tb_f8 my = ((tb_f8_splat(face_center.y) + tb_f8_splat(u.y) * pu) + tb_f8_splat(w.y) * pw) +
+                     tb_f8_splat(n.y) * half_h;
+    const tb_f8 mz = ((tb_f8_splat(face_center.z) + tb_f8_splat(u.z) * pu) + tb_f8_splat(w.z) * pw) +
+                     tb_f8_splat(n.z) * half_h;
+    unsigned kept = 0; /* bit i: vertex i is a point */
     int out = 0;
     for (int i = 0; i < count && out < TB_MANIFOLD_MAX; i++) {
         float s = poly->h[i];
         if (s > margin) continue;
-        /* the point midway between the reference face and the incident vertex */
-        tb_vec3 mid = tb_v3_mad(tb_v3_mad(tb_v3_mad(face_center, u, poly->u[i]), w, poly->w[i]), n, 0.5f * s);
-        /* clipping can leave two vertices at (nearly) one place: keep one */
-        bool dup = false;
-        for (int j = 0; j < out && !dup; j++) {
-            tb_vec3 q = tb_v3_abs(tb_v3_sub(points[j], mid));
-            dup = q.x + q.y + q.z < DUPLICATE_POINT;
+        if (kept) {
+            /* |q - mid| summed x + y + z for every vertex q (lane) */
+            tb_f8 d = (tb_f8_abs(mx - tb_f8_splat(mx[i])) + tb_f8_abs(my - tb_f8_splat(my[i]))) +
+                      tb_f8_abs(mz - tb_f8_splat(mz[i]));
+            if (tb_f8_bits_lt(d, tb_f8_splat(DUPLICATE_POINT)) & kept) continue;
         }
-        if (dup) continue;
-        points[out] = mid;
+        kept |= 1u << i;
+        points[out] = tb_v3(mx[i], my[i], mz[i]);
         seps[out] = s;
         out++;
     }
