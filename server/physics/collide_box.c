@@ -217,10 +217,12 @@ static inline __attribute__((always_inline)) bool box_box_sat(const tb_collide_b
  * along the face, h the height above it (along the contact normal), so the
  * side planes are |u| <= hu and |w| <= hw and h is a vertex's separation.
  * Clipping a quad by four sides leaves at most 8 vertices; the arrays hold
- * 8 so that two 4-float loads cover any polygon. */
+ * 8 so that one 8-float load covers any polygon, and one more: vertex n
+ * repeats vertex 0 (the closing copy), so that the 8 floats from [1] are
+ * every vertex's successor. */
 #define POLY_MAX 8
 typedef struct face_poly {
-    float u[POLY_MAX], w[POLY_MAX], h[POLY_MAX];
+    float u[POLY_MAX + 1], w[POLY_MAX + 1], h[POLY_MAX + 1];
 } face_poly;
 
 /* Whether some vertex of `in` (n of them) has sign * (u or w) - limit > 0
@@ -235,33 +237,43 @@ static inline bool side_cuts(const face_poly *in, int n, int along_w, float sign
     return (out[0] | out[1] | out[2] | out[3]) != 0;
 }
 
-/* Keeps the part of polygon `in` (n vertices) where sign * (u or w) <= limit;
- * h is linear along an edge, so interpolating it is exact. Inline: its four
- * calls pass constant along_w and sign, which then fold away. */
-static inline int clip_face(const face_poly *in, int n, face_poly *out, int along_w, float sign, float limit)
+/* Keeps the part of polygon `in` (n vertices) where sign * (u or w) <= limit
+ * (Sutherland-Hodgman): per vertex i in order, the vertex if its distance
+ * d_i = sign * x_i - limit is <= 0, then the edge's crossing if exactly one
+ * of d_i, d_i+1 is (i + 1 taken mod n), at t = d_i / (d_i - d_i+1), where
+ * h is linear along the edge, so interpolating it is exact. The distances
+ * and crossings of all eight lanes are computed at once (each lane the
+ * operations of the scalar formula), then the kept ones written in order.
+ * Inline: its four calls pass constant along_w and sign, which then fold. */
+static inline __attribute__((always_inline)) int clip_face(const face_poly *in, int n, face_poly *out, int along_w,
+                                                           float sign, float limit)
 {
     if (n == 0) return 0;
-    int m = 0;
     const float *x = along_w ? in->w : in->u;
-    /* each vertex's distance computed once and carried to the next edge */
-    const float d0 = sign * x[0] - limit;
-    float dp = d0;
+    const tb_f8 s = tb_f8_splat(sign), l = tb_f8_splat(limit), zero = tb_f8_splat(0.0f);
+    const tb_f8 dp = s * tb_f8_load(x) - l, dq = s * tb_f8_load(x + 1) - l;
+    const unsigned lanes = (1u << n) - 1u;
+    const unsigned inside = tb_f8_bits_le(dp, zero) & lanes;
+    const unsigned next_inside = (inside >> 1) | (inside & 1u) << (n - 1);
+    const unsigned cross = inside ^ next_inside;
+    const tb_f8 t = dp / (dp - dq);
+    const tb_f8 u0 = tb_f8_load(in->u), w0 = tb_f8_load(in->w), h0 = tb_f8_load(in->h);
+    float cu[POLY_MAX], cw[POLY_MAX], ch[POLY_MAX];
+    tb_f8_store(cu, u0 + (tb_f8_load(in->u + 1) - u0) * t);
+    tb_f8_store(cw, w0 + (tb_f8_load(in->w + 1) - w0) * t);
+    tb_f8_store(ch, h0 + (tb_f8_load(in->h + 1) - h0) * t);
+    int m = 0;
     for (int i = 0; i < n; i++) {
-        int k = i + 1 < n ? i + 1 : 0;
-        float dq = i + 1 < n ? sign * x[k] - limit : d0;
-        if (dp <= 0.0f) {
+        if (inside >> i & 1u) {
             out->u[m] = in->u[i], out->w[m] = in->w[i], out->h[m] = in->h[i];
             m++;
         }
-        if ((dp <= 0.0f) != (dq <= 0.0f)) {
-            float t = dp / (dp - dq);
-            out->u[m] = in->u[i] + (in->u[k] - in->u[i]) * t;
-            out->w[m] = in->w[i] + (in->w[k] - in->w[i]) * t;
-            out->h[m] = in->h[i] + (in->h[k] - in->h[i]) * t;
+        if (cross >> i & 1u) {
+            out->u[m] = cu[i], out->w[m] = cw[i], out->h[m] = ch[i];
             m++;
         }
-        dp = dq;
     }
+    out->u[m] = out->u[0], out->w[m] = out->w[0], out->h[m] = out->h[0]; /* the closing copy */
     return m;
 }
 
@@ -348,18 +360,22 @@ static inline __attribute__((always_inline)) int face_manifold(const tb_collide_
     const float a1u = tb_v3_dot(e1, u), a1w = tb_v3_dot(e1, w), a1h = tb_v3_dot(e1, n);
     const float a2u = tb_v3_dot(e2, u), a2w = tb_v3_dot(e2, w), a2h = tb_v3_dot(e2, n);
     /* c + a1 + a2, c - a1 + a2, c - a1 - a2, c + a1 - a2 per coordinate (x - y
-     * is x + (-y) exactly); the lanes past the polygon are zero (side_cuts
-     * reads eight, masked), written as vectors (an initialiser of both
-     * polygons became a 24-step rep stos) */
+     * is x + (-y) exactly), then the closing copy; the lanes past it are zero
+     * (the 8-float loads read them, masked), written as vectors (an
+     * initialiser of both polygons became a 24-step rep stos) */
     face_poly buf[2];
     {
         const tb_f4 s1 = {1.0f, -1.0f, -1.0f, 1.0f}, s2 = {1.0f, 1.0f, -1.0f, -1.0f}, zero = tb_f4_zero();
-        tb_f4_store(buf[0].u, (tb_f4_splat(cu) + s1 * tb_f4_splat(a1u)) + s2 * tb_f4_splat(a2u));
-        tb_f4_store(buf[0].w, (tb_f4_splat(cw) + s1 * tb_f4_splat(a1w)) + s2 * tb_f4_splat(a2w));
-        tb_f4_store(buf[0].h, (tb_f4_splat(ch) + s1 * tb_f4_splat(a1h)) + s2 * tb_f4_splat(a2h));
-        tb_f4_store(buf[0].u + 4, zero), tb_f4_store(buf[0].w + 4, zero), tb_f4_store(buf[0].h + 4, zero);
+        const tb_f4 qu = (tb_f4_splat(cu) + s1 * tb_f4_splat(a1u)) + s2 * tb_f4_splat(a2u);
+        const tb_f4 qw = (tb_f4_splat(cw) + s1 * tb_f4_splat(a1w)) + s2 * tb_f4_splat(a2w);
+        const tb_f4 qh = (tb_f4_splat(ch) + s1 * tb_f4_splat(a1h)) + s2 * tb_f4_splat(a2h);
+        tb_f8_store(buf[0].u, TB_F8_JOIN(qu, zero)), tb_f8_store(buf[0].w, TB_F8_JOIN(qw, zero));
+        tb_f8_store(buf[0].h, TB_F8_JOIN(qh, zero));
+        buf[0].u[4] = qu[0], buf[0].w[4] = qw[0], buf[0].h[4] = qh[0];
+        buf[0].u[POLY_MAX] = buf[0].w[POLY_MAX] = buf[0].h[POLY_MAX] = 0.0f;
         const tb_f8 zero8 = tb_f8_splat(0.0f);
         tb_f8_store(buf[1].u, zero8), tb_f8_store(buf[1].w, zero8), tb_f8_store(buf[1].h, zero8);
+        buf[1].u[POLY_MAX] = buf[1].w[POLY_MAX] = buf[1].h[POLY_MAX] = 0.0f;
     }
     /* A side with every vertex inside it would only copy the polygon
      * (Sutherland-Hodgman keeps every vertex and adds none): skipped. Most
