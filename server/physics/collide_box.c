@@ -90,12 +90,18 @@ static inline __attribute__((always_inline)) bool box_box_sat(const tb_collide_b
                  az = {aa[0].z, aa[1].z, aa[2].z, 0.0f};
     const tb_f4 bx = {ba[0].x, ba[1].x, ba[2].x, 0.0f}, by = {ba[0].y, ba[1].y, ba[2].y, 0.0f},
                  bz = {ba[0].z, ba[1].z, ba[2].z, 0.0f};
-    /* r = a_i . b_j: row[i] has lanes j, col[j] lanes i (the same numbers) */
+    /* r = a_i . b_j: row[i] has lanes j, col[j] lanes i (the same numbers:
+     * col is row transposed, lane 3 of neither is read) */
     tb_f4 row[3], col[3];
     UNROLL3 for (int i = 0; i < 3; i++)
         row[i] = tb_f4_splat(aa[i].x) * bx + tb_f4_splat(aa[i].y) * by + tb_f4_splat(aa[i].z) * bz;
-    UNROLL3 for (int j = 0; j < 3; j++)
-        col[j] = ax * tb_f4_splat(ba[j].x) + ay * tb_f4_splat(ba[j].y) + az * tb_f4_splat(ba[j].z);
+    {
+        const tb_f4 t0 = TB_SHUFFLE(row[0], row[1], 0, 4, 1, 5), t1 = TB_SHUFFLE(row[2], row[2], 0, 4, 1, 5);
+        const tb_f4 t2 = TB_SHUFFLE(row[0], row[1], 2, 6, 3, 7), t3 = TB_SHUFFLE(row[2], row[2], 2, 6, 3, 7);
+        col[0] = TB_SHUFFLE(t0, t1, 0, 1, 4, 5);
+        col[1] = TB_SHUFFLE(t0, t1, 2, 3, 6, 7);
+        col[2] = TB_SHUFFLE(t2, t3, 0, 1, 4, 5);
+    }
     /* c = |r| + eps (eps: parallel edges stay conservative) */
     const tb_f4 eps = tb_f4_splat(1e-6f);
     const tb_f4 ah = {a->half[0], a->half[1], a->half[2], 0.0f}, bh = {b->half[0], b->half[1], b->half[2], 0.0f};
