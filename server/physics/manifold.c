@@ -15,24 +15,35 @@
 #include "physics/rigid_core.h"
 
 /* local_b: the point in body b's frame, R^T (p - x) with R's columns the
- * frame's axes (three dot products, not the quaternion's two crosses). */
+ * frame's axes (three dot products, not the quaternion's two crosses). The
+ * world's fields in locals: the stores through the contact arrays could
+ * otherwise alias them and be read again for every point. */
 static void add_manifold(tb_rigid_world *w, uint32_t key, int body_a, int body_b, const tb_manifold *m)
 {
-    const tb_body *b = &w->bodies[body_b];
-    const tb_vec3 *ax = w->frames[body_b].box.axis;
-    for (int i = 0; i < m->count; i++) {
-        if (w->contact_count == w->contact_capacity) { w->contacts_dropped++; return; }
-        int k = w->contact_count++;
-        tb_contact_point *cp = &w->points[k];
+    const tb_vec3 pos = w->bodies[body_b].position;
+    const tb_vec3 *frame_axis = w->frames[body_b].box.axis;
+    const tb_vec3 ax0 = frame_axis[0], ax1 = frame_axis[1], ax2 = frame_axis[2];
+    const tb_vec3 normal = m->normal;
+    tb_contact_point *points = w->points;
+    tb_contact *contacts = w->contacts;
+    int k = w->contact_count;
+    int count = m->count;
+    if (count > w->contact_capacity - k) { /* full: the rest is dropped (counted once) */
+        count = w->contact_capacity - k;
+        w->contacts_dropped++;
+    }
+    for (int i = 0; i < count; i++, k++) {
+        tb_contact_point *cp = &points[k];
         cp->key = key;
         cp->body_a = body_a;
         cp->body_b = body_b;
         cp->separation = m->separation[i];
         cp->point = m->point[i];
-        tb_vec3 d = tb_v3_sub(m->point[i], b->position);
-        cp->local_b = tb_v3(tb_v3_dot(ax[0], d), tb_v3_dot(ax[1], d), tb_v3_dot(ax[2], d));
-        w->contacts[k].n = m->normal;
+        tb_vec3 d = tb_v3_sub(m->point[i], pos);
+        cp->local_b = tb_v3(tb_v3_dot(ax0, d), tb_v3_dot(ax1, d), tb_v3_dot(ax2, d));
+        contacts[k].n = normal;
     }
+    w->contact_count = k;
 }
 
 /* Narrow phase for one body pair; the manifold normal runs from a to b. */
