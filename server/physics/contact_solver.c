@@ -70,11 +70,9 @@ static inline void side_rows(tb_vec3 r, const tb_mat3 *inv_inertia, bool dynamic
  * into the lanes (tb_contact_solver_prepare). */
 TB_HOT_CLONES void tb_contact_solver_begin(tb_rigid_world *w)
 {
-    int i = 0;
-    while (i < w->contact_count) {
+    for (int m = 0; m < w->manifold_count; m++) {
+        const int i = w->manifold_start[m], end = w->manifold_start[m + 1];
         const tb_contact_point *first = &w->points[i];
-        int end = i + 1;
-        while (end < w->contact_count && w->points[end].key == first->key) end++;
         int sa = first->body_a >= 0 ? w->solver_index[first->body_a] : 0;
         int sb = w->solver_index[first->body_b];
         tb_vec3 n = w->contacts[i].n;
@@ -92,7 +90,6 @@ TB_HOT_CLONES void tb_contact_solver_begin(tb_rigid_world *w)
             c->t2 = t2;
             c->jn = c->jt1 = c->jt2 = 0.0f;
         }
-        i = end;
     }
 }
 

@@ -2,7 +2,10 @@
  *
  * tb_manifold_collide runs the narrow phase on every broad-phase pair (in key
  * order), applies the wake rule, then adds plane contacts for every awake
- * body. The contact arrays end up as [body pairs by key][planes by body id].
+ * body. The contact arrays end up as [body pairs by key][planes by body id],
+ * each manifold (one pair's or one body-plane's points) a run whose start
+ * goes into manifold_start, so the passes over manifolds need not look for
+ * where the key changes.
  *
  * The cache keeps, per contact of the last step, its pair key, its point in
  * body b's frame and its impulses. A new contact takes the impulses of the
@@ -32,6 +35,7 @@ static void add_manifold(tb_rigid_world *w, uint32_t key, int body_a, int body_b
         count = w->contact_capacity - k;
         w->contacts_dropped++;
     }
+    if (count > 0) w->manifold_start[w->manifold_count++] = k;
     for (int i = 0; i < count; i++, k++) {
         tb_contact_point *cp = &points[k];
         cp->key = key;
@@ -65,6 +69,7 @@ TB_HOT_CLONES void tb_manifold_collide(tb_rigid_world *w)
 {
     tb_manifold m;
     w->contact_count = 0;
+    w->manifold_count = 0;
     w->contacts_dropped = 0;
     for (int p = 0; p < w->pair_count; p++) {
         const tb_pair *pair = &w->pairs[p];
@@ -98,6 +103,7 @@ TB_HOT_CLONES void tb_manifold_collide(tb_rigid_world *w)
             if (count) add_manifold(w, ((uint32_t)i << 16) | (TB_PLANE_KEY_BASE + (uint32_t)k), -1, i, &m);
         }
     }
+    w->manifold_start[w->manifold_count] = w->contact_count;
 }
 
 /* The contacts are two key-sorted runs ([pairs][planes]) and the cache is
@@ -111,19 +117,16 @@ TB_HOT_CLONES void tb_manifold_warm_start(tb_rigid_world *w)
     const int cache_count = w->cache_count;
     int first = 0;
     uint32_t prev_key = 0;
-    int i = 0;
-    while (i < w->contact_count) {
+    for (int mi = 0; mi < w->manifold_count; mi++) {
+        const int i = w->manifold_start[mi], end = w->manifold_start[mi + 1];
         uint32_t key = w->points[i].key;
-        int end = i + 1;
-        while (end < w->contact_count && w->points[end].key == key) end++;
         if (key < prev_key) first = 0; /* the plane run starts again from small keys */
         prev_key = key;
         while (first < cache_count && cache[first].key < key) first++;
         int last = first;
         while (last < cache_count && cache[last].key == key) last++;
         for (int c = i; c < end; c++) {
-            tb_contact *con = &w->contacts[c];
-            con->jn = con->jt1 = con->jt2 = 0.0f;
+            tb_contact *con = &w->contacts[c]; /* impulses cleared by tb_contact_solver_begin */
             /* Seed warning: each old impulse goes to at most one new contact;
              * two contacts sharing one would double it every step. */
             float best = TB_WARM_MATCH_DIST_SQ;
@@ -145,7 +148,6 @@ TB_HOT_CLONES void tb_manifold_warm_start(tb_rigid_world *w)
             if (con->jn == 0.0f && con->jt1 == 0.0f && con->jt2 == 0.0f) continue;
             tb_contact_solver_warm_apply(w, c);
         }
-        i = end;
         first = last;
     }
 }

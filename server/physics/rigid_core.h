@@ -297,6 +297,8 @@ struct tb_rigid_world {
     tb_contact *contacts;           /* contact_capacity + 1: [contact_capacity] stays zero */
     tb_contact_point *points;       /* (the empty lane of a solver group, contact_solver.c) */
     int contact_count;
+    int32_t *manifold_start;        /* tb_manifold_collide: the first contact of each run sharing */
+    int manifold_count;             /* a key (a manifold), then contact_count */
     int contacts_dropped;
     uint64_t idle_steps;            /* steps that found every body asleep (fast path) */
     bool idle_path_off;             /* tests: always take the full step (to compare) */

@@ -78,11 +78,13 @@ tb_rigid_world *tb_rigid_world_create(const tb_rigid_world_def *def)
      * reads (contact_solver.c); nothing writes it */
     w->contacts = calloc(ccap + 1, sizeof *w->contacts);
     w->points = calloc(ccap + 1, sizeof *w->points);
+    w->manifold_start = calloc(ccap + 1, sizeof *w->manifold_start);
     w->cache = calloc(ccap, sizeof *w->cache);
     w->cache_next = calloc(ccap, sizeof *w->cache_next);
     w->cache_used = calloc(ccap, 1);
     if (!w->bodies || !w->frames || !w->solver_index || !w->solver_bodies || !w->inv_inertia_world || !w->inv_mass ||
-        !w->pairs || !w->pairs_tmp || !w->contacts || !w->points || !w->cache || !w->cache_next || !w->cache_used ||
+        !w->pairs || !w->pairs_tmp || !w->contacts || !w->points || !w->manifold_start || !w->cache || !w->cache_next ||
+        !w->cache_used ||
         tb_broad_phase_init(&w->broad_phase, d.body_capacity) != TB_PHYS_OK ||
         tb_constraint_graph_init(&w->graph, d.body_capacity, d.contact_capacity) != TB_PHYS_OK) {
         tb_rigid_world_destroy(w);
@@ -105,6 +107,7 @@ void tb_rigid_world_destroy(tb_rigid_world *w)
     free(w->pairs_tmp);
     free(w->contacts);
     free(w->points);
+    free(w->manifold_start);
     free(w->cache);
     free(w->cache_next);
     free(w->cache_used);
