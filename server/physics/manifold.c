@@ -86,6 +86,7 @@ TB_HOT_CLONES void tb_manifold_collide(tb_rigid_world *w)
             if (!tb_body_is_slow(awake)) tb_body_wake(asleep);
         }
     }
+    w->pair_contact_count = w->contact_count;
     for (int i = 0; i < w->body_end; i++) {
         const tb_body *b = &w->bodies[i];
         if (!b->alive || b->sleeping) continue;
@@ -157,8 +158,7 @@ TB_HOT_CLONES void tb_manifold_warm_start(tb_rigid_world *w)
 TB_HOT_CLONES void tb_manifold_store_cache(tb_rigid_world *w)
 {
     int n = w->contact_count;
-    int split = 0;
-    while (split < n && w->points[split].body_a >= 0) split++;
+    int split = w->pair_contact_count;
     int i = 0, j = split, k = 0;
     while (i < split || j < n) {
         int src;

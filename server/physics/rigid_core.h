@@ -299,6 +299,7 @@ struct tb_rigid_world {
     int contact_count;
     int32_t *manifold_start;        /* tb_manifold_collide: the first contact of each run sharing */
     int manifold_count;             /* a key (a manifold), then contact_count */
+    int pair_contact_count;         /* contacts [0, this) are body pairs', the rest planes' */
     int contacts_dropped;
     uint64_t idle_steps;            /* steps that found every body asleep (fast path) */
     bool idle_path_off;             /* tests: always take the full step (to compare) */
