@@ -519,7 +519,7 @@ void tb_contact_solver_solve(tb_rigid_world *w)
     }
     for (int i = 0; i < graph->group_count; i++) {
         const tb_contact_wide *g = &graph->groups[i];
-        for (int k = 0; k < TB_LANES; k++) {
+        LANE_UNROLL for (int k = 0; k < TB_LANES; k++) {
             if (g->index[k] < 0) continue;
             tb_contact *c = &w->contacts[g->index[k]];
             c->jn = g->jn.lo[k];
