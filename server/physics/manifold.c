@@ -126,6 +126,7 @@ TB_HOT_CLONES void tb_manifold_warm_start(tb_rigid_world *w)
         while (first < cache_count && cache[first].key < key) first++;
         int last = first;
         while (last < cache_count && cache[last].key == key) last++;
+        if (last == first) continue; /* nothing to inherit: the impulses stay zero */
         for (int c = i; c < end; c++) {
             tb_contact *con = &w->contacts[c]; /* impulses cleared by tb_contact_solver_begin */
             /* Seed warning: each old impulse goes to at most one new contact;
