@@ -424,7 +424,7 @@ static inline __attribute__((always_inline)) int face_manifold(const tb_collide_
         seps[out] = s;
         out++;
     }
-    return reduce_manifold(points, seps, out, n);
+    return out <= 4 ? out : reduce_manifold(points, seps, out, n); /* the call only when there is work */
 }
 
 /* Closest points of edge i of A and edge j of B, the edges picked as the ones
