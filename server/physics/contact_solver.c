@@ -320,7 +320,7 @@ static inline tb_f4 lane_row(const tb_f4x2 r[3], unsigned lane) { return (tb_f4)
 /* Applies contact index's impulses (jn, jt1, jt2 of its tb_contact) to both
  * bodies; the arms come from its group's lane (the impulses are copied
  * there too) or, for an overflow contact, from its tb_contact. */
-TB_HOT_CLONES void tb_contact_solver_warm_apply(tb_rigid_world *w, int index)
+static inline __attribute__((always_inline)) void warm_apply_one(tb_rigid_world *w, int index)
 {
     const tb_contact *c = &w->contacts[index];
     tb_solver_body *a = &w->solver_bodies[c->sa], *b = &w->solver_bodies[c->sb];
@@ -355,6 +355,18 @@ TB_HOT_CLONES void tb_contact_solver_warm_apply(tb_rigid_world *w, int index)
     tb_f4 bv = tb__load_row(&b->v) + p * tb_f4_splat(c->imb), bw = tb__load_row(&b->w) + dwb;
     store_body(a, av, aw);
     store_body(b, bv, bw);
+}
+
+/* Every contact with an impulse from the cache (tb_manifold_warm_start), in
+ * contact order; one with none (no old point matched, or a speculative one
+ * that never touched) is passed over: the lanes already hold zeros. */
+TB_HOT_CLONES void tb_contact_solver_warm_apply(tb_rigid_world *w)
+{
+    for (int i = 0; i < w->contact_count; i++) {
+        const tb_contact *c = &w->contacts[i];
+        if (c->jn == 0.0f && c->jt1 == 0.0f && c->jt2 == 0.0f) continue;
+        warm_apply_one(w, i);
+    }
 }
 
 /* ---- preparation straight into the lanes ---------------------------------------------

@@ -145,10 +145,6 @@ TB_HOT_CLONES void tb_manifold_warm_start(tb_rigid_world *w)
             con->jn = e->jn;
             con->jt1 = tb_v3_dot(e->friction, con->t1);
             con->jt2 = tb_v3_dot(e->friction, con->t2);
-            /* nothing to apply (a speculative contact that did not touch):
-             * the lanes already hold zero impulses */
-            if (con->jn == 0.0f && con->jt1 == 0.0f && con->jt2 == 0.0f) continue;
-            tb_contact_solver_warm_apply(w, c);
         }
         first = last;
     }

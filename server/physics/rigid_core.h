@@ -339,7 +339,9 @@ void tb_manifold_warm_start(tb_rigid_world *world);
  * prepare (arms, masses, targets into the groups' lanes) after it */
 void tb_contact_solver_begin(tb_rigid_world *world);
 void tb_contact_solver_prepare(tb_rigid_world *world, float dt);
-void tb_contact_solver_warm_apply(tb_rigid_world *world, int index);
+/* Applies the impulses tb_manifold_warm_start gave the contacts, contact by
+ * contact in contact order (the order fixes the rounding of each body's sum) */
+void tb_contact_solver_warm_apply(tb_rigid_world *world);
 void tb_contact_solver_solve(tb_rigid_world *world);
 
 /* constraint_graph.c */

@@ -461,6 +461,7 @@ int tb_rigid_world_step(tb_rigid_world *w, float dt)
     tb_constraint_graph_build(w);
     tb_contact_solver_prepare(w, dt);
     tb_manifold_warm_start(w);
+    tb_contact_solver_warm_apply(w);
     tb_contact_solver_solve(w);
     tb_manifold_store_cache(w);
     apply_rolling_resistance(w);
