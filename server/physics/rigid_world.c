@@ -384,31 +384,33 @@ TB_HOT_CLONES static void integrate_positions(tb_rigid_world *w, float dt)
  * on felt): a ball rolling at 0.3 m/s on the floor stops in about a second. */
 #define TB_ROLLING_RESISTANCE 0.02f
 
-static bool any_awake_sphere(const tb_rigid_world *w)
+/* An awake sphere: the only kind of body whose spin this changes. */
+static bool is_awake_sphere(const tb_rigid_world *w, int id)
 {
-    for (int i = 0; i < w->body_end; i++)
-        if (w->bodies[i].alive && w->bodies[i].shape == TB_RIGID_SPHERE && w->solver_index[i] > 0) return true;
-    return false;
+    return id >= 0 && w->bodies[id].shape == TB_RIGID_SPHERE && w->solver_index[id] > 0;
 }
 
+/* Manifold by manifold (its points share both bodies): one without an awake
+ * sphere is passed over whole; the others' contacts in contact order, as
+ * a pass over every contact would take them. */
 static void apply_rolling_resistance(tb_rigid_world *w)
 {
-    /* only awake spheres are touched: without one (a tower's planks alone)
-     * a pass over the bodies is cheaper than one over the contacts */
-    if (!any_awake_sphere(w)) return;
-    for (int i = 0; i < w->contact_count; i++) {
-        float jn = w->contacts[i].jn;
-        if (!(jn > 0.0f)) continue;
-        const int ids[2] = {w->points[i].body_a, w->points[i].body_b};
-        for (int k = 0; k < 2; k++) {
-            if (ids[k] < 0) continue; /* a plane */
-            const tb_body *b = &w->bodies[ids[k]];
-            int s = w->solver_index[ids[k]];
-            if (b->shape != TB_RIGID_SPHERE || s <= 0) continue;
-            tb_vec3 *spin = &w->solver_bodies[s].w;
-            float speed = tb_v3_len(*spin), dw = TB_ROLLING_RESISTANCE * b->radius * jn * b->inv_inertia.x;
-            if (speed <= 0.0f) continue;
-            *spin = dw >= speed ? tb_v3_zero() : tb_v3_scale(*spin, (speed - dw) / speed);
+    for (int m = 0; m < w->manifold_count; m++) {
+        const int first = w->manifold_start[m], end = w->manifold_start[m + 1];
+        const int ids[2] = {w->points[first].body_a, w->points[first].body_b};
+        const bool sphere[2] = {is_awake_sphere(w, ids[0]), is_awake_sphere(w, ids[1])};
+        if (!sphere[0] && !sphere[1]) continue;
+        for (int i = first; i < end; i++) {
+            float jn = w->contacts[i].jn;
+            if (!(jn > 0.0f)) continue;
+            for (int k = 0; k < 2; k++) {
+                if (!sphere[k]) continue;
+                const tb_body *b = &w->bodies[ids[k]];
+                tb_vec3 *spin = &w->solver_bodies[w->solver_index[ids[k]]].w;
+                float speed = tb_v3_len(*spin), dw = TB_ROLLING_RESISTANCE * b->radius * jn * b->inv_inertia.x;
+                if (speed <= 0.0f) continue;
+                *spin = dw >= speed ? tb_v3_zero() : tb_v3_scale(*spin, (speed - dw) / speed);
+            }
         }
     }
 }
