@@ -376,9 +376,9 @@ TB_HOT_CLONES void tb_contact_solver_warm_apply(tb_rigid_world *w)
  * static side (solver slot 0) and an empty lane get all-zero arms, as
  * side_rows gives them. */
 
-/* Both sides at once in the tb_f8 halves: lo for side a, hi for side b
- * (x = [a's 4 lanes | b's 4 lanes], as body_rows holds [v | w]). */
-TB_SIMD_INLINE body_rows sub8(body_rows a, body_rows b) { return (body_rows){a.x - b.x, a.y - b.y, a.z - b.z}; }
+/* Both sides at once in the tb_f8 halves: lo for side b, hi for side a
+ * (x = [b's 4 lanes | a's 4 lanes], as body_rows holds [v | w]; b first so
+ * that [r_b x d | r_a x d] goes into tb_arms4 as it lies). */
 TB_SIMD_INLINE tb_f8 dot8(body_rows a, body_rows b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
 TB_SIMD_INLINE body_rows cross8(body_rows a, body_rows b)
 {
@@ -390,11 +390,15 @@ TB_SIMD_INLINE body_rows keep8(body_rows a, tb_i8 mask)
 }
 TB_SIMD_INLINE tb_f8 row_pair(const tb_vec3 *a, const tb_vec3 *b) { return TB_F8_JOIN(tb__load_row(a), tb__load_row(b)); }
 
-/* [a lanes | b lanes] of four lanes' vectors, and of row r of their matrices. */
-TB_SIMD_INLINE body_rows rows8(const tb_vec3 *const a[TB_LANES], const tb_vec3 *const b[TB_LANES])
+/* [p - pos_b | p - pos_a] of one lane, the differences taken as 16-byte rows
+ * (their fourth float is not read after the transpose). */
+TB_SIMD_INLINE tb_f8 arm_pair(const tb_vec3 *p, const tb_vec3 *pos_b, const tb_vec3 *pos_a)
 {
-    return transpose_rows(row_pair(a[0], b[0]), row_pair(a[1], b[1]), row_pair(a[2], b[2]), row_pair(a[3], b[3]));
+    const tb_f4 pk = tb__load_row(p);
+    return TB_F8_JOIN(pk - tb__load_row(pos_b), pk - tb__load_row(pos_a));
 }
+
+/* [a lanes | b lanes] of row r of four lanes' matrices. */
 TB_SIMD_INLINE body_rows mat_rows8(const tb_mat3 *const a[TB_LANES], const tb_mat3 *const b[TB_LANES], int r)
 {
     return transpose_rows(row_pair(&a[0]->r[r], &b[0]->r[r]), row_pair(&a[1]->r[r], &b[1]->r[r]),
@@ -487,7 +491,8 @@ TB_HOT_CLONES static void prepare_group(const tb_rigid_world *w, tb_contact_wide
     {
         /* contact point minus body position, rows of the world inverse
          * inertia, all ones where the side is an awake body */
-        const body_rows arm = sub8(rows8(point, point), rows8(pos_b, pos_a));
+        const body_rows arm = transpose_rows(arm_pair(point[0], pos_b[0], pos_a[0]), arm_pair(point[1], pos_b[1], pos_a[1]),
+                                             arm_pair(point[2], pos_b[2], pos_a[2]), arm_pair(point[3], pos_b[3], pos_a[3]));
         const body_rows inv[3] = {mat_rows8(inv_b, inv_a, 0), mat_rows8(inv_b, inv_a, 1), mat_rows8(inv_b, inv_a, 2)};
         const tb_i8 dynamic = TB_F8_JOIN(lane_sb != zero_i, lane_sa != zero_i);
         prepare_sides(arm, inv, dynamic, d, rows, ka, kb);
