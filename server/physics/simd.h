@@ -140,9 +140,8 @@ TB_SIMD_INLINE tb_f8 tb_f8_load(const float *p)
 
 TB_SIMD_INLINE void tb_f8_store(float *p, tb_f8 v) { memcpy(p, &v, sizeof v); }
 
-/* The lo or hi four lanes to memory (for the hi half one vextractf128 to
- * memory on the AVX path, where TB_F8_HI and a store take two). */
-TB_SIMD_INLINE void tb_f8_store_lo(float *p, tb_f8 v) { memcpy(p, &v, sizeof(tb_f4)); }
+/* The hi four lanes to memory: one vextractf128 to memory on the AVX path,
+ * where TB_F8_HI and a store take two. */
 TB_SIMD_INLINE void tb_f8_store_hi(float *p, tb_f8 v) { memcpy(p, (const char *)&v + sizeof(tb_f4), sizeof(tb_f4)); }
 
 TB_SIMD_INLINE tb_f8 tb_f8_min(tb_f8 a, tb_f8 b)
@@ -200,9 +199,10 @@ TB_SIMD_INLINE tb_f8 tb_f8_keep_le(tb_f8 v, tb_f8 a, tb_f8 b)
     return r;
 }
 
-/* Bit k set where lane k of a < b (tb_f8_bits_le: a <= b). The lanes' weights 2^k kept where true
- * and summed across the vector: small integers, so the float sums are exact,
- * and every step is a vector operation (a lane-by-lane bit loop is not). */
+/* Bit k set where lane k of a < b (tb_f8_bits_le: a <= b). The lanes'
+ * weights 2^k kept where true and summed across the vector: small integers,
+ * so the float sums are exact, and every step is a vector operation (a
+ * lane-by-lane bit loop is not). */
 TB_SIMD_INLINE unsigned tb_f8_bits_lt(tb_f8 a, tb_f8 b)
 {
     const tb_f8 weight = {1.0f, 2.0f, 4.0f, 8.0f, 16.0f, 32.0f, 64.0f, 128.0f};
