@@ -90,12 +90,18 @@ static inline __attribute__((always_inline)) bool box_box_sat(const tb_collide_b
                  az = {aa[0].z, aa[1].z, aa[2].z, 0.0f};
     const tb_f4 bx = {ba[0].x, ba[1].x, ba[2].x, 0.0f}, by = {ba[0].y, ba[1].y, ba[2].y, 0.0f},
                  bz = {ba[0].z, ba[1].z, ba[2].z, 0.0f};
-    /* r = a_i . b_j: row[i] has lanes j, col[j] lanes i (the same numbers) */
+    /* r = a_i . b_j: row[i] has lanes j, col[j] lanes i (the same numbers:
+     * col is row transposed, lane 3 of neither is read) */
     tb_f4 row[3], col[3];
     UNROLL3 for (int i = 0; i < 3; i++)
         row[i] = tb_f4_splat(aa[i].x) * bx + tb_f4_splat(aa[i].y) * by + tb_f4_splat(aa[i].z) * bz;
-    UNROLL3 for (int j = 0; j < 3; j++)
-        col[j] = ax * tb_f4_splat(ba[j].x) + ay * tb_f4_splat(ba[j].y) + az * tb_f4_splat(ba[j].z);
+    {
+        const tb_f4 t0 = TB_SHUFFLE(row[0], row[1], 0, 4, 1, 5), t1 = TB_SHUFFLE(row[2], row[2], 0, 4, 1, 5);
+        const tb_f4 t2 = TB_SHUFFLE(row[0], row[1], 2, 6, 3, 7), t3 = TB_SHUFFLE(row[2], row[2], 2, 6, 3, 7);
+        col[0] = TB_SHUFFLE(t0, t1, 0, 1, 4, 5);
+        col[1] = TB_SHUFFLE(t0, t1, 2, 3, 6, 7);
+        col[2] = TB_SHUFFLE(t2, t3, 0, 1, 4, 5);
+    }
     /* c = |r| + eps (eps: parallel edges stay conservative) */
     const tb_f4 eps = tb_f4_splat(1e-6f);
     const tb_f4 ah = {a->half[0], a->half[1], a->half[2], 0.0f}, bh = {b->half[0], b->half[1], b->half[2], 0.0f};
@@ -217,10 +223,12 @@ static inline __attribute__((always_inline)) bool box_box_sat(const tb_collide_b
  * along the face, h the height above it (along the contact normal), so the
  * side planes are |u| <= hu and |w| <= hw and h is a vertex's separation.
  * Clipping a quad by four sides leaves at most 8 vertices; the arrays hold
- * 8 so that two 4-float loads cover any polygon. */
+ * 8 so that one 8-float load covers any polygon, and one more: vertex n
+ * repeats vertex 0 (the closing copy), so that the 8 floats from [1] are
+ * every vertex's successor. */
 #define POLY_MAX 8
 typedef struct face_poly {
-    float u[POLY_MAX], w[POLY_MAX], h[POLY_MAX];
+    float u[POLY_MAX + 1], w[POLY_MAX + 1], h[POLY_MAX + 1];
 } face_poly;
 
 /* Whether some vertex of `in` (n of them) has sign * (u or w) - limit > 0
@@ -235,33 +243,43 @@ static inline bool side_cuts(const face_poly *in, int n, int along_w, float sign
     return (out[0] | out[1] | out[2] | out[3]) != 0;
 }
 
-/* Keeps the part of polygon `in` (n vertices) where sign * (u or w) <= limit;
- * h is linear along an edge, so interpolating it is exact. Inline: its four
- * calls pass constant along_w and sign, which then fold away. */
-static inline int clip_face(const face_poly *in, int n, face_poly *out, int along_w, float sign, float limit)
+/* Keeps the part of polygon `in` (n vertices) where sign * (u or w) <= limit
+ * (Sutherland-Hodgman): per vertex i in order, the vertex if its distance
+ * d_i = sign * x_i - limit is <= 0, then the edge's crossing if exactly one
+ * of d_i, d_i+1 is (i + 1 taken mod n), at t = d_i / (d_i - d_i+1), where
+ * h is linear along the edge, so interpolating it is exact. The distances
+ * and crossings of all eight lanes are computed at once (each lane the
+ * operations of the scalar formula), then the kept ones written in order.
+ * Inline: its four calls pass constant along_w and sign, which then fold. */
+static inline __attribute__((always_inline)) int clip_face(const face_poly *in, int n, face_poly *out, int along_w,
+                                                           float sign, float limit)
 {
     if (n == 0) return 0;
-    int m = 0;
     const float *x = along_w ? in->w : in->u;
-    /* each vertex's distance computed once and carried to the next edge */
-    const float d0 = sign * x[0] - limit;
-    float dp = d0;
+    const tb_f8 s = tb_f8_splat(sign), l = tb_f8_splat(limit), zero = tb_f8_splat(0.0f);
+    const tb_f8 dp = s * tb_f8_load(x) - l, dq = s * tb_f8_load(x + 1) - l;
+    const unsigned lanes = (1u << n) - 1u;
+    const unsigned inside = tb_f8_bits_le(dp, zero) & lanes;
+    const unsigned next_inside = (inside >> 1) | (inside & 1u) << (n - 1);
+    const unsigned cross = inside ^ next_inside;
+    const tb_f8 t = dp / (dp - dq);
+    const tb_f8 u0 = tb_f8_load(in->u), w0 = tb_f8_load(in->w), h0 = tb_f8_load(in->h);
+    float cu[POLY_MAX], cw[POLY_MAX], ch[POLY_MAX];
+    tb_f8_store(cu, u0 + (tb_f8_load(in->u + 1) - u0) * t);
+    tb_f8_store(cw, w0 + (tb_f8_load(in->w + 1) - w0) * t);
+    tb_f8_store(ch, h0 + (tb_f8_load(in->h + 1) - h0) * t);
+    int m = 0;
     for (int i = 0; i < n; i++) {
-        int k = i + 1 < n ? i + 1 : 0;
-        float dq = i + 1 < n ? sign * x[k] - limit : d0;
-        if (dp <= 0.0f) {
+        if (inside >> i & 1u) {
             out->u[m] = in->u[i], out->w[m] = in->w[i], out->h[m] = in->h[i];
             m++;
         }
-        if ((dp <= 0.0f) != (dq <= 0.0f)) {
-            float t = dp / (dp - dq);
-            out->u[m] = in->u[i] + (in->u[k] - in->u[i]) * t;
-            out->w[m] = in->w[i] + (in->w[k] - in->w[i]) * t;
-            out->h[m] = in->h[i] + (in->h[k] - in->h[i]) * t;
+        if (cross >> i & 1u) {
+            out->u[m] = cu[i], out->w[m] = cw[i], out->h[m] = ch[i];
             m++;
         }
-        dp = dq;
     }
+    out->u[m] = out->u[0], out->w[m] = out->w[0], out->h[m] = out->h[0]; /* the closing copy */
     return m;
 }
 
@@ -347,9 +365,24 @@ static inline __attribute__((always_inline)) int face_manifold(const tb_collide_
     const float cu = tb_v3_dot(rel, u), cw = tb_v3_dot(rel, w), ch = tb_v3_dot(rel, n);
     const float a1u = tb_v3_dot(e1, u), a1w = tb_v3_dot(e1, w), a1h = tb_v3_dot(e1, n);
     const float a2u = tb_v3_dot(e2, u), a2w = tb_v3_dot(e2, w), a2h = tb_v3_dot(e2, n);
-    face_poly buf[2] = {{{cu + a1u + a2u, cu - a1u + a2u, cu - a1u - a2u, cu + a1u - a2u},
-                         {cw + a1w + a2w, cw - a1w + a2w, cw - a1w - a2w, cw + a1w - a2w},
-                         {ch + a1h + a2h, ch - a1h + a2h, ch - a1h - a2h, ch + a1h - a2h}}};
+    /* c + a1 + a2, c - a1 + a2, c - a1 - a2, c + a1 - a2 per coordinate (x - y
+     * is x + (-y) exactly), then the closing copy; the lanes past it are zero
+     * (the 8-float loads read them, masked), written as vectors (an
+     * initialiser of both polygons became a 24-step rep stos) */
+    face_poly buf[2];
+    {
+        const tb_f4 s1 = {1.0f, -1.0f, -1.0f, 1.0f}, s2 = {1.0f, 1.0f, -1.0f, -1.0f}, zero = tb_f4_zero();
+        const tb_f4 qu = (tb_f4_splat(cu) + s1 * tb_f4_splat(a1u)) + s2 * tb_f4_splat(a2u);
+        const tb_f4 qw = (tb_f4_splat(cw) + s1 * tb_f4_splat(a1w)) + s2 * tb_f4_splat(a2w);
+        const tb_f4 qh = (tb_f4_splat(ch) + s1 * tb_f4_splat(a1h)) + s2 * tb_f4_splat(a2h);
+        tb_f8_store(buf[0].u, TB_F8_JOIN(qu, zero)), tb_f8_store(buf[0].w, TB_F8_JOIN(qw, zero));
+        tb_f8_store(buf[0].h, TB_F8_JOIN(qh, zero));
+        buf[0].u[4] = qu[0], buf[0].w[4] = qw[0], buf[0].h[4] = qh[0];
+        buf[0].u[POLY_MAX] = buf[0].w[POLY_MAX] = buf[0].h[POLY_MAX] = 0.0f;
+        const tb_f8 zero8 = tb_f8_splat(0.0f);
+        tb_f8_store(buf[1].u, zero8), tb_f8_store(buf[1].w, zero8), tb_f8_store(buf[1].h, zero8);
+        buf[1].u[POLY_MAX] = buf[1].w[POLY_MAX] = buf[1].h[POLY_MAX] = 0.0f;
+    }
     /* A side with every vertex inside it would only copy the polygon
      * (Sutherland-Hodgman keeps every vertex and adds none): skipped. Most
      * face contacts of a stack cut one side or none. */
@@ -363,24 +396,35 @@ static inline __attribute__((always_inline)) int face_manifold(const tb_collide_
     }
     const face_poly *poly = &buf[cur];
 
+    /* The points midway between the reference face and the incident
+     * vertices, lane i for vertex i (tb_v3_mad's operations); each is kept
+     * unless it lies within DUPLICATE_POINT (L1) of one kept before it
+     * (clipping can leave two vertices at nearly one place), its distance
+     * to every lane at once. */
+    const tb_f8 pu = tb_f8_load(poly->u), pw = tb_f8_load(poly->w), half_h = tb_f8_splat(0.5f) * tb_f8_load(poly->h);
+    const tb_f8 mx = ((tb_f8_splat(face_center.x) + tb_f8_splat(u.x) * pu) + tb_f8_splat(w.x) * pw) +
+                     tb_f8_splat(n.x) * half_h;
+    const tb_f8 my = ((tb_f8_splat(face_center.y) + tb_f8_splat(u.y) * pu) + tb_f8_splat(w.y) * pw) +
+                     tb_f8_splat(n.y) * half_h;
+    const tb_f8 mz = ((tb_f8_splat(face_center.z) + tb_f8_splat(u.z) * pu) + tb_f8_splat(w.z) * pw) +
+                     tb_f8_splat(n.z) * half_h;
+    unsigned kept = 0; /* bit i: vertex i is a point */
     int out = 0;
     for (int i = 0; i < count && out < TB_MANIFOLD_MAX; i++) {
         float s = poly->h[i];
         if (s > margin) continue;
-        /* the point midway between the reference face and the incident vertex */
-        tb_vec3 mid = tb_v3_mad(tb_v3_mad(tb_v3_mad(face_center, u, poly->u[i]), w, poly->w[i]), n, 0.5f * s);
-        /* clipping can leave two vertices at (nearly) one place: keep one */
-        bool dup = false;
-        for (int j = 0; j < out && !dup; j++) {
-            tb_vec3 q = tb_v3_abs(tb_v3_sub(points[j], mid));
-            dup = q.x + q.y + q.z < DUPLICATE_POINT;
+        if (kept) {
+            /* |q - mid| summed x + y + z for every vertex q (lane) */
+            tb_f8 d = (tb_f8_abs(mx - tb_f8_splat(mx[i])) + tb_f8_abs(my - tb_f8_splat(my[i]))) +
+                      tb_f8_abs(mz - tb_f8_splat(mz[i]));
+            if (tb_f8_bits_lt(d, tb_f8_splat(DUPLICATE_POINT)) & kept) continue;
         }
-        if (dup) continue;
-        points[out] = mid;
+        kept |= 1u << i;
+        points[out] = tb_v3(mx[i], my[i], mz[i]);
         seps[out] = s;
         out++;
     }
-    return reduce_manifold(points, seps, out, n);
+    return out <= 4 ? out : reduce_manifold(points, seps, out, n); /* the call only when there is work */
 }
 
 /* Closest points of edge i of A and edge j of B, the edges picked as the ones

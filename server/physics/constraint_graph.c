@@ -125,8 +125,8 @@ TB_HOT_CLONES void tb_constraint_graph_build(tb_rigid_world *w)
                 group->index[lane] = index;
                 group->sa[lane] = used ? w->contacts[index].sa : 0;
                 group->sb[lane] = used ? w->contacts[index].sb : 0;
-                group->off_a[lane] = (uint32_t)group->sa[lane] * (uint32_t)sizeof(tb_solver_body);
-                group->off_b[lane] = (uint32_t)group->sb[lane] * (uint32_t)sizeof(tb_solver_body);
+                group->body_a[lane] = &w->solver_bodies[group->sa[lane]];
+                group->body_b[lane] = &w->solver_bodies[group->sb[lane]];
                 if (used) g->slot[index] = n * TB_LANES + lane;
             }
             n++;

@@ -70,11 +70,9 @@ static inline void side_rows(tb_vec3 r, const tb_mat3 *inv_inertia, bool dynamic
  * into the lanes (tb_contact_solver_prepare). */
 TB_HOT_CLONES void tb_contact_solver_begin(tb_rigid_world *w)
 {
-    int i = 0;
-    while (i < w->contact_count) {
+    for (int m = 0; m < w->manifold_count; m++) {
+        const int i = w->manifold_start[m], end = w->manifold_start[m + 1];
         const tb_contact_point *first = &w->points[i];
-        int end = i + 1;
-        while (end < w->contact_count && w->points[end].key == first->key) end++;
         int sa = first->body_a >= 0 ? w->solver_index[first->body_a] : 0;
         int sb = w->solver_index[first->body_b];
         tb_vec3 n = w->contacts[i].n;
@@ -92,7 +90,6 @@ TB_HOT_CLONES void tb_contact_solver_begin(tb_rigid_world *w)
             c->t2 = t2;
             c->jn = c->jt1 = c->jt2 = 0.0f;
         }
-        i = end;
     }
 }
 
@@ -177,38 +174,13 @@ static void solve_contact(tb_solver_body *bodies, tb_contact *c, float mu)
     b->w = wb;
 }
 
-/* ---- four lanes at once -------------------------------------------------------------- */
-
-static inline tb_f4 dot4(tb_v3_4 a, tb_v3_4 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
-static inline tb_v3_4 sub4(tb_v3_4 a, tb_v3_4 b) { return (tb_v3_4){a.x - b.x, a.y - b.y, a.z - b.z}; }
-
-/* off[k]: byte offset of lane k's solver body (one load per lane, no index
- * arithmetic; about 30 fewer instructions a group). */
-static inline const tb_solver_body *body_at(const tb_solver_body *bodies, uint32_t off)
-{
-    return (const tb_solver_body *)(const void *)((const char *)bodies + off);
-}
-
-static inline void gather(const tb_solver_body *bodies, const uint32_t off[TB_LANES], tb_v3_4 *v, tb_v3_4 *w)
-{
-    const tb_solver_body *b0 = body_at(bodies, off[0]), *b1 = body_at(bodies, off[1]), *b2 = body_at(bodies, off[2]),
-                         *b3 = body_at(bodies, off[3]);
-    *v = tb__transpose_in(tb__load_row(&b0->v), tb__load_row(&b1->v), tb__load_row(&b2->v), tb__load_row(&b3->v));
-    *w = tb__transpose_in(tb__load_row(&b0->w), tb__load_row(&b1->w), tb__load_row(&b2->w), tb__load_row(&b3->w));
-}
-
-/* Lanes never share an awake body; they may share the static slot 0, whose
- * velocity every lane leaves at zero. */
-static inline void store_body(tb_solver_body *bodies, uint32_t off, tb_f4 v, tb_f4 w)
-{
-    char *b = (char *)bodies + off;
-    memcpy(b + offsetof(tb_solver_body, v), &v, sizeof v);
-    memcpy(b + offsetof(tb_solver_body, w), &w, sizeof w);
-}
+/* ---- four lanes at once ----------------------------------------------------------------
+ *
+ * A group's four contacts share no awake body (constraint_graph.c), so each
+ * is one lane of the SIMD layer's vectors (simd.h) and the rows of all four
+ * are solved with the same instructions. */
 
 _Static_assert(TB_LANES == 4, "gather_rows() and scatter_rows() move four lanes");
-
-#define WROW_VELOCITY(d, ra_d, rb_d) (dot4(sub4(vb, va), (d)) + dot4(wb, (rb_d)) - dot4(wa, (ra_d)))
 
 /* ---- eight floats: a body's (v, w) row in one vector ----------------------------------
  *
@@ -223,55 +195,64 @@ typedef struct body_rows {
     tb_f8 x, y, z;
 } body_rows;
 
-/* Four bodies' [v pad | w pad] rows to [vx | wx], [vy | wy], [vz | wz]. */
-TB_SIMD_INLINE body_rows gather_rows(const tb_solver_body *bodies, const uint32_t off[TB_LANES])
+/* Four lanes' [x y z pad | x' y' z' pad] rows to [x | x'], [y | y'], [z | z']:
+ * a 4x4 transpose inside each half. */
+TB_SIMD_INLINE body_rows transpose_rows(tb_f8 r0, tb_f8 r1, tb_f8 r2, tb_f8 r3)
 {
-    const char *base = (const char *)bodies;
-    tb_f8 r0 = tb_f8_load((const float *)(const void *)(base + off[0]));
-    tb_f8 r1 = tb_f8_load((const float *)(const void *)(base + off[1]));
-    tb_f8 r2 = tb_f8_load((const float *)(const void *)(base + off[2]));
-    tb_f8 r3 = tb_f8_load((const float *)(const void *)(base + off[3]));
     tb_f8 t0 = TB_SHUFFLE(r0, r1, 0, 8, 1, 9, 4, 12, 5, 13), t1 = TB_SHUFFLE(r2, r3, 0, 8, 1, 9, 4, 12, 5, 13);
     tb_f8 t2 = TB_SHUFFLE(r0, r1, 2, 10, 3, 11, 6, 14, 7, 15), t3 = TB_SHUFFLE(r2, r3, 2, 10, 3, 11, 6, 14, 7, 15);
     return (body_rows){TB_SHUFFLE(t0, t1, 0, 1, 8, 9, 4, 5, 12, 13), TB_SHUFFLE(t0, t1, 2, 3, 10, 11, 6, 7, 14, 15),
                        TB_SHUFFLE(t2, t3, 0, 1, 8, 9, 4, 5, 12, 13)};
 }
 
+/* Four bodies' [v pad | w pad] rows to [vx | wx], [vy | wy], [vz | wz]. */
+TB_SIMD_INLINE body_rows gather_rows(tb_solver_body *const body[TB_LANES])
+{
+    return transpose_rows(tb_f8_load((const float *)(const void *)body[0]),
+                          tb_f8_load((const float *)(const void *)body[1]),
+                          tb_f8_load((const float *)(const void *)body[2]),
+                          tb_f8_load((const float *)(const void *)body[3]));
+}
+
 /* And back, the pads written as +0 (as the scalar rows have them). Lanes
  * never share an awake body; the static slot 0 gets back its zeros. */
-TB_SIMD_INLINE void scatter_rows(tb_solver_body *bodies, const uint32_t off[TB_LANES], const body_rows *v)
+TB_SIMD_INLINE void scatter_rows(tb_solver_body *const body[TB_LANES], const body_rows *v)
 {
-    char *base = (char *)bodies;
     const tb_f8 zero = tb_f8_splat(0.0f);
     tb_f8 t0 = TB_SHUFFLE(v->x, v->y, 0, 8, 1, 9, 4, 12, 5, 13), t1 = TB_SHUFFLE(v->x, v->y, 2, 10, 3, 11, 6, 14, 7, 15);
     tb_f8 t2 = TB_SHUFFLE(v->z, zero, 0, 8, 1, 9, 4, 12, 5, 13), t3 = TB_SHUFFLE(v->z, zero, 2, 10, 3, 11, 6, 14, 7, 15);
-    tb_f8_store((float *)(void *)(base + off[0]), TB_SHUFFLE(t0, t2, 0, 1, 8, 9, 4, 5, 12, 13));
-    tb_f8_store((float *)(void *)(base + off[1]), TB_SHUFFLE(t0, t2, 2, 3, 10, 11, 6, 7, 14, 15));
-    tb_f8_store((float *)(void *)(base + off[2]), TB_SHUFFLE(t1, t3, 0, 1, 8, 9, 4, 5, 12, 13));
-    tb_f8_store((float *)(void *)(base + off[3]), TB_SHUFFLE(t1, t3, 2, 3, 10, 11, 6, 7, 14, 15));
+    tb_f8_store((float *)(void *)body[0], TB_SHUFFLE(t0, t2, 0, 1, 8, 9, 4, 5, 12, 13));
+    tb_f8_store((float *)(void *)body[1], TB_SHUFFLE(t0, t2, 2, 3, 10, 11, 6, 7, 14, 15));
+    tb_f8_store((float *)(void *)body[2], TB_SHUFFLE(t1, t3, 0, 1, 8, 9, 4, 5, 12, 13));
+    tb_f8_store((float *)(void *)body[3], TB_SHUFFLE(t1, t3, 2, 3, 10, 11, 6, 7, 14, 15));
 }
 
-/* A tb_f4x2 pair of the row as one 8-float vector. */
+/* A tb_f4x2 pair of the row as one 8-float vector; [d | rb] and [rb | ra] of
+ * a component of its arms. */
 TB_SIMD_INLINE tb_f8 pair(const tb_f4x2 *p) { return tb_f8_load((const float *)(const void *)p); }
+TB_SIMD_INLINE tb_f8 d_rb(const tb_arms4 *p) { return tb_f8_load((const float *)(const void *)&p->d); }
+TB_SIMD_INLINE tb_f8 rb_ra(const tb_arms4 *p) { return tb_f8_load((const float *)(const void *)&p->rb); }
 
-/* (vb - va) . d + wb . (rb x d) - wa . (ra x d), as WROW_VELOCITY:
- * X = [vb - va | wb], v = lo(X . dr) + hi(X . dr) - hi(A . ra). */
-TB_SIMD_INLINE tb_f4 row_velocity(const tb_row_wide *r, const body_rows *a, const body_rows *b)
+/* (vb - va) . d + wb . (rb x d) - wa . (ra x d), as ROW_VELOCITY per lane,
+ * twice: X = [vb - va | wb], p = X . [d | rb], q = A . [rb | ra] and
+ * v = lo(p) + hi(p) - hi(q) in both halves (the hi half adds hi(p) + lo(p):
+ * the same sum, a + b = b + a; lo(q) is not used). */
+TB_SIMD_INLINE tb_f8 row_velocity(const tb_row_wide *r, const body_rows *a, const body_rows *b)
 {
     tb_f8 x = TB_SHUFFLE(b->x - a->x, b->x, 0, 1, 2, 3, 12, 13, 14, 15);
     tb_f8 y = TB_SHUFFLE(b->y - a->y, b->y, 0, 1, 2, 3, 12, 13, 14, 15);
     tb_f8 z = TB_SHUFFLE(b->z - a->z, b->z, 0, 1, 2, 3, 12, 13, 14, 15);
-    tb_f8 p = x * pair(&r->dr[0]) + y * pair(&r->dr[1]) + z * pair(&r->dr[2]);
-    tb_f8 q = a->x * pair(&r->ra[0]) + a->y * pair(&r->ra[1]) + a->z * pair(&r->ra[2]);
-    return (TB_F8_LO(p) + TB_F8_HI(p)) - TB_F8_HI(q);
+    tb_f8 p = x * d_rb(&r->arm[0]) + y * d_rb(&r->arm[1]) + z * d_rb(&r->arm[2]);
+    tb_f8 q = a->x * rb_ra(&r->arm[0]) + a->y * rb_ra(&r->arm[1]) + a->z * rb_ra(&r->arm[2]);
+    return (p + TB_SHUFFLE(p, p, 4, 5, 6, 7, 0, 1, 2, 3)) - TB_SHUFFLE(q, q, 4, 5, 6, 7, 4, 5, 6, 7);
 }
 
-/* va += (-d ima) dj, wa += (-ia_d) dj, vb += (d imb) dj, wb += ib_d dj: the
- * rows come scaled by the inverse masses (ROW_APPLY scales dj instead, so
- * the wide and the scalar rows round differently in the last bit). */
-TB_SIMD_INLINE void row_apply(const tb_row_wide *r, tb_f4 dj, body_rows *a, body_rows *b)
+/* va += (-d ima) dj, wa += (-ia_d) dj, vb += (d imb) dj, wb += ib_d dj with
+ * dj8 = [dj | dj]: the rows come scaled by the inverse masses (ROW_APPLY
+ * scales dj instead, so the wide and the scalar rows round differently in
+ * the last bit). */
+TB_SIMD_INLINE void row_apply(const tb_row_wide *r, tb_f8 dj8, body_rows *a, body_rows *b)
 {
-    tb_f8 dj8 = TB_F8_JOIN(dj, dj);
     a->x = a->x + pair(&r->da[0]) * dj8;
     a->y = a->y + pair(&r->da[1]) * dj8;
     a->z = a->z + pair(&r->da[2]) * dj8;
@@ -283,36 +264,42 @@ TB_SIMD_INLINE void row_apply(const tb_row_wide *r, tb_f4 dj, body_rows *a, body
 /* The same three rows as solve_contact, on four contacts of one colour.
  * Inlined into solve_groups, which is TB_HOT_CLONES: also compiled for AVX
  * (picked at load time), fewer instructions and the same results bit for bit. */
-TB_SIMD_INLINE void solve_group(tb_solver_body *bodies, tb_contact_wide *g, tb_f4 mu)
+TB_SIMD_INLINE void solve_group(tb_contact_wide *g, tb_f8 mu)
 {
-    body_rows a = gather_rows(bodies, g->off_a), b = gather_rows(bodies, g->off_b);
-    const tb_f4 zero = tb_f4_zero();
-    tb_f4 max_friction = mu * g->jn;
+    /* the pointers in locals: the body stores (memcpy, may alias anything)
+     * would otherwise make the compiler read them again for the scatter */
+    tb_solver_body *const body_a[TB_LANES] = {g->body_a[0], g->body_a[1], g->body_a[2], g->body_a[3]};
+    tb_solver_body *const body_b[TB_LANES] = {g->body_b[0], g->body_b[1], g->body_b[2], g->body_b[3]};
+    body_rows a = gather_rows(body_a), b = gather_rows(body_b);
+    const tb_f8 zero = tb_f8_splat(0.0f);
+    const tb_f8 jn = pair(&g->jn), jt1 = pair(&g->jt1), jt2 = pair(&g->jt2);
+    tb_f8 max_friction = mu * jn;
 
-    tb_f4 vt = row_velocity(&g->t1, &a, &b);
-    tb_f4 j = tb_f4_min(tb_f4_max(g->jt1 - vt * g->mass_t1, -max_friction), max_friction);
-    row_apply(&g->t1, j - g->jt1, &a, &b);
-    g->jt1 = j;
+    tb_f8 vt = row_velocity(&g->t1, &a, &b);
+    tb_f8 j = tb_f8_min(tb_f8_max(jt1 - vt * pair(&g->mass_t1), -max_friction), max_friction);
+    row_apply(&g->t1, j - jt1, &a, &b);
+    tb_f8_store((float *)(void *)&g->jt1, j);
 
     vt = row_velocity(&g->t2, &a, &b);
-    j = tb_f4_min(tb_f4_max(g->jt2 - vt * g->mass_t2, -max_friction), max_friction);
-    row_apply(&g->t2, j - g->jt2, &a, &b);
-    g->jt2 = j;
+    j = tb_f8_min(tb_f8_max(jt2 - vt * pair(&g->mass_t2), -max_friction), max_friction);
+    row_apply(&g->t2, j - jt2, &a, &b);
+    tb_f8_store((float *)(void *)&g->jt2, j);
 
-    tb_f4 vn = row_velocity(&g->n, &a, &b);
-    j = tb_f4_max(zero, g->jn + (g->target - vn) * g->mass_n);
-    row_apply(&g->n, j - g->jn, &a, &b);
-    g->jn = j;
+    tb_f8 vn = row_velocity(&g->n, &a, &b);
+    j = tb_f8_max(zero, jn + (pair(&g->target) - vn) * pair(&g->mass_n));
+    row_apply(&g->n, j - jn, &a, &b);
+    tb_f8_store((float *)(void *)&g->jn, j);
 
-    scatter_rows(bodies, g->off_a, &a);
-    scatter_rows(bodies, g->off_b, &b);
+    scatter_rows(body_a, &a);
+    scatter_rows(body_b, &b);
 }
 
 /* One sweep over the groups: one call through the clone's ifunc per sweep,
  * not per group. */
-TB_HOT_CLONES static void solve_groups(tb_solver_body *bodies, tb_contact_wide *groups, int count, tb_f4 mu)
+TB_HOT_CLONES static void solve_groups(tb_contact_wide *groups, int count, float friction)
 {
-    for (int i = 0; i < count; i++) solve_group(bodies, &groups[i], mu);
+    const tb_f8 mu = tb_f8_splat(friction);
+    for (int i = 0; i < count; i++) solve_group(&groups[i], mu);
 }
 
 /* ---- warm start -----------------------------------------------------------------------
@@ -321,13 +308,19 @@ TB_HOT_CLONES static void solve_groups(tb_solver_body *bodies, tb_contact_wide *
  * body's sum), each vector a 16-byte row (x, y, z, 0): per component the same
  * operations as tb_v3_scale/add/mad, a third of the instructions. */
 
+static inline void store_body(tb_solver_body *b, tb_f4 v, tb_f4 w)
+{
+    memcpy(&b->v, &v, sizeof v);
+    memcpy(&b->w, &w, sizeof w);
+}
+
 static inline tb_f4 row3(tb_vec3 v) { return (tb_f4){v.x, v.y, v.z, 0.0f}; }
 static inline tb_f4 lane_row(const tb_f4x2 r[3], unsigned lane) { return (tb_f4){r[0].hi[lane], r[1].hi[lane], r[2].hi[lane], 0.0f}; }
 
 /* Applies contact index's impulses (jn, jt1, jt2 of its tb_contact) to both
  * bodies; the arms come from its group's lane (the impulses are copied
  * there too) or, for an overflow contact, from its tb_contact. */
-TB_HOT_CLONES void tb_contact_solver_warm_apply(tb_rigid_world *w, int index)
+static inline __attribute__((always_inline)) void warm_apply_one(tb_rigid_world *w, int index)
 {
     const tb_contact *c = &w->contacts[index];
     tb_solver_body *a = &w->solver_bodies[c->sa], *b = &w->solver_bodies[c->sb];
@@ -342,9 +335,9 @@ TB_HOT_CLONES void tb_contact_solver_warm_apply(tb_rigid_world *w, int index)
         ib_n = lane_row(g->n.db, lane);
         ib_t1 = lane_row(g->t1.db, lane);
         ib_t2 = lane_row(g->t2.db, lane);
-        g->jn[lane] = c->jn;
-        g->jt1[lane] = c->jt1;
-        g->jt2[lane] = c->jt2;
+        g->jn.lo[lane] = g->jn.hi[lane] = c->jn;
+        g->jt1.lo[lane] = g->jt1.hi[lane] = c->jt1;
+        g->jt2.lo[lane] = g->jt2.hi[lane] = c->jt2;
     } else {
         ia_n = -row3(c->ia_n);
         ia_t1 = -row3(c->ia_t1);
@@ -360,8 +353,20 @@ TB_HOT_CLONES void tb_contact_solver_warm_apply(tb_rigid_world *w, int index)
     /* the pads stay +0: pad + 0 * s */
     tb_f4 av = tb__load_row(&a->v) + p * tb_f4_splat(-c->ima), aw = tb__load_row(&a->w) + dwa; /* dwa negated */
     tb_f4 bv = tb__load_row(&b->v) + p * tb_f4_splat(c->imb), bw = tb__load_row(&b->w) + dwb;
-    store_body(a, 0, av, aw);
-    store_body(b, 0, bv, bw);
+    store_body(a, av, aw);
+    store_body(b, bv, bw);
+}
+
+/* Every contact with an impulse from the cache (tb_manifold_warm_start), in
+ * contact order; one with none (no old point matched, or a speculative one
+ * that never touched) is passed over: the lanes already hold zeros. */
+TB_HOT_CLONES void tb_contact_solver_warm_apply(tb_rigid_world *w)
+{
+    for (int i = 0; i < w->contact_count; i++) {
+        const tb_contact *c = &w->contacts[i];
+        if (c->jn == 0.0f && c->jt1 == 0.0f && c->jt2 == 0.0f) continue;
+        warm_apply_one(w, i);
+    }
 }
 
 /* ---- preparation straight into the lanes ---------------------------------------------
@@ -371,65 +376,69 @@ TB_HOT_CLONES void tb_contact_solver_warm_apply(tb_rigid_world *w, int index)
  * static side (solver slot 0) and an empty lane get all-zero arms, as
  * side_rows gives them. */
 
-static inline tb_v3_4 keep4(tb_v3_4 a, tb_i4 mask)
+/* Both sides at once in the tb_f8 halves: lo for side b, hi for side a
+ * (x = [b's 4 lanes | a's 4 lanes], as body_rows holds [v | w]; b first so
+ * that [r_b x d | r_a x d] goes into tb_arms4 as it lies). */
+TB_SIMD_INLINE tb_f8 dot8(body_rows a, body_rows b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
+TB_SIMD_INLINE body_rows cross8(body_rows a, body_rows b)
 {
-    return (tb_v3_4){(tb_f4)((tb_i4)a.x & mask), (tb_f4)((tb_i4)a.y & mask), (tb_f4)((tb_i4)a.z & mask)};
+    return (body_rows){a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
 }
-static inline tb_v3_4 cross4(tb_v3_4 a, tb_v3_4 b)
+TB_SIMD_INLINE body_rows keep8(body_rows a, tb_i8 mask)
 {
-    return (tb_v3_4){a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
+    return (body_rows){(tb_f8)((tb_i8)a.x & mask), (tb_f8)((tb_i8)a.y & mask), (tb_f8)((tb_i8)a.z & mask)};
 }
-static inline tb_v3_4 rows4(const tb_vec3 *const r[TB_LANES])
+TB_SIMD_INLINE tb_f8 row_pair(const tb_vec3 *a, const tb_vec3 *b) { return TB_F8_JOIN(tb__load_row(a), tb__load_row(b)); }
+
+/* [p - pos_b | p - pos_a] of one lane, the differences taken as 16-byte rows
+ * (their fourth float is not read after the transpose). */
+TB_SIMD_INLINE tb_f8 arm_pair(const tb_vec3 *p, const tb_vec3 *pos_b, const tb_vec3 *pos_a)
 {
-    return tb__transpose_in(tb__load_row(r[0]), tb__load_row(r[1]), tb__load_row(r[2]), tb__load_row(r[3]));
+    const tb_f4 pk = tb__load_row(p);
+    return TB_F8_JOIN(pk - tb__load_row(pos_b), pk - tb__load_row(pos_a));
 }
 
-/* Row r of four lanes' matrices (one pointer per lane, not per row). */
-static inline tb_v3_4 mat_rows4(const tb_mat3 *const m[TB_LANES], int r)
+/* [a lanes | b lanes] of row r of four lanes' matrices. */
+TB_SIMD_INLINE body_rows mat_rows8(const tb_mat3 *const a[TB_LANES], const tb_mat3 *const b[TB_LANES], int r)
 {
-    return tb__transpose_in(tb__load_row(&m[0]->r[r]), tb__load_row(&m[1]->r[r]), tb__load_row(&m[2]->r[r]),
-                            tb__load_row(&m[3]->r[r]));
+    return transpose_rows(row_pair(&a[0]->r[r], &b[0]->r[r]), row_pair(&a[1]->r[r], &b[1]->r[r]),
+                          row_pair(&a[2]->r[r], &b[2]->r[r]), row_pair(&a[3]->r[r], &b[3]->r[r]));
 }
 
-typedef struct side4 {
-    tb_v3_4 r;       /* contact point minus body position */
-    tb_v3_4 inv[3];  /* rows of the world inverse inertia */
-    tb_i4 dynamic;   /* all ones where the side is an awake body */
-} side4;
-
-/* r x d and I^-1 (r x d), zero where the side is static. */
-static inline void side_rows4(const side4 *s, tb_v3_4 d, tb_v3_4 *r_d, tb_v3_4 *i_d)
-{
-    tb_v3_4 rd = cross4(s->r, d);
-    tb_v3_4 id = {dot4(s->inv[0], rd), dot4(s->inv[1], rd), dot4(s->inv[2], rd)};
-    *r_d = keep4(rd, s->dynamic);
-    *i_d = keep4(id, s->dynamic);
-}
-
-/* One side's arms for the three directions straight into the rows (side a:
- * da.hi = -I^-1 (r x d) and ra.hi = r x d; side b: db.hi and dr.hi), and
- * (r x d) . I^-1 (r x d) per direction for the effective masses. One side
- * at a time keeps fewer vectors live. */
+/* For the three directions d: r x d and I^-1 (r x d) of both sides (side b
+ * in the lo half, side a in the hi half, as arm.rb and arm.ra lie), zero
+ * where the side is static, straight into the rows (db.hi = I_b^-1 (r_b x d),
+ * da.hi = -I_a^-1 (r_a x d), arm.rb and arm.ra in one store), and
+ * (r x d) . I^-1 (r x d) of each side for the effective masses. */
 #if defined(__GNUC__) && !defined(__clang__)
 #define PREP_UNROLL _Pragma("GCC unroll 3")
+#define LANE_UNROLL _Pragma("GCC unroll 4")
 #else
 #define PREP_UNROLL
+#define LANE_UNROLL
 #endif
-static inline __attribute__((always_inline)) void prepare_side(const side4 *s, const tb_v3_4 d[3],
-                                                               tb_row_wide *const rows[3], bool side_a, tb_f4 k[3])
+TB_SIMD_INLINE void prepare_sides(body_rows arm, const body_rows inv[3], tb_i8 dynamic, const tb_v3_4 d[3],
+                                  tb_row_wide *const rows[3], tb_f4 ka[3], tb_f4 kb[3])
 {
+    const tb_f8 negate_a = {0.0f, 0.0f, 0.0f, 0.0f, -0.0f, -0.0f, -0.0f, -0.0f}; /* sign bits of the hi half */
     PREP_UNROLL for (int r = 0; r < 3; r++) {
-        tb_v3_4 r_d, i_d;
-        side_rows4(s, d[r], &r_d, &i_d);
+        const body_rows dir = {TB_F8_JOIN(d[r].x, d[r].x), TB_F8_JOIN(d[r].y, d[r].y), TB_F8_JOIN(d[r].z, d[r].z)};
+        body_rows r_d = cross8(arm, dir);
+        body_rows i_d = {dot8(inv[0], r_d), dot8(inv[1], r_d), dot8(inv[2], r_d)};
+        r_d = keep8(r_d, dynamic);
+        i_d = keep8(i_d, dynamic);
         tb_row_wide *row = rows[r];
-        if (side_a) {
-            row->da[0].hi = -i_d.x, row->da[1].hi = -i_d.y, row->da[2].hi = -i_d.z;
-            row->ra[0].hi = r_d.x, row->ra[1].hi = r_d.y, row->ra[2].hi = r_d.z;
-        } else {
-            row->db[0].hi = i_d.x, row->db[1].hi = i_d.y, row->db[2].hi = i_d.z;
-            row->dr[0].hi = r_d.x, row->dr[1].hi = r_d.y, row->dr[2].hi = r_d.z;
-        }
-        k[r] = dot4(r_d, i_d);
+        tb_f8_store((float *)(void *)&row->arm[0].rb, r_d.x), tb_f8_store((float *)(void *)&row->arm[1].rb, r_d.y);
+        tb_f8_store((float *)(void *)&row->arm[2].rb, r_d.z);
+        row->db[0].hi = TB_F8_LO(i_d.x), row->db[1].hi = TB_F8_LO(i_d.y), row->db[2].hi = TB_F8_LO(i_d.z);
+        /* -x as the sign bit flipped, as negation does */
+        const tb_f8 na_x = (tb_f8)((tb_i8)i_d.x ^ (tb_i8)negate_a), na_y = (tb_f8)((tb_i8)i_d.y ^ (tb_i8)negate_a),
+                    na_z = (tb_f8)((tb_i8)i_d.z ^ (tb_i8)negate_a);
+        tb_f8_store_hi((float *)(void *)&row->da[0].hi, na_x), tb_f8_store_hi((float *)(void *)&row->da[1].hi, na_y);
+        tb_f8_store_hi((float *)(void *)&row->da[2].hi, na_z);
+        tb_f8 k = dot8(r_d, i_d);
+        kb[r] = TB_F8_LO(k);
+        ka[r] = TB_F8_HI(k);
     }
 }
 
@@ -441,21 +450,22 @@ static inline tb_f4 inverse_mass4(tb_f4 k)
 
 TB_HOT_CLONES static void prepare_group(const tb_rigid_world *w, tb_contact_wide *g, float dt)
 {
-    static const tb_contact empty; /* zero rows and masses: a lane that moves nothing */
-    static const tb_vec3 origin[2];  /* two, so the 16-byte row load stays inside */
     const tb_contact *c[TB_LANES];
     const tb_vec3 *point[TB_LANES], *pos_a[TB_LANES], *pos_b[TB_LANES];
     const tb_mat3 *inv_a[TB_LANES], *inv_b[TB_LANES];
     float sep[TB_LANES];
-    for (int k = 0; k < TB_LANES; k++) {
-        int idx = g->index[k];
-        const tb_contact_point *p = idx >= 0 ? &w->points[idx] : NULL;
-        c[k] = p ? &w->contacts[idx] : &empty;
-        point[k] = p ? &p->point : &origin[0];
+    LANE_UNROLL for (int k = 0; k < TB_LANES; k++) {
+        /* an empty lane reads the zeroed entry past the last contact: zero
+         * direction, masses and separation, both sides slot 0 (so whatever
+         * its arms come to, they are masked): a lane that moves nothing */
+        int idx = g->index[k] >= 0 ? g->index[k] : w->contact_capacity;
+        const tb_contact_point *p = &w->points[idx];
+        c[k] = &w->contacts[idx];
+        point[k] = &p->point;
         /* a plane side: r = 0, masked anyway (slot 0) */
-        pos_a[k] = p && p->body_a >= 0 ? &w->bodies[p->body_a].position : point[k];
-        pos_b[k] = p ? &w->bodies[p->body_b].position : point[k];
-        sep[k] = p ? p->separation : 0.0f;
+        pos_a[k] = p->body_a >= 0 ? &w->bodies[p->body_a].position : point[k];
+        pos_b[k] = &w->bodies[p->body_b].position;
+        sep[k] = p->separation;
         inv_a[k] = &w->inv_inertia_world[g->sa[k]];
         inv_b[k] = &w->inv_inertia_world[g->sb[k]];
     }
@@ -475,41 +485,34 @@ TB_HOT_CLONES static void prepare_group(const tb_rigid_world *w, tb_contact_wide
         tb_row_wide *row = rows[r];
         row->da[0].lo = d[r].x * -ima, row->da[1].lo = d[r].y * -ima, row->da[2].lo = d[r].z * -ima;
         row->db[0].lo = d[r].x * imb, row->db[1].lo = d[r].y * imb, row->db[2].lo = d[r].z * imb;
-        row->dr[0].lo = d[r].x, row->dr[1].lo = d[r].y, row->dr[2].lo = d[r].z;
-        row->ra[0].lo = row->ra[1].lo = row->ra[2].lo = zero;
+        row->arm[0].d = d[r].x, row->arm[1].d = d[r].y, row->arm[2].d = d[r].z;
     }
-    tb_v3_4 p4 = rows4(point);
     tb_f4 ka[3], kb[3];
     {
-        side4 a = {sub4(p4, rows4(pos_a)), {mat_rows4(inv_a, 0), mat_rows4(inv_a, 1), mat_rows4(inv_a, 2)},
-                   lane_sa != zero_i};
-        prepare_side(&a, d, rows, true, ka);
-    }
-    {
-        side4 b = {sub4(p4, rows4(pos_b)), {mat_rows4(inv_b, 0), mat_rows4(inv_b, 1), mat_rows4(inv_b, 2)},
-                   lane_sb != zero_i};
-        prepare_side(&b, d, rows, false, kb);
+        /* contact point minus body position, rows of the world inverse
+         * inertia, all ones where the side is an awake body */
+        const body_rows arm = transpose_rows(arm_pair(point[0], pos_b[0], pos_a[0]), arm_pair(point[1], pos_b[1], pos_a[1]),
+                                             arm_pair(point[2], pos_b[2], pos_a[2]), arm_pair(point[3], pos_b[3], pos_a[3]));
+        const body_rows inv[3] = {mat_rows8(inv_b, inv_a, 0), mat_rows8(inv_b, inv_a, 1), mat_rows8(inv_b, inv_a, 2)};
+        const tb_i8 dynamic = TB_F8_JOIN(lane_sb != zero_i, lane_sa != zero_i);
+        prepare_sides(arm, inv, dynamic, d, rows, ka, kb);
     }
     /* K = 1/ma + 1/mb + (ra x d) . Ia^-1 (ra x d) + (rb x d) . Ib^-1 (rb x d) */
-    g->mass_n = inverse_mass4(ima + imb + ka[0] + kb[0]);
-    g->mass_t1 = inverse_mass4(ima + imb + ka[1] + kb[1]);
-    g->mass_t2 = inverse_mass4(ima + imb + ka[2] + kb[2]);
-    const tb_v3_4 n = d[0];
-    const tb_v3_4 ra_n = {g->n.ra[0].hi, g->n.ra[1].hi, g->n.ra[2].hi};
-    const tb_v3_4 rb_n = {g->n.dr[0].hi, g->n.dr[1].hi, g->n.dr[2].hi};
+    g->mass_n.lo = g->mass_n.hi = inverse_mass4(ima + imb + ka[0] + kb[0]);
+    g->mass_t1.lo = g->mass_t1.hi = inverse_mass4(ima + imb + ka[1] + kb[1]);
+    g->mass_t2.lo = g->mass_t2.hi = inverse_mass4(ima + imb + ka[2] + kb[2]);
 
-    /* normal_target per lane (velocities before the warm start) */
-    tb_v3_4 va, wa, vb, wb;
-    gather(w->solver_bodies, g->off_a, &va, &wa);
-    gather(w->solver_bodies, g->off_b, &vb, &wb);
-    tb_f4 vn = WROW_VELOCITY(n, ra_n, rb_n);
+    /* normal_target per lane (velocities before the warm start): the normal
+     * row's velocity as the solver computes it */
+    const body_rows a = gather_rows(g->body_a), b = gather_rows(g->body_b);
+    tb_f4 vn = TB_F8_LO(row_velocity(&g->n, &a, &b));
     const float inv_dt = 1.0f / dt;
     const tb_f4 s = {sep[0], sep[1], sep[2], sep[3]};
     tb_f4 target = tb_f4_select(s > zero, -s * tb_f4_splat(inv_dt),
                              tb_f4_splat(TB_BAUMGARTE * inv_dt) * tb_f4_max(zero, -s - tb_f4_splat(TB_LINEAR_SLOP)));
     tb_i4 bounce = (vn < tb_f4_splat(-TB_RESTITUTION_THRESHOLD)) & (s < -vn * tb_f4_splat(dt));
-    g->target = tb_f4_select(bounce, tb_f4_max(target, tb_f4_splat(-w->restitution) * vn), target);
-    g->jn = g->jt1 = g->jt2 = zero;
+    g->target.lo = g->target.hi = tb_f4_select(bounce, tb_f4_max(target, tb_f4_splat(-w->restitution) * vn), target);
+    g->jn.lo = g->jn.hi = g->jt1.lo = g->jt1.hi = g->jt2.lo = g->jt2.hi = zero;
 }
 
 /* Every group's rows in its lanes, the overflow contacts' in their tb_contact. */
@@ -526,20 +529,19 @@ void tb_contact_solver_solve(tb_rigid_world *w)
 {
     tb_constraint_graph *graph = &w->graph;
     tb_solver_body *bodies = w->solver_bodies;
-    const tb_f4 mu = tb_f4_splat(w->friction);
     for (int it = 0; it < w->iterations; it++) {
-        solve_groups(bodies, graph->groups, graph->group_count, mu);
+        solve_groups(graph->groups, graph->group_count, w->friction);
         for (int i = 0; i < graph->overflow_count; i++)
             solve_contact(bodies, &w->contacts[graph->overflow[i]], w->friction);
     }
     for (int i = 0; i < graph->group_count; i++) {
         const tb_contact_wide *g = &graph->groups[i];
-        for (int k = 0; k < TB_LANES; k++) {
+        LANE_UNROLL for (int k = 0; k < TB_LANES; k++) {
             if (g->index[k] < 0) continue;
             tb_contact *c = &w->contacts[g->index[k]];
-            c->jn = g->jn[k];
-            c->jt1 = g->jt1[k];
-            c->jt2 = g->jt2[k];
+            c->jn = g->jn.lo[k];
+            c->jt1 = g->jt1.lo[k];
+            c->jt2 = g->jt2.lo[k];
         }
     }
 }

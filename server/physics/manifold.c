@@ -2,7 +2,10 @@
  *
  * tb_manifold_collide runs the narrow phase on every broad-phase pair (in key
  * order), applies the wake rule, then adds plane contacts for every awake
- * body. The contact arrays end up as [body pairs by key][planes by body id].
+ * body. The contact arrays end up as [body pairs by key][planes by body id],
+ * each manifold (one pair's or one body-plane's points) a run whose start
+ * goes into manifold_start, so the passes over manifolds need not look for
+ * where the key changes.
  *
  * The cache keeps, per contact of the last step, its pair key, its point in
  * body b's frame and its impulses. A new contact takes the impulses of the
@@ -15,24 +18,36 @@
 #include "physics/rigid_core.h"
 
 /* local_b: the point in body b's frame, R^T (p - x) with R's columns the
- * frame's axes (three dot products, not the quaternion's two crosses). */
+ * frame's axes (three dot products, not the quaternion's two crosses). The
+ * world's fields in locals: the stores through the contact arrays could
+ * otherwise alias them and be read again for every point. */
 static void add_manifold(tb_rigid_world *w, uint32_t key, int body_a, int body_b, const tb_manifold *m)
 {
-    const tb_body *b = &w->bodies[body_b];
-    const tb_vec3 *ax = w->frames[body_b].box.axis;
-    for (int i = 0; i < m->count; i++) {
-        if (w->contact_count == w->contact_capacity) { w->contacts_dropped++; return; }
-        int k = w->contact_count++;
-        tb_contact_point *cp = &w->points[k];
+    const tb_vec3 pos = w->bodies[body_b].position;
+    const tb_vec3 *frame_axis = w->frames[body_b].box.axis;
+    const tb_vec3 ax0 = frame_axis[0], ax1 = frame_axis[1], ax2 = frame_axis[2];
+    const tb_vec3 normal = m->normal;
+    tb_contact_point *points = w->points;
+    tb_contact *contacts = w->contacts;
+    int k = w->contact_count;
+    int count = m->count;
+    if (count > w->contact_capacity - k) { /* full: the rest is dropped (counted once) */
+        count = w->contact_capacity - k;
+        w->contacts_dropped++;
+    }
+    if (count > 0) w->manifold_start[w->manifold_count++] = k;
+    for (int i = 0; i < count; i++, k++) {
+        tb_contact_point *cp = &points[k];
         cp->key = key;
         cp->body_a = body_a;
         cp->body_b = body_b;
         cp->separation = m->separation[i];
         cp->point = m->point[i];
-        tb_vec3 d = tb_v3_sub(m->point[i], b->position);
-        cp->local_b = tb_v3(tb_v3_dot(ax[0], d), tb_v3_dot(ax[1], d), tb_v3_dot(ax[2], d));
-        w->contacts[k].n = m->normal;
+        tb_vec3 d = tb_v3_sub(m->point[i], pos);
+        cp->local_b = tb_v3(tb_v3_dot(ax0, d), tb_v3_dot(ax1, d), tb_v3_dot(ax2, d));
+        contacts[k].n = normal;
     }
+    w->contact_count = k;
 }
 
 /* Narrow phase for one body pair; the manifold normal runs from a to b. */
@@ -54,6 +69,7 @@ TB_HOT_CLONES void tb_manifold_collide(tb_rigid_world *w)
 {
     tb_manifold m;
     w->contact_count = 0;
+    w->manifold_count = 0;
     w->contacts_dropped = 0;
     for (int p = 0; p < w->pair_count; p++) {
         const tb_pair *pair = &w->pairs[p];
@@ -70,6 +86,7 @@ TB_HOT_CLONES void tb_manifold_collide(tb_rigid_world *w)
             if (!tb_body_is_slow(awake)) tb_body_wake(asleep);
         }
     }
+    w->pair_contact_count = w->contact_count;
     for (int i = 0; i < w->body_end; i++) {
         const tb_body *b = &w->bodies[i];
         if (!b->alive || b->sleeping) continue;
@@ -87,6 +104,7 @@ TB_HOT_CLONES void tb_manifold_collide(tb_rigid_world *w)
             if (count) add_manifold(w, ((uint32_t)i << 16) | (TB_PLANE_KEY_BASE + (uint32_t)k), -1, i, &m);
         }
     }
+    w->manifold_start[w->manifold_count] = w->contact_count;
 }
 
 /* The contacts are two key-sorted runs ([pairs][planes]) and the cache is
@@ -100,19 +118,17 @@ TB_HOT_CLONES void tb_manifold_warm_start(tb_rigid_world *w)
     const int cache_count = w->cache_count;
     int first = 0;
     uint32_t prev_key = 0;
-    int i = 0;
-    while (i < w->contact_count) {
+    for (int mi = 0; mi < w->manifold_count; mi++) {
+        const int i = w->manifold_start[mi], end = w->manifold_start[mi + 1];
         uint32_t key = w->points[i].key;
-        int end = i + 1;
-        while (end < w->contact_count && w->points[end].key == key) end++;
         if (key < prev_key) first = 0; /* the plane run starts again from small keys */
         prev_key = key;
         while (first < cache_count && cache[first].key < key) first++;
         int last = first;
         while (last < cache_count && cache[last].key == key) last++;
+        if (last == first) continue; /* nothing to inherit: the impulses stay zero */
         for (int c = i; c < end; c++) {
-            tb_contact *con = &w->contacts[c];
-            con->jn = con->jt1 = con->jt2 = 0.0f;
+            tb_contact *con = &w->contacts[c]; /* impulses cleared by tb_contact_solver_begin */
             /* Seed warning: each old impulse goes to at most one new contact;
              * two contacts sharing one would double it every step. */
             float best = TB_WARM_MATCH_DIST_SQ;
@@ -129,12 +145,7 @@ TB_HOT_CLONES void tb_manifold_warm_start(tb_rigid_world *w)
             con->jn = e->jn;
             con->jt1 = tb_v3_dot(e->friction, con->t1);
             con->jt2 = tb_v3_dot(e->friction, con->t2);
-            /* nothing to apply (a speculative contact that did not touch):
-             * the lanes already hold zero impulses */
-            if (con->jn == 0.0f && con->jt1 == 0.0f && con->jt2 == 0.0f) continue;
-            tb_contact_solver_warm_apply(w, c);
         }
-        i = end;
         first = last;
     }
 }
@@ -144,8 +155,7 @@ TB_HOT_CLONES void tb_manifold_warm_start(tb_rigid_world *w)
 TB_HOT_CLONES void tb_manifold_store_cache(tb_rigid_world *w)
 {
     int n = w->contact_count;
-    int split = 0;
-    while (split < n && w->points[split].body_a >= 0) split++;
+    int split = w->pair_contact_count;
     int i = 0, j = split, k = 0;
     while (i < split || j < n) {
         int src;

@@ -189,23 +189,32 @@ typedef struct tb_f4x2 {
     tb_f4 lo, hi;
 } tb_f4x2;
 
+/* d, r_b x d and r_a x d of one component, side by side: [d | r_b x d] and
+ * [r_b x d | r_a x d] are each eight floats in a row. */
+typedef struct tb_arms4 {
+    tb_f4 d, rb, ra;
+} tb_arms4;
+
 /* One constraint direction d of four contacts (x, y, z components): with A =
  * [va | wa] and B = [vb | wb] the relative velocity along d is
- *     lo(X . dr) + hi(X . dr) - hi(A . ra),  X = [vb - va | wb],
- * and an impulse dj moves A by da [dj | dj] and B by db [dj | dj]. */
+ *     lo(X . [d | rb]) + hi(X . [d | rb]) - hi(A . [rb | ra]),  X = [vb - va | wb]
+ * (the lo half of A . [rb | ra] is not used), and an impulse dj moves A by
+ * da [dj | dj] and B by db [dj | dj]. */
 typedef struct tb_row_wide {
     tb_f4x2 da[3]; /* lo: -d / ma, hi: -I_a^-1 (r_a x d) */
     tb_f4x2 db[3]; /* lo: d / mb, hi: I_b^-1 (r_b x d) */
-    tb_f4x2 dr[3]; /* lo: d, hi: r_b x d */
-    tb_f4x2 ra[3]; /* lo: 0, hi: r_a x d */
+    tb_arms4 arm[3];
 } tb_row_wide;
 
+/* The per-lane scalars of a group are kept twice, lo = hi = the four lanes'
+ * values, so that a row's impulse comes out of the 8-wide arithmetic already
+ * as the [dj | dj] that row_apply multiplies by (no broadcast per row). */
 typedef struct tb_contact_wide {
     tb_row_wide n, t1, t2;
-    tb_f4 mass_n, mass_t1, mass_t2, target;
-    tb_f4 jn, jt1, jt2;
+    tb_f4x2 mass_n, mass_t1, mass_t2, target;
+    tb_f4x2 jn, jt1, jt2;
     int32_t sa[TB_LANES], sb[TB_LANES];
-    uint32_t off_a[TB_LANES], off_b[TB_LANES]; /* sa, sb times sizeof(tb_solver_body) */
+    tb_solver_body *body_a[TB_LANES], *body_b[TB_LANES]; /* &solver_bodies[sa], [sb] */
     int32_t index[TB_LANES]; /* contact index, -1 for an empty lane */
 } tb_contact_wide;
 
@@ -285,9 +294,12 @@ struct tb_rigid_world {
     tb_broad_phase broad_phase;
     tb_pair *pairs, *pairs_tmp;
     int pair_capacity, pair_count;
-    tb_contact *contacts;
-    tb_contact_point *points;
+    tb_contact *contacts;           /* contact_capacity + 1: [contact_capacity] stays zero */
+    tb_contact_point *points;       /* (the empty lane of a solver group, contact_solver.c) */
     int contact_count;
+    int32_t *manifold_start;        /* tb_manifold_collide: the first contact of each run sharing */
+    int manifold_count;             /* a key (a manifold), then contact_count */
+    int pair_contact_count;         /* contacts [0, this) are body pairs', the rest planes' */
     int contacts_dropped;
     uint64_t idle_steps;            /* steps that found every body asleep (fast path) */
     bool idle_path_off;             /* tests: always take the full step (to compare) */
@@ -327,7 +339,9 @@ void tb_manifold_warm_start(tb_rigid_world *world);
  * prepare (arms, masses, targets into the groups' lanes) after it */
 void tb_contact_solver_begin(tb_rigid_world *world);
 void tb_contact_solver_prepare(tb_rigid_world *world, float dt);
-void tb_contact_solver_warm_apply(tb_rigid_world *world, int index);
+/* Applies the impulses tb_manifold_warm_start gave the contacts, contact by
+ * contact in contact order (the order fixes the rounding of each body's sum) */
+void tb_contact_solver_warm_apply(tb_rigid_world *world);
 void tb_contact_solver_solve(tb_rigid_world *world);
 
 /* constraint_graph.c */

@@ -74,13 +74,17 @@ tb_rigid_world *tb_rigid_world_create(const tb_rigid_world_def *def)
     w->inv_mass = calloc(cap + 1, sizeof *w->inv_mass);
     w->pairs = calloc((size_t)w->pair_capacity, sizeof *w->pairs);
     w->pairs_tmp = calloc((size_t)w->pair_capacity, sizeof *w->pairs_tmp);
-    w->contacts = calloc(ccap, sizeof *w->contacts);
-    w->points = calloc(ccap, sizeof *w->points);
+    /* + 1: the zeroed entry at contact_capacity is what an empty solver lane
+     * reads (contact_solver.c); nothing writes it */
+    w->contacts = calloc(ccap + 1, sizeof *w->contacts);
+    w->points = calloc(ccap + 1, sizeof *w->points);
+    w->manifold_start = calloc(ccap + 1, sizeof *w->manifold_start);
     w->cache = calloc(ccap, sizeof *w->cache);
     w->cache_next = calloc(ccap, sizeof *w->cache_next);
     w->cache_used = calloc(ccap, 1);
     if (!w->bodies || !w->frames || !w->solver_index || !w->solver_bodies || !w->inv_inertia_world || !w->inv_mass ||
-        !w->pairs || !w->pairs_tmp || !w->contacts || !w->points || !w->cache || !w->cache_next || !w->cache_used ||
+        !w->pairs || !w->pairs_tmp || !w->contacts || !w->points || !w->manifold_start || !w->cache || !w->cache_next ||
+        !w->cache_used ||
         tb_broad_phase_init(&w->broad_phase, d.body_capacity) != TB_PHYS_OK ||
         tb_constraint_graph_init(&w->graph, d.body_capacity, d.contact_capacity) != TB_PHYS_OK) {
         tb_rigid_world_destroy(w);
@@ -103,6 +107,7 @@ void tb_rigid_world_destroy(tb_rigid_world *w)
     free(w->pairs_tmp);
     free(w->contacts);
     free(w->points);
+    free(w->manifold_start);
     free(w->cache);
     free(w->cache_next);
     free(w->cache_used);
@@ -379,21 +384,33 @@ TB_HOT_CLONES static void integrate_positions(tb_rigid_world *w, float dt)
  * on felt): a ball rolling at 0.3 m/s on the floor stops in about a second. */
 #define TB_ROLLING_RESISTANCE 0.02f
 
+/* An awake sphere: the only kind of body whose spin this changes. */
+static bool is_awake_sphere(const tb_rigid_world *w, int id)
+{
+    return id >= 0 && w->bodies[id].shape == TB_RIGID_SPHERE && w->solver_index[id] > 0;
+}
+
+/* Manifold by manifold (its points share both bodies): one without an awake
+ * sphere is passed over whole; the others' contacts in contact order, as
+ * a pass over every contact would take them. */
 static void apply_rolling_resistance(tb_rigid_world *w)
 {
-    for (int i = 0; i < w->contact_count; i++) {
-        float jn = w->contacts[i].jn;
-        if (!(jn > 0.0f)) continue;
-        const int ids[2] = {w->points[i].body_a, w->points[i].body_b};
-        for (int k = 0; k < 2; k++) {
-            if (ids[k] < 0) continue; /* a plane */
-            const tb_body *b = &w->bodies[ids[k]];
-            int s = w->solver_index[ids[k]];
-            if (b->shape != TB_RIGID_SPHERE || s <= 0) continue;
-            tb_vec3 *spin = &w->solver_bodies[s].w;
-            float speed = tb_v3_len(*spin), dw = TB_ROLLING_RESISTANCE * b->radius * jn * b->inv_inertia.x;
-            if (speed <= 0.0f) continue;
-            *spin = dw >= speed ? tb_v3_zero() : tb_v3_scale(*spin, (speed - dw) / speed);
+    for (int m = 0; m < w->manifold_count; m++) {
+        const int first = w->manifold_start[m], end = w->manifold_start[m + 1];
+        const int ids[2] = {w->points[first].body_a, w->points[first].body_b};
+        const bool sphere[2] = {is_awake_sphere(w, ids[0]), is_awake_sphere(w, ids[1])};
+        if (!sphere[0] && !sphere[1]) continue;
+        for (int i = first; i < end; i++) {
+            float jn = w->contacts[i].jn;
+            if (!(jn > 0.0f)) continue;
+            for (int k = 0; k < 2; k++) {
+                if (!sphere[k]) continue;
+                const tb_body *b = &w->bodies[ids[k]];
+                tb_vec3 *spin = &w->solver_bodies[w->solver_index[ids[k]]].w;
+                float speed = tb_v3_len(*spin), dw = TB_ROLLING_RESISTANCE * b->radius * jn * b->inv_inertia.x;
+                if (speed <= 0.0f) continue;
+                *spin = dw >= speed ? tb_v3_zero() : tb_v3_scale(*spin, (speed - dw) / speed);
+            }
         }
     }
 }
@@ -446,6 +463,7 @@ int tb_rigid_world_step(tb_rigid_world *w, float dt)
     tb_constraint_graph_build(w);
     tb_contact_solver_prepare(w, dt);
     tb_manifold_warm_start(w);
+    tb_contact_solver_warm_apply(w);
     tb_contact_solver_solve(w);
     tb_manifold_store_cache(w);
     apply_rolling_resistance(w);

@@ -122,7 +122,14 @@ TB_SIMD_INLINE int tb_i4_any(tb_i4 mask) { return (mask[0] | mask[1] | mask[2] |
 
 /* ---- eight lanes ----------------------------------------------------------------- */
 
-TB_SIMD_INLINE tb_f8 tb_f8_splat(float x) { return (tb_f8){x, x, x, x, x, x, x, x}; }
+/* Written as a shuffle of lane 0: GCC builds {x, x, x, x, x, x, x, x} on
+ * the AVX path (no vbroadcastss from a register before AVX2) with four
+ * vinsertps and a vperm2f128, the shuffle with a vshufps and a vinsertf128. */
+TB_SIMD_INLINE tb_f8 tb_f8_splat(float x)
+{
+    const tb_f8 v = {x};
+    return TB_SHUFFLE(v, v, 0, 0, 0, 0, 0, 0, 0, 0);
+}
 
 TB_SIMD_INLINE tb_f8 tb_f8_load(const float *p)
 {
@@ -132,6 +139,10 @@ TB_SIMD_INLINE tb_f8 tb_f8_load(const float *p)
 }
 
 TB_SIMD_INLINE void tb_f8_store(float *p, tb_f8 v) { memcpy(p, &v, sizeof v); }
+
+/* The hi four lanes to memory: one vextractf128 to memory on the AVX path,
+ * where TB_F8_HI and a store take two. */
+TB_SIMD_INLINE void tb_f8_store_hi(float *p, tb_f8 v) { memcpy(p, (const char *)&v + sizeof(tb_f4), sizeof(tb_f4)); }
 
 TB_SIMD_INLINE tb_f8 tb_f8_min(tb_f8 a, tb_f8 b)
 {
@@ -154,6 +165,13 @@ TB_SIMD_INLINE tb_f8 tb_f8_sqrt(tb_f8 v)
     return r;
 }
 
+TB_SIMD_INLINE tb_f8 tb_f8_abs(tb_f8 v)
+{
+    tb_f8 r;
+    for (int k = 0; k < 8; k++) r[k] = fabsf(v[k]);
+    return r;
+}
+
 /* Masks of tb_f8 comparisons, written as selects of float lanes: AVX (without
  * AVX2) has 256-bit float compares and ands but no 256-bit integer ones, so
  * a mask kept as float lanes stays in one register. */
@@ -173,13 +191,31 @@ TB_SIMD_INLINE tb_f8 tb_f8_keep_lt(tb_f8 v, tb_f8 a, tb_f8 b)
     return r;
 }
 
-/* Bit k set where lane k of a < b. The lanes' weights 2^k kept where true
- * and summed across the vector: small integers, so the float sums are exact,
- * and every step is a vector operation (a lane-by-lane bit loop is not). */
+/* v where a <= b, else +0 (and where either is NaN). */
+TB_SIMD_INLINE tb_f8 tb_f8_keep_le(tb_f8 v, tb_f8 a, tb_f8 b)
+{
+    tb_f8 r;
+    for (int k = 0; k < 8; k++) r[k] = a[k] <= b[k] ? v[k] : 0.0f;
+    return r;
+}
+
+/* Bit k set where lane k of a < b (tb_f8_bits_le: a <= b). The lanes'
+ * weights 2^k kept where true and summed across the vector: small integers,
+ * so the float sums are exact, and every step is a vector operation (a
+ * lane-by-lane bit loop is not). */
 TB_SIMD_INLINE unsigned tb_f8_bits_lt(tb_f8 a, tb_f8 b)
 {
     const tb_f8 weight = {1.0f, 2.0f, 4.0f, 8.0f, 16.0f, 32.0f, 64.0f, 128.0f};
     tb_f8 kept = tb_f8_keep_lt(weight, a, b);
+    tb_f4 s = TB_F8_LO(kept) + TB_F8_HI(kept);
+    s = s + TB_SHUFFLE(s, s, 2, 3, 0, 1);
+    return (unsigned)(s[0] + s[1]);
+}
+
+TB_SIMD_INLINE unsigned tb_f8_bits_le(tb_f8 a, tb_f8 b)
+{
+    const tb_f8 weight = {1.0f, 2.0f, 4.0f, 8.0f, 16.0f, 32.0f, 64.0f, 128.0f};
+    tb_f8 kept = tb_f8_keep_le(weight, a, b);
     tb_f4 s = TB_F8_LO(kept) + TB_F8_HI(kept);
     s = s + TB_SHUFFLE(s, s, 2, 3, 0, 1);
     return (unsigned)(s[0] + s[1]);
