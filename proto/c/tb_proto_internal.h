@@ -8,6 +8,7 @@
 #define TB_PROTO_INTERNAL_H
 
 #include <math.h>
+#include <string.h>
 
 #include "tb_proto.h"
 
@@ -43,6 +44,57 @@ void tb_bitw_eg(tb_bitw *w, uint32_t v, int k);             /* exp-Golomb order 
 uint32_t tb_bitr_get(tb_bitr *r, int n);
 uint32_t tb_bitr_eg(tb_bitr *r, int k);
 int tb_eg_bits(uint32_t v, int k);
+
+/* The next 64 bits from r->bit, MSB first, zeros past the end: at least 57 of
+ * them are the stream's (r->bit & 7 <= 7), which covers any read below (an
+ * exp-Golomb code is at most 27 zeros and 28 bits). One load instead of a
+ * loop per byte or per bit: the decoders read every snapshot this way. */
+static inline uint64_t tb_bitr__peek(const tb_bitr *r)
+{
+    size_t at = r->bit >> 3;
+    uint64_t w = 0;
+    if (r->len - at >= 8) {
+        memcpy(&w, r->buf + at, 8);
+        w = __builtin_bswap64(w);
+    } else {
+        for (size_t i = 0; at + i < r->len; i++) w |= (uint64_t)r->buf[at + i] << (56 - 8 * i);
+    }
+    return w << (r->bit & 7);
+}
+/* tb_bitr_get and tb_bitr_eg inlined, for the snapshot decoder's loops (GCC
+ * called them: one call per field and residual read); the same values, bit
+ * positions and errors (the exported ones are these, or call them). A read
+ * outside 1..32 bits goes to tb_bitr_get, which defines it. */
+static inline __attribute__((always_inline)) uint32_t tb_bitr__get(tb_bitr *r, int n)
+{
+    if (n <= 0 || n > 32) return tb_bitr_get(r, n);
+    if (r->error) return 0;
+    if ((r->len * 8 - r->bit) < (size_t)n) { r->error = 1; return 0; }
+    uint32_t v = (uint32_t)(tb_bitr__peek(r) >> (64 - n));
+    r->bit += (size_t)n;
+    return v;
+}
+/* Codes longer than 28 bits (m >= 2^28) are refused: no legal value needs them.
+ * The zeros are counted in the peeked window; a run that reaches past the end
+ * of the stream (the window's padding) is refused like one that is too long.
+ * The code's n = zeros + k + 1 <= 28 bits after the zeros are read from the
+ * same window (zeros <= 27, so they are among its first 57 bits): the value a
+ * second peek at r->bit + zeros would give. */
+static inline __attribute__((always_inline)) uint32_t tb_bitr__eg(tb_bitr *r, int k)
+{
+    if (r->error) return 0;
+    uint64_t w = tb_bitr__peek(r);
+    int zeros = w ? __builtin_clzll(w) : 64;
+    size_t left = r->len * 8 - r->bit;
+    if ((size_t)zeros >= left || zeros + k + 1 > 28) { r->error = 1; return 0; }
+    r->bit += (size_t)zeros;
+    int n = zeros + k + 1;
+    uint32_t m;
+    if (n <= 0) m = tb_bitr_get(r, n);
+    else if (left - (size_t)zeros < (size_t)n) { r->error = 1; m = 0; }
+    else { m = (uint32_t)((w << zeros) >> (64 - n)); r->bit += (size_t)n; }
+    return m - (1u << k);
+}
 
 /* The same bit stream as tb_bitw, for the encoder's hot loops: bits gather in
  * a 64-bit window and leave 32 at a time, instead of a loop per byte. The

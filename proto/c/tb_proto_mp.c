@@ -325,49 +325,18 @@ int tb_eg_bits(uint32_t v, int k)
     return 2 * (64 - __builtin_clzll(m)) - 1 - k;
 }
 
-/* The next 64 bits from r->bit, MSB first, zeros past the end: at least 57 of
- * them are the stream's (r->bit & 7 <= 7), which covers any read below (an
- * exp-Golomb code is at most 27 zeros and 28 bits). One load instead of a
- * loop per byte or per bit: the decoders read every snapshot this way. */
-static inline uint64_t bitr_peek(const tb_bitr *r)
-{
-    size_t at = r->bit >> 3;
-    uint64_t w = 0;
-    if (r->len - at >= 8) {
-        memcpy(&w, r->buf + at, 8);
-        w = __builtin_bswap64(w);
-    } else {
-        for (size_t i = 0; at + i < r->len; i++) w |= (uint64_t)r->buf[at + i] << (56 - 8 * i);
-    }
-    return w << (r->bit & 7);
-}
-
+/* The readers are tb_bitr__get / tb_bitr__eg (tb_proto_internal.h, inlined in
+ * the snapshot decoder); a read outside 1..32 bits is defined here. */
 uint32_t tb_bitr_get(tb_bitr *r, int n)
 {
+    if (n >= 1 && n <= 32) return tb_bitr__get(r, n);
     if (r->error) return 0;
     if ((r->len * 8 - r->bit) < (size_t)n) { r->error = 1; return 0; }
     if (n <= 0) return 0;
-    if (n > 32) { /* not a read any field makes: the low 32 bits, as a bit-by-bit read would keep */
-        uint32_t hi = tb_bitr_get(r, n - 32);
-        (void)hi;
-        return tb_bitr_get(r, 32);
-    }
-    uint32_t v = (uint32_t)(bitr_peek(r) >> (64 - n));
-    r->bit += (size_t)n;
-    return v;
+    /* n > 32: not a read any field makes: the low 32 bits, as a bit-by-bit read would keep */
+    uint32_t hi = tb_bitr_get(r, n - 32);
+    (void)hi;
+    return tb_bitr_get(r, 32);
 }
 
-/* Codes longer than 28 bits (m >= 2^28) are refused: no legal value needs them.
- * The zeros are counted in the peeked window; a run that reaches past the end
- * of the stream (the window's padding) is refused like one that is too long. */
-uint32_t tb_bitr_eg(tb_bitr *r, int k)
-{
-    if (r->error) return 0;
-    uint64_t w = bitr_peek(r);
-    int zeros = w ? __builtin_clzll(w) : 64;
-    size_t left = r->len * 8 - r->bit;
-    if ((size_t)zeros >= left || zeros + k + 1 > 28) { r->error = 1; return 0; }
-    r->bit += (size_t)zeros;
-    uint32_t m = tb_bitr_get(r, zeros + k + 1);
-    return m - (1u << k);
-}
+uint32_t tb_bitr_eg(tb_bitr *r, int k) { return tb_bitr__eg(r, k); }

@@ -109,13 +109,13 @@ static int bad(tb_bitr *r, tb_proto_err *err, const char *what)
 static int read_abs_body(tb_bitr *r, const tb_snap_grid *g, tb_snap_body *b, int kp, int kr, tb_proto_err *err)
 {
     for (int a = 0; a < 3; a++) {
-        b->pos_cell[a] = (int32_t)tb_bitr_get(r, g->pbits[a]);
+        b->pos_cell[a] = (int32_t)tb_bitr__get(r, g->pbits[a]);
         if (b->pos_cell[a] > g->pmax[a]) return bad(r, err, "position outside the room grid");
     }
-    b->rot_largest = (int32_t)tb_bitr_get(r, 2);
-    for (int j = 0; j < 3; j++) b->rot_cell[j] = (int32_t)tb_bitr_get(r, TB_PROTO_ROT_BITS);
-    for (int a = 0; a < 3; a++) b->pos_vel[a] = tb_unzz(tb_bitr_eg(r, kp));
-    for (int j = 0; j < 3; j++) b->rot_vel[j] = tb_unzz(tb_bitr_eg(r, kr));
+    b->rot_largest = (int32_t)tb_bitr__get(r, 2);
+    for (int j = 0; j < 3; j++) b->rot_cell[j] = (int32_t)tb_bitr__get(r, TB_PROTO_ROT_BITS);
+    for (int a = 0; a < 3; a++) b->pos_vel[a] = tb_unzz(tb_bitr__eg(r, kp));
+    for (int j = 0; j < 3; j++) b->rot_vel[j] = tb_unzz(tb_bitr__eg(r, kr));
     for (int a = 0; a < 3; a++)
         if (b->pos_vel[a] > g->pmax[a] || b->pos_vel[a] < -g->pmax[a] || b->rot_vel[a] > TB_PROTO_ROT_MAXQ || b->rot_vel[a] < -TB_PROTO_ROT_MAXQ)
             return bad(r, err, "velocity state out of range");
@@ -128,21 +128,21 @@ static int read_body_change(tb_bitr *r, const tb_snap_grid *g, const tb_snap_bod
                             tb_proto_err *err)
 {
     for (int a = 0; a < 3; a++) {
-        int64_t q = (int64_t)o->pos_cell[a] + pred * (int64_t)o->pos_vel[a] + tb_unzz(tb_bitr_eg(r, kp));
+        int64_t q = (int64_t)o->pos_cell[a] + pred * (int64_t)o->pos_vel[a] + tb_unzz(tb_bitr__eg(r, kp));
         if (r->error || q < 0 || q > g->pmax[a]) return bad(r, err, "body position outside the room grid");
         b->pos_cell[a] = (int32_t)q;
         b->pos_vel[a] = b->pos_cell[a] - o->pos_cell[a];
     }
-    if (tb_bitr_get(r, 1) == 0) {
+    if (tb_bitr__get(r, 1) == 0) {
         for (int a = 0; a < 3; a++) {
-            int64_t q = (int64_t)o->rot_cell[a] + pred * (int64_t)o->rot_vel[a] + tb_unzz(tb_bitr_eg(r, kr));
+            int64_t q = (int64_t)o->rot_cell[a] + pred * (int64_t)o->rot_vel[a] + tb_unzz(tb_bitr__eg(r, kr));
             if (r->error || q < 0 || q > TB_PROTO_ROT_MAXQ) return bad(r, err, "rotation component out of range");
             b->rot_cell[a] = (int32_t)q;
             b->rot_vel[a] = b->rot_cell[a] - o->rot_cell[a];
         }
     } else {
-        b->rot_largest = (int32_t)tb_bitr_get(r, 2);
-        for (int a = 0; a < 3; a++) { b->rot_cell[a] = (int32_t)tb_bitr_get(r, TB_PROTO_ROT_BITS); b->rot_vel[a] = 0; }
+        b->rot_largest = (int32_t)tb_bitr__get(r, 2);
+        for (int a = 0; a < 3; a++) { b->rot_cell[a] = (int32_t)tb_bitr__get(r, TB_PROTO_ROT_BITS); b->rot_vel[a] = 0; }
     }
     return r->error ? bad(r, err, "body record") : TB_OK;
 }
@@ -152,7 +152,7 @@ static int finish_bits(tb_bitr *r, tb_proto_err *err)
     if (r->error) return bad(r, err, "truncated");
     size_t total = r->len * 8;
     if (total - r->bit >= 8) return tb_proto__fail(err, TB_ERR_BAD_SNAPSHOT, "snapshot bin: %zu unused bytes", (total - r->bit) / 8);
-    if (tb_bitr_get(r, (int)(total - r->bit)) != 0) return tb_proto__fail(err, TB_ERR_BAD_SNAPSHOT, "snapshot bin: padding bits not zero");
+    if (tb_bitr__get(r, (int)(total - r->bit)) != 0) return tb_proto__fail(err, TB_ERR_BAD_SNAPSHOT, "snapshot bin: padding bits not zero");
     return TB_OK;
 }
 
@@ -194,19 +194,19 @@ static int apply_key(tb_snap_decoder *d, const msgpack_object *root, tb_proto_er
     }
     tb_bitr r;
     TRY(read_bin(&f[5], &r, "snap_key.bin", err));
-    tb_bitr_get(&r, 1);
-    int kp = (int)tb_bitr_get(&r, 4), kr = (int)tb_bitr_get(&r, 4), kv[TB_PROTO_MAX_MESHES];
-    for (uint32_t m = 0; m < d->frame.mesh_count; m++) { tb_bitr_get(&r, 1); kv[m] = (int)tb_bitr_get(&r, 4); }
+    tb_bitr__get(&r, 1);
+    int kp = (int)tb_bitr__get(&r, 4), kr = (int)tb_bitr__get(&r, 4), kv[TB_PROTO_MAX_MESHES];
+    for (uint32_t m = 0; m < d->frame.mesh_count; m++) { tb_bitr__get(&r, 1); kv[m] = (int)tb_bitr__get(&r, 4); }
     for (uint32_t i = 0; i < n; i++) TRY(read_abs_body(&r, &d->grid, &d->next[i], kp, kr, err));
     for (uint32_t m = 0; m < d->frame.mesh_count; m++) {
         uint32_t nv = d->frame.mesh_verts[m];
         for (uint32_t v = 0; v < 3 * nv; v++) {
             int a = (int)(v % 3);
-            d->nq[m][v] = (int32_t)tb_bitr_get(&r, d->grid.vbits[a]);
+            d->nq[m][v] = (int32_t)tb_bitr__get(&r, d->grid.vbits[a]);
             if (d->nq[m][v] > d->grid.vmax[a]) return bad(&r, err, "vertex outside the room grid");
         }
         for (uint32_t v = 0; v < 3 * nv; v++) {
-            d->nv[m][v] = tb_unzz(tb_bitr_eg(&r, kv[m]));
+            d->nv[m][v] = tb_unzz(tb_bitr__eg(&r, kv[m]));
             int32_t lim = d->grid.vmax[v % 3];
             if (d->nv[m][v] > lim || d->nv[m][v] < -lim) return bad(&r, err, "vertex velocity out of range");
         }
@@ -245,12 +245,12 @@ static int apply_delta_in_place(tb_snap_decoder *d, const msgpack_object *fbin, 
     if (fbin->type != MSGPACK_OBJECT_NIL) {
         tb_bitr r;
         TRY(read_bin(fbin, &r, "snap_delta.bin", err));
-        int pred = (int)tb_bitr_get(&r, 1), kp = (int)tb_bitr_get(&r, 4), kr = (int)tb_bitr_get(&r, 4);
-        nch = tb_bitr_eg(&r, 0);
+        int pred = (int)tb_bitr__get(&r, 1), kp = (int)tb_bitr__get(&r, 4), kr = (int)tb_bitr__get(&r, 4);
+        nch = tb_bitr__eg(&r, 0);
         if (r.error || nch > d->cur_n) return bad(&r, err, "changed-body count");
         int64_t idx = -1;
         for (uint32_t c = 0; c < nch; c++) {
-            uint32_t g = tb_bitr_eg(&r, 0);
+            uint32_t g = tb_bitr__eg(&r, 0);
             idx += (int64_t)g + 1;
             if (r.error || idx >= (int64_t)d->cur_n) return bad(&r, err, "changed-body index");
             const tb_snap_body *o = &d->cur[idx];
@@ -345,15 +345,15 @@ static int apply_delta(tb_snap_decoder *d, const msgpack_object *root, tb_proto_
     } else {
         tb_bitr r;
         TRY(read_bin(fbin, &r, "snap_delta.bin", err));
-        int pred = (int)tb_bitr_get(&r, 1), kp = (int)tb_bitr_get(&r, 4), kr = (int)tb_bitr_get(&r, 4);
+        int pred = (int)tb_bitr__get(&r, 1), kp = (int)tb_bitr__get(&r, 4), kr = (int)tb_bitr__get(&r, 4);
         int mpred[TB_PROTO_MAX_MESHES], kv[TB_PROTO_MAX_MESHES];
-        for (uint32_t m = 0; m < d->frame.mesh_count; m++) { mpred[m] = (int)tb_bitr_get(&r, 1); kv[m] = (int)tb_bitr_get(&r, 4); }
+        for (uint32_t m = 0; m < d->frame.mesh_count; m++) { mpred[m] = (int)tb_bitr__get(&r, 1); kv[m] = (int)tb_bitr__get(&r, 4); }
         for (uint32_t k = 0; k < nsp; k++) TRY(read_abs_body(&r, &d->grid, &spawned[k], kp, kr, err));
-        uint32_t nch = tb_bitr_eg(&r, 0);
+        uint32_t nch = tb_bitr__eg(&r, 0);
         if (r.error || nch > nkept) return bad(&r, err, "changed-body count");
         int64_t idx = -1;
         for (uint32_t c = 0; c < nch; c++) {
-            uint32_t g = tb_bitr_eg(&r, 0);
+            uint32_t g = tb_bitr__eg(&r, 0);
             idx += (int64_t)g + 1;
             if (r.error || idx >= (int64_t)nkept) return bad(&r, err, "changed-body index");
             tb_snap_body *b = &kept[idx];
@@ -362,15 +362,15 @@ static int apply_delta(tb_snap_decoder *d, const msgpack_object *root, tb_proto_
         }
         for (uint32_t m = 0; m < d->frame.mesh_count; m++) {
             uint32_t nv = d->frame.mesh_verts[m];
-            uint32_t nchm = tb_bitr_eg(&r, 0);
+            uint32_t nchm = tb_bitr__eg(&r, 0);
             if (r.error || nchm > nv) return bad(&r, err, "changed-vertex count");
             int64_t v = -1;
             for (uint32_t c = 0; c < nchm; c++) {
-                v += (int64_t)tb_bitr_eg(&r, 0) + 1;
+                v += (int64_t)tb_bitr__eg(&r, 0) + 1;
                 if (r.error || v >= (int64_t)nv) return bad(&r, err, "changed-vertex index");
                 for (int a = 0; a < 3; a++) {
                     size_t at = 3u * (size_t)v + (size_t)a;
-                    int64_t q = (int64_t)d->vq[m][at] + mpred[m] * (int64_t)d->vv[m][at] + tb_unzz(tb_bitr_eg(&r, kv[m]));
+                    int64_t q = (int64_t)d->vq[m][at] + mpred[m] * (int64_t)d->vv[m][at] + tb_unzz(tb_bitr__eg(&r, kv[m]));
                     if (r.error || q < 0 || q > d->grid.vmax[a]) return bad(&r, err, "vertex outside the room grid");
                     d->nq[m][at] = (int32_t)q;
                     d->nv[m][at] = (int32_t)q - d->vq[m][at];
