@@ -20,6 +20,9 @@ int tb_proto__prescan(const uint8_t *buf, size_t len, int max_depth, tb_proto_er
 /* Prescan + unpack. On TB_OK *root is valid until msgpack_unpacked_destroy(up). */
 int tb_proto__parse(const uint8_t *buf, size_t len, int max_depth, msgpack_unpacked *up,
                     const msgpack_object **root, tb_proto_err *err);
+/* The same into *root, allocating from zone (the caller clears it afterwards). */
+int tb_proto__parse_in(const uint8_t *buf, size_t len, int max_depth, msgpack_zone *zone, msgpack_object *root,
+                       tb_proto_err *err);
 
 /* Field readers. `what` names the field in the error message. */
 int tb_proto__uint(const msgpack_object *o, uint64_t max, uint32_t *out, const char *what, tb_proto_err *err);

@@ -192,6 +192,24 @@ int tb_proto__parse(const uint8_t *buf, size_t len, int max_depth, msgpack_unpac
     return TB_OK;
 }
 
+/* tb_proto__parse into a zone the caller keeps (and clears) from one message to
+ * the next, for the snapshot decoder: msgpack_unpack_next allocates and frees a
+ * zone per message. The same checks and results; msgpack_unpack reports a
+ * value followed by more bytes as EXTRA_BYTES where msgpack_unpack_next says
+ * SUCCESS, so that is what the message names (the prescan refuses both). */
+int tb_proto__parse_in(const uint8_t *buf, size_t len, int max_depth, msgpack_zone *zone, msgpack_object *root,
+                       tb_proto_err *err)
+{
+    int rc = tb_proto__prescan(buf, len, max_depth, err);
+    if (rc) return rc;
+    size_t off = 0;
+    msgpack_unpack_return r = msgpack_unpack((const char *)buf, len, &off, zone, root);
+    if (r == MSGPACK_UNPACK_EXTRA_BYTES) r = MSGPACK_UNPACK_SUCCESS;
+    if (r != MSGPACK_UNPACK_SUCCESS || off != len)
+        return tb_proto__fail(err, TB_ERR_MALFORMED, "msgpack unpack failed (%d)", (int)r);
+    return TB_OK;
+}
+
 /* ---- field readers ----------------------------------------------------------- */
 
 int tb_proto__uint(const msgpack_object *o, uint64_t max, uint32_t *out, const char *what, tb_proto_err *err)

@@ -31,6 +31,9 @@ struct tb_snap_decoder {
     bool in_place_off;                 /* tests: always take apply_delta's general path */
     uint32_t mesh_cap[TB_PROTO_MAX_MESHES];
     int32_t *vq[TB_PROTO_MAX_MESHES], *vv[TB_PROTO_MAX_MESHES], *nq[TB_PROTO_MAX_MESHES], *nv[TB_PROTO_MAX_MESHES];
+    /* The unpacked message's objects: kept and cleared after each apply instead
+     * of a zone allocated and freed per message (msgpack_unpack_next's way). */
+    msgpack_zone *zone;
 };
 
 #define TRY(x) do { int rc_ = (x); if (rc_) return rc_; } while (0)
@@ -45,13 +48,15 @@ tb_snap_decoder *tb_snap_decoder_create(uint32_t max_bodies)
     d->next = calloc(max_bodies + 1, sizeof *d->next);
     d->tmp = calloc(max_bodies + 1, sizeof *d->tmp);
     d->moved = calloc(2 * ((size_t)max_bodies + 1), sizeof *d->moved);
-    if (!d->cur || !d->next || !d->tmp || !d->moved) { tb_snap_decoder_destroy(d); return NULL; }
+    d->zone = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
+    if (!d->cur || !d->next || !d->tmp || !d->moved || !d->zone) { tb_snap_decoder_destroy(d); return NULL; }
     return d;
 }
 
 void tb_snap_decoder_destroy(tb_snap_decoder *d)
 {
     if (!d) return;
+    if (d->zone) msgpack_zone_free(d->zone);
     free(d->cur); free(d->next); free(d->tmp); free(d->moved);
     for (int m = 0; m < TB_PROTO_MAX_MESHES; m++) { free(d->vq[m]); free(d->vv[m]); free(d->nq[m]); free(d->nv[m]); }
     free(d);
@@ -397,10 +402,9 @@ int tb_snap_decoder_apply(tb_snap_decoder *d, const uint8_t *buf, size_t len, tb
 {
     if (err) { err->code = TB_OK; err->msg[0] = '\0'; }
     if (len > TB_PROTO_MAX_SERVER_MSG) return tb_proto__fail(err, TB_ERR_TOO_BIG, "frame of %zu bytes", len);
-    msgpack_unpacked up;
-    msgpack_unpacked_init(&up);
-    const msgpack_object *root = NULL;
-    int rc = tb_proto__parse(buf, len, TB_SNAP_DEPTH, &up, &root, err);
+    msgpack_object msg;
+    const msgpack_object *root = &msg;
+    int rc = tb_proto__parse_in(buf, len, TB_SNAP_DEPTH, d->zone, &msg, err);
     uint32_t type = 0;
     if (!rc && (root->type != MSGPACK_OBJECT_ARRAY || root->via.array.size < 1))
         rc = tb_proto__fail(err, TB_ERR_BAD_MESSAGE, "message must be an array [type, ...]");
@@ -424,7 +428,7 @@ int tb_snap_decoder_apply(tb_snap_decoder *d, const uint8_t *buf, size_t len, tb
             free(w);
         } else rc = tb_proto__fail(err, TB_ERR_UNKNOWN_TYPE, "message type %u carries no snapshot", type);
     }
-    msgpack_unpacked_destroy(&up);
+    msgpack_zone_clear(d->zone);
     return rc;
 }
 
