@@ -56,9 +56,15 @@ static inline uint64_t tb_bitr__peek(const tb_bitr *r)
 {
     size_t at = r->bit >> 3;
     uint64_t w = 0;
-    if (r->len - at >= 8) {
+    size_t rem = r->len - at;
+    if (rem >= 8) {
         memcpy(&w, r->buf + at, 8);
         w = __builtin_bswap64(w);
+    } else if (rem > 0 && r->len >= 8) {
+        /* the last 8 bytes, shifted so buf[at] is on top and zeros come in
+         * below (a delta's bin is some 35 bytes: many reads end up here) */
+        memcpy(&w, r->buf + r->len - 8, 8);
+        w = __builtin_bswap64(w) << (8 * (8 - rem));
     } else {
         for (size_t i = 0; at + i < r->len; i++) w |= (uint64_t)r->buf[at + i] << (56 - 8 * i);
     }
