@@ -40,10 +40,7 @@ void tb_proto__pack_str(msgpack_packer *pk, const char *s);
 void tb_proto__pack_jsnum(msgpack_packer *pk, double v);
 
 /* Bit stream, MSB first within each byte (PROTOCOL.md "Bit packing"). */
-typedef struct tb_bitw { uint8_t *buf; size_t cap, bit; int overflow; } tb_bitw;
 typedef struct tb_bitr { const uint8_t *buf; size_t len, bit; int error; } tb_bitr;
-void tb_bitw_put(tb_bitw *w, uint32_t v, int n);            /* n <= 32 */
-void tb_bitw_eg(tb_bitw *w, uint32_t v, int k);             /* exp-Golomb order k */
 uint32_t tb_bitr_get(tb_bitr *r, int n);
 uint32_t tb_bitr_eg(tb_bitr *r, int k);
 int tb_eg_bits(uint32_t v, int k);
@@ -105,10 +102,10 @@ static inline __attribute__((always_inline)) uint32_t tb_bitr__eg(tb_bitr *r, in
     return m - (1u << k);
 }
 
-/* The same bit stream as tb_bitw, for the encoder's hot loops: bits gather in
- * a 64-bit window and leave 32 at a time, instead of a loop per byte. The
- * bytes are tb_bitw's (tests/unit/test_proto_snap.c compares them on random
- * codes), and so is overflow: set when the stream outgrows cap bytes.
+/* The bit writer: bits gather in a 64-bit window and leave 32 at a time,
+ * instead of a loop per byte. The bytes and the overflow (set when the stream
+ * outgrows cap bytes) are those of the writer as first written, a byte at a
+ * time, which tests/unit/test_proto_snap.c keeps as its reference.
  * tb_bitf_end() pads the last byte with zeros and returns the bit count. */
 typedef struct tb_bitf { uint8_t *buf; size_t cap, at; uint64_t acc; int nacc; int overflow; } tb_bitf;
 static inline tb_bitf tb_bitf_init(uint8_t *buf, size_t cap) { return (tb_bitf){buf, cap, 0, 0, 0, 0}; }

@@ -179,24 +179,11 @@ int tb_proto__prescan(const uint8_t *buf, size_t len, int max_depth, tb_proto_er
     return TB_OK;
 }
 
-int tb_proto__parse(const uint8_t *buf, size_t len, int max_depth, msgpack_unpacked *up,
-                    const msgpack_object **root, tb_proto_err *err)
-{
-    int rc = tb_proto__prescan(buf, len, max_depth, err);
-    if (rc) return rc;
-    size_t off = 0;
-    msgpack_unpack_return r = msgpack_unpack_next(up, (const char *)buf, len, &off);
-    if (r != MSGPACK_UNPACK_SUCCESS || off != len)
-        return tb_proto__fail(err, TB_ERR_MALFORMED, "msgpack unpack failed (%d)", (int)r);
-    *root = &up->data;
-    return TB_OK;
-}
-
-/* tb_proto__parse into a zone the caller keeps (and clears) from one message to
- * the next, for the snapshot decoder: msgpack_unpack_next allocates and frees a
- * zone per message. The same checks and results; msgpack_unpack reports a
- * value followed by more bytes as EXTRA_BYTES where msgpack_unpack_next says
- * SUCCESS, so that is what the message names (the prescan refuses both). */
+/* The zone is the caller's and is cleared by it from one message to the next
+ * (the snapshot decoder keeps one: msgpack_unpack_next allocates and frees a
+ * zone per message). msgpack_unpack reports a value followed by more bytes as
+ * EXTRA_BYTES where msgpack_unpack_next says SUCCESS, so that is what the
+ * message names (the prescan refuses both). */
 int tb_proto__parse_in(const uint8_t *buf, size_t len, int max_depth, msgpack_zone *zone, msgpack_object *root,
                        tb_proto_err *err)
 {
@@ -207,6 +194,19 @@ int tb_proto__parse_in(const uint8_t *buf, size_t len, int max_depth, msgpack_zo
     if (r == MSGPACK_UNPACK_EXTRA_BYTES) r = MSGPACK_UNPACK_SUCCESS;
     if (r != MSGPACK_UNPACK_SUCCESS || off != len)
         return tb_proto__fail(err, TB_ERR_MALFORMED, "msgpack unpack failed (%d)", (int)r);
+    return TB_OK;
+}
+
+/* The same into up's own zone, made here as msgpack_unpack_next makes it and
+ * freed by msgpack_unpacked_destroy. */
+int tb_proto__parse(const uint8_t *buf, size_t len, int max_depth, msgpack_unpacked *up,
+                    const msgpack_object **root, tb_proto_err *err)
+{
+    if (!up->zone && !(up->zone = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE)))
+        return tb_proto__fail(err, TB_ERR_MALFORMED, "msgpack unpack failed (%d)", (int)MSGPACK_UNPACK_NOMEM_ERROR);
+    int rc = tb_proto__parse_in(buf, len, max_depth, up->zone, &up->data, err);
+    if (rc) return rc;
+    *root = &up->data;
     return TB_OK;
 }
 
@@ -304,37 +304,11 @@ void tb_proto__pack_jsnum(msgpack_packer *pk, double v)
 
 /* ---- bit stream ------------------------------------------------------------- */
 
-void tb_bitw_put(tb_bitw *w, uint32_t v, int n)
-{
-    /* whole bytes at a time: fill the current partial byte, then byte-sized chunks */
-    while (n > 0) {
-        size_t byte = w->bit >> 3;
-        if (byte >= w->cap) { w->overflow = 1; return; }
-        int used = (int)(w->bit & 7), room = 8 - used, take = n < room ? n : room;
-        if (used == 0) w->buf[byte] = 0;
-        uint32_t chunk = (v >> (n - take)) & ((1u << take) - 1u);
-        w->buf[byte] |= (uint8_t)(chunk << (room - take));
-        w->bit += (size_t)take;
-        n -= take;
-    }
-}
-
 int tb_bits_for(uint32_t max_value)
 {
     int n = 1;
     while (n < 32 && (max_value >> n)) n++;
     return n;
-}
-
-/* Exp-Golomb order k of v >= 0: m = v + 2^k has n bits; write n-1-k zeros, then m in n bits. */
-void tb_bitw_eg(tb_bitw *w, uint32_t v, int k)
-{
-    uint64_t m = (uint64_t)v + (1ull << k);
-    int n = 0;
-    while (n < 40 && (m >> n)) n++;
-    tb_bitw_put(w, 0, n - 1 - k);
-    if (n > 32) { tb_bitw_put(w, (uint32_t)(m >> 32), n - 32); tb_bitw_put(w, (uint32_t)m, 32); }
-    else tb_bitw_put(w, (uint32_t)m, n);
 }
 
 int tb_eg_bits(uint32_t v, int k)

@@ -446,6 +446,35 @@ static void deltas_applied_in_place_equal_the_general_path_and_the_keyframe(void
     tb_snap_decoder_destroy(fresh);
 }
 
+/* The writer as first written (a byte at a time), the reference for the
+ * windowed writer tb_bitf and the source of the reader tests' streams. */
+typedef struct tb_bitw { uint8_t *buf; size_t cap, bit; int overflow; } tb_bitw;
+
+static void tb_bitw_put(tb_bitw *w, uint32_t v, int n) /* n <= 32 */
+{
+    while (n > 0) {
+        size_t byte = w->bit >> 3;
+        if (byte >= w->cap) { w->overflow = 1; return; }
+        int used = (int)(w->bit & 7), room = 8 - used, take = n < room ? n : room;
+        if (used == 0) w->buf[byte] = 0;
+        uint32_t chunk = (v >> (n - take)) & ((1u << take) - 1u);
+        w->buf[byte] |= (uint8_t)(chunk << (room - take));
+        w->bit += (size_t)take;
+        n -= take;
+    }
+}
+
+/* Exp-Golomb order k of v >= 0: m = v + 2^k has n bits; n-1-k zeros, then m in n bits. */
+static void tb_bitw_eg(tb_bitw *w, uint32_t v, int k)
+{
+    uint64_t m = (uint64_t)v + (1ull << k);
+    int n = 0;
+    while (n < 40 && (m >> n)) n++;
+    tb_bitw_put(w, 0, n - 1 - k);
+    if (n > 32) { tb_bitw_put(w, (uint32_t)(m >> 32), n - 32); tb_bitw_put(w, (uint32_t)m, 32); }
+    else tb_bitw_put(w, (uint32_t)m, n);
+}
+
 /* The reader as first written (a bit or a byte at a time), the reference
  * for the word-at-a-time tb_bitr_get / tb_bitr_eg. */
 static uint32_t ref_get(tb_bitr *r, int n)
