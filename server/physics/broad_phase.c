@@ -25,33 +25,13 @@
 #define MAX_CELLS_PER_BODY 8
 #define CELL_BIAS (1 << 20) /* cell coordinates are stored offset, 21 bits each */
 
-int tb_broad_phase_init(tb_broad_phase *bp, int body_capacity)
+void tb_broad_phase_size(tb_broad_phase *bp, int body_capacity)
 {
     memset(bp, 0, sizeof *bp);
     bp->entry_capacity = body_capacity * MAX_CELLS_PER_BODY;
     int table = 64;
     while (table < 2 * bp->entry_capacity) table *= 2;
     bp->table_capacity = table;
-    bp->entries = malloc(sizeof *bp->entries * (size_t)bp->entry_capacity);
-    bp->sorted = malloc(sizeof *bp->sorted * (size_t)bp->entry_capacity);
-    bp->bucket_start = malloc(sizeof *bp->bucket_start * ((size_t)table + 1));
-    bp->oversized = malloc(sizeof *bp->oversized * (size_t)body_capacity);
-    bp->min_cell = malloc(sizeof *bp->min_cell * 3 * (size_t)body_capacity);
-    if (!bp->entries || !bp->sorted || !bp->bucket_start || !bp->oversized || !bp->min_cell) {
-        tb_broad_phase_free(bp);
-        return TB_PHYS_ERR_NO_MEMORY;
-    }
-    return TB_PHYS_OK;
-}
-
-void tb_broad_phase_free(tb_broad_phase *bp)
-{
-    free(bp->entries);
-    free(bp->sorted);
-    free(bp->bucket_start);
-    free(bp->oversized);
-    free(bp->min_cell);
-    memset(bp, 0, sizeof *bp);
 }
 
 /* floor(x / cell), clamped to the packable range. Truncation plus a fix-up

@@ -22,19 +22,15 @@
 
 _Static_assert(TB_GRAPH_COLORS == 32, "one bit per colour in a uint32_t");
 
-int tb_constraint_graph_init(tb_constraint_graph *g, int body_capacity, int contact_capacity)
+int tb_constraint_graph_init(tb_constraint_graph *g, int contact_capacity)
 {
     memset(g, 0, sizeof *g);
     g->group_capacity = contact_capacity / TB_LANES + TB_GRAPH_COLORS + 1;
-    g->body_colors = calloc((size_t)body_capacity + 1, sizeof *g->body_colors);
-    g->color_of = malloc(sizeof *g->color_of * (size_t)contact_capacity);
     g->order = malloc(sizeof *g->order * (size_t)contact_capacity);
-    g->slot = malloc(sizeof *g->slot * (size_t)contact_capacity);
     g->overflow = malloc(sizeof *g->overflow * (size_t)contact_capacity);
-    g->groups = aligned_alloc(64, ((sizeof *g->groups * (size_t)g->group_capacity) + 63) / 64 * 64);
     g->last_bodies = malloc(sizeof *g->last_bodies * (size_t)contact_capacity);
     g->last_count = -1;
-    if (!g->body_colors || !g->color_of || !g->order || !g->slot || !g->overflow || !g->groups || !g->last_bodies) {
+    if (!g->order || !g->overflow || !g->last_bodies) {
         tb_constraint_graph_free(g);
         return TB_PHYS_ERR_NO_MEMORY;
     }
@@ -43,12 +39,8 @@ int tb_constraint_graph_init(tb_constraint_graph *g, int body_capacity, int cont
 
 void tb_constraint_graph_free(tb_constraint_graph *g)
 {
-    free(g->body_colors);
-    free(g->color_of);
     free(g->order);
-    free(g->slot);
     free(g->overflow);
-    free(g->groups);
     free(g->last_bodies);
     memset(g, 0, sizeof *g);
 }
@@ -71,49 +63,12 @@ static bool same_as_last(const tb_constraint_graph *g, const tb_rigid_world *w)
     return true;
 }
 
-TB_HOT_CLONES void tb_constraint_graph_build(tb_rigid_world *w)
+/* Each colour cut into groups of four lanes (rows: tb_contact_solver_prepare),
+ * and the slot map, from the colouring. */
+static void lay_groups(tb_rigid_world *w)
 {
     tb_constraint_graph *g = &w->graph;
-    if (same_as_last(g, w)) return;
-    int color_count[TB_GRAPH_COLORS] = {0};
-    uint32_t partial = 0; /* colours holding a multiple of four plus 1..3 contacts */
-    g->overflow_count = 0;
-
-    for (int i = 0; i < w->contact_count; i++) {
-        const tb_contact *c = &w->contacts[i];
-        g->last_bodies[i] = pair_of(c);
-        /* slot 0 is static: its mask stays 0 so it never blocks a colour */
-        uint32_t used = g->body_colors[c->sa] | g->body_colors[c->sb];
-        if (used == 0xFFFFFFFFu) {
-            g->color_of[i] = -1;
-            g->slot[i] = -1;
-            g->overflow[g->overflow_count++] = i;
-            continue;
-        }
-        /* a colour whose last group of four has an empty lane first */
-        uint32_t fill = ~used & partial;
-        int color = __builtin_ctz(fill ? fill : ~used);
-        if (c->sa) g->body_colors[c->sa] |= 1u << color;
-        if (c->sb) g->body_colors[c->sb] |= 1u << color;
-        g->color_of[i] = color;
-        color_count[color]++;
-        partial ^= (color_count[color] % TB_LANES == 1 || color_count[color] % TB_LANES == 0) ? 1u << color : 0u;
-    }
-
-    /* contacts by colour (counting sort), clearing the masks on the way */
-    int start[TB_GRAPH_COLORS + 1];
-    start[0] = 0;
-    for (int k = 0; k < TB_GRAPH_COLORS; k++) start[k + 1] = start[k] + color_count[k];
-    int fill[TB_GRAPH_COLORS];
-    memcpy(fill, start, sizeof fill);
-    for (int i = 0; i < w->contact_count; i++) {
-        g->body_colors[w->contacts[i].sa] = 0;
-        g->body_colors[w->contacts[i].sb] = 0;
-        int color = g->color_of[i];
-        if (color >= 0) g->order[fill[color]++] = i;
-    }
-
-    /* cut each colour into groups of four lanes (rows: tb_contact_solver_prepare) */
+    const int *start = g->color_start;
     int n = 0;
     for (int k = 0; k < TB_GRAPH_COLORS; k++) {
         for (int i = start[k]; i < start[k + 1]; i += TB_LANES) {
@@ -132,6 +87,55 @@ TB_HOT_CLONES void tb_constraint_graph_build(tb_rigid_world *w)
             n++;
         }
     }
+    for (int i = 0; i < g->overflow_count; i++) g->slot[g->overflow[i]] = -1;
     g->group_count = n;
+}
+
+TB_HOT_CLONES void tb_constraint_graph_build(tb_rigid_world *w)
+{
+    tb_constraint_graph *g = &w->graph;
+    const bool fresh = w->scratch_fresh;
+    w->scratch_fresh = false;
+    if (same_as_last(g, w)) {
+        if (fresh) lay_groups(w);
+        return;
+    }
+    int color_count[TB_GRAPH_COLORS] = {0};
+    uint32_t partial = 0; /* colours holding a multiple of four plus 1..3 contacts */
+    g->overflow_count = 0;
+
+    for (int i = 0; i < w->contact_count; i++) {
+        const tb_contact *c = &w->contacts[i];
+        g->last_bodies[i] = pair_of(c);
+        /* slot 0 is static: its mask stays 0 so it never blocks a colour */
+        uint32_t used = g->body_colors[c->sa] | g->body_colors[c->sb];
+        if (used == 0xFFFFFFFFu) {
+            g->color_of[i] = -1;
+            g->overflow[g->overflow_count++] = i;
+            continue;
+        }
+        /* a colour whose last group of four has an empty lane first */
+        uint32_t fill = ~used & partial;
+        int color = __builtin_ctz(fill ? fill : ~used);
+        if (c->sa) g->body_colors[c->sa] |= 1u << color;
+        if (c->sb) g->body_colors[c->sb] |= 1u << color;
+        g->color_of[i] = color;
+        color_count[color]++;
+        partial ^= (color_count[color] % TB_LANES == 1 || color_count[color] % TB_LANES == 0) ? 1u << color : 0u;
+    }
+
+    /* contacts by colour (counting sort), clearing the masks on the way */
+    int *start = g->color_start;
+    start[0] = 0;
+    for (int k = 0; k < TB_GRAPH_COLORS; k++) start[k + 1] = start[k] + color_count[k];
+    int fill[TB_GRAPH_COLORS];
+    memcpy(fill, start, sizeof fill);
+    for (int i = 0; i < w->contact_count; i++) {
+        g->body_colors[w->contacts[i].sa] = 0;
+        g->body_colors[w->contacts[i].sb] = 0;
+        int color = g->color_of[i];
+        if (color >= 0) g->order[fill[color]++] = i;
+    }
+    lay_groups(w);
     g->last_count = w->contact_count;
 }

@@ -458,7 +458,7 @@ TB_HOT_CLONES static void prepare_group(const tb_rigid_world *w, tb_contact_wide
         /* an empty lane reads the zeroed entry past the last contact: zero
          * direction, masses and separation, both sides slot 0 (so whatever
          * its arms come to, they are masked): a lane that moves nothing */
-        int idx = g->index[k] >= 0 ? g->index[k] : w->contact_capacity;
+        int idx = g->index[k] >= 0 ? g->index[k] : w->zero_contact;
         const tb_contact_point *p = &w->points[idx];
         c[k] = &w->contacts[idx];
         point[k] = &p->point;

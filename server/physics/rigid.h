@@ -7,8 +7,10 @@
  *
  * Ownership and threads: a world is plain memory owned by its caller; every
  * function here touches only the world it is given, so one world per thread
- * needs no locking. All memory is allocated by tb_rigid_world_create (sizes
- * from the def); tb_rigid_world_step never allocates.
+ * needs no locking (worlds sharing a scratch: one thread for all of them,
+ * see tb_rigid_world_use_scratch). All memory is allocated by
+ * tb_rigid_world_create (sizes from the def) and tb_rigid_world_use_scratch;
+ * tb_rigid_world_step never allocates.
  *
  * Bodies are named by small integer ids (0 .. body_capacity-1). An id stays
  * the same for the life of its body; removing a body frees the id for reuse.
@@ -146,6 +148,30 @@ typedef struct tb_rigid_world tb_rigid_world;
 /* NULL if def is out of range or memory is short. def may be NULL (defaults). */
 tb_rigid_world *tb_rigid_world_create(const tb_rigid_world_def *def);
 void tb_rigid_world_destroy(tb_rigid_world *world);
+
+/* ---- shared scratch ---------------------------------------------------------------
+ *
+ * Most of what a step touches is rebuilt from nothing every step: the
+ * contacts and their solver rows, the broad phase's grid, the solver bodies.
+ * A world has its own such scratch, sized at creation. Worlds that one
+ * thread steps one after another (a server worker's rooms) can share one
+ * instead: the step's working set then stays in the cache from one world to
+ * the next instead of each world bringing its own back from memory, and a
+ * world keeps only its persistent state. Results are bit-identical.
+ *
+ * A shared scratch holds the last step of whichever world stepped on it
+ * last, so a world's contacts (tb_rigid_world_get_contacts) are there until
+ * another world steps on the same scratch; after that it reports none. Not
+ * thread-safe: every world on one scratch steps on one thread at a time. */
+typedef struct tb_rigid_scratch tb_rigid_scratch;
+
+tb_rigid_scratch *tb_rigid_scratch_create(void); /* empty; NULL if memory is short */
+/* Only once no world uses it (each destroyed or given its own again). */
+void tb_rigid_scratch_destroy(tb_rigid_scratch *scratch);
+/* The world steps on scratch from now on (grown here to fit the world, so a
+ * step never allocates) and frees its own; NULL gives it its own again.
+ * TB_PHYS_ERR_NO_MEMORY leaves the world as it was. */
+int tb_rigid_world_use_scratch(tb_rigid_world *world, tb_rigid_scratch *scratch);
 
 /* Removes every body and plane and forgets contacts; parameters and time stay. */
 void tb_rigid_world_clear(tb_rigid_world *world);

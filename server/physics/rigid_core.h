@@ -218,13 +218,18 @@ typedef struct tb_contact_wide {
     int32_t index[TB_LANES]; /* contact index, -1 for an empty lane */
 } tb_contact_wide;
 
+/* The colouring (order, colour_start, overflow) and what it was made from
+ * (last_bodies) are the world's own, kept from step to step; the masks, the
+ * slot map and the groups are scratch (tb_rigid_scratch), laid out again from
+ * the colouring when another world has used them since. */
 typedef struct tb_constraint_graph {
-    uint32_t *body_colors;     /* per solver body: bit k set = colour k holds it */
-    int32_t *color_of;         /* per contact: color, or -1 = overflow */
-    int32_t *order;            /* contacts sorted by color */
-    int32_t *slot;             /* per contact: group * TB_LANES + lane, or -1 = overflow */
-    tb_contact_wide *groups;
+    uint32_t *body_colors;     /* scratch, per solver body: bit k set = colour k holds it */
+    int32_t *color_of;         /* scratch, per contact: color, or -1 = overflow */
+    int32_t *slot;             /* scratch, per contact: group * TB_LANES + lane, or -1 = overflow */
+    tb_contact_wide *groups;   /* scratch */
     int group_capacity, group_count;
+    int32_t *order;            /* contacts sorted by color */
+    int color_start[TB_GRAPH_COLORS + 1]; /* colour k is order[color_start[k] .. color_start[k + 1]) */
     int32_t *overflow;         /* contacts solved one by one */
     int overflow_count;
     uint64_t *last_bodies;     /* per contact of the last colouring: (sa << 32) | sb */
@@ -239,6 +244,7 @@ typedef struct tb_grid_entry {
     int32_t body;
 } tb_grid_entry;
 
+/* The capacities are the world's; the arrays are scratch (tb_rigid_scratch). */
 typedef struct tb_broad_phase {
     int entry_capacity;
     int table_capacity;    /* power of two */
@@ -248,6 +254,46 @@ typedef struct tb_broad_phase {
     int32_t *min_cell;      /* per body: cell of its AABB's minimum corner (x, y, z) */
     int pairs_dropped;
 } tb_broad_phase;
+
+/* ---- scratch (rigid_scratch.c) -------------------------------------------------------
+ *
+ * The arrays a step rebuilds from nothing, sized for the largest world that
+ * uses them. A world's own, or one shared by the worlds a thread steps one
+ * after another (rigid.h: tb_rigid_world_use_scratch), so that the step's
+ * working set stays in the cache from one world to the next. The arrays hold the last step of
+ * the world that attached last: each attach counts up `attached`, and a
+ * world whose own count (tb_rigid_world.attached) is not the scratch's
+ * points its fields at the arrays again before its next full step. A count,
+ * not a world pointer, so that destroying a world (on whatever thread) never
+ * touches a scratch other worlds use, and a new world at a freed world's
+ * address is not taken for it. */
+struct tb_rigid_scratch {
+    uint64_t attached;
+    int body_cap, contact_cap, pair_cap, entry_cap, table_cap, group_cap;
+    tb_body_frame *frames;
+    int32_t *solver_index;
+    tb_solver_body *solver_bodies;
+    tb_mat3 *inv_inertia_world;
+    float *inv_mass;
+    tb_grid_entry *grid_entries, *grid_sorted;
+    uint32_t *bucket_start;
+    int32_t *oversized, *min_cell;
+    tb_pair *pairs, *pairs_tmp;
+    tb_contact *contacts;     /* contact_cap + 1 of them, calloc'ed: [contact_cap] is never written */
+    tb_contact_point *points; /* likewise */
+    int32_t *manifold_start;
+    uint8_t *cache_used;
+    uint32_t *body_colors;    /* zero between steps (the colouring clears what it sets) */
+    int32_t *color_of, *slot;
+    tb_contact_wide *groups;
+};
+
+/* Grows s to hold w's step (never shrinks). TB_PHYS_ERR_NO_MEMORY leaves s as it was. */
+int tb_rigid__scratch_fit(tb_rigid_scratch *s, const tb_rigid_world *w);
+/* Points w's scratch fields at w->scratch's arrays, whose step is now w's. */
+void tb_rigid__attach(tb_rigid_world *w);
+/* The scratch holds w's last step (its contacts and groups are w's). */
+static inline bool tb_rigid__attached(const tb_rigid_world *w);
 
 /* ---- the world --------------------------------------------------------------------- */
 
@@ -285,7 +331,12 @@ struct tb_rigid_world {
     tb_cache_entry *cache;
     int cache_count;
 
-    /* ---- per-step scratch ---- */
+    /* ---- per-step scratch: pointers into *scratch, valid while tb_rigid__attached ---- */
+    tb_rigid_scratch *scratch;      /* own_scratch, or one shared with other worlds */
+    uint64_t attached;              /* scratch->attached when this world attached */
+    tb_rigid_scratch *own_scratch;  /* NULL while on a shared one */
+    bool scratch_fresh;             /* attached since the last colouring: the groups are not ours */
+    int zero_contact;               /* the scratch's never-written contact (an empty solver lane) */
     tb_body_frame *frames;
     int32_t *solver_index;          /* body id -> solver body (0 when static) */
     tb_solver_body *solver_bodies;  /* capacity + 1 */
@@ -313,6 +364,8 @@ struct tb_rigid_world {
     int grab_count;
 };
 
+static inline bool tb_rigid__attached(const tb_rigid_world *w) { return w->attached == w->scratch->attached; }
+
 /* rigid_grab.c: the servo at the start of a step; grabs of a removed body end */
 void tb_rigid__apply_grabs(tb_rigid_world *w);
 void tb_rigid__drop_grabs_of_body(tb_rigid_world *w, int body);
@@ -323,9 +376,8 @@ void tb_body_compute_frame(const tb_body *body, tb_body_frame *frame, float dt, 
 void tb_body_wake(tb_body *body);
 bool tb_body_is_slow(const tb_body *body);
 
-/* broad_phase.c */
-int tb_broad_phase_init(tb_broad_phase *bp, int body_capacity);
-void tb_broad_phase_free(tb_broad_phase *bp);
+/* broad_phase.c: the capacities for body_capacity bodies (the arrays: scratch) */
+void tb_broad_phase_size(tb_broad_phase *bp, int body_capacity);
 /* Candidate body pairs (a < b, at least one awake, AABBs overlapping),
  * sorted by key, into world->pairs. */
 void tb_broad_phase_update_pairs(tb_rigid_world *world);
@@ -344,15 +396,16 @@ void tb_contact_solver_prepare(tb_rigid_world *world, float dt);
 void tb_contact_solver_warm_apply(tb_rigid_world *world);
 void tb_contact_solver_solve(tb_rigid_world *world);
 
-/* constraint_graph.c */
-int tb_constraint_graph_init(tb_constraint_graph *g, int body_capacity, int contact_capacity);
+/* constraint_graph.c: init allocates the world's own part (the rest: scratch) */
+int tb_constraint_graph_init(tb_constraint_graph *g, int contact_capacity);
 void tb_constraint_graph_free(tb_constraint_graph *g);
 /* No groups, and nothing to reuse (a cleared world, an idle step). */
 void tb_constraint_graph_reset(tb_constraint_graph *g);
 /* Colours the contacts (solver bodies set by tb_contact_solver_begin) and
  * cuts the colours into groups of four lanes: index, sa, sb and the slot map.
  * The colouring depends only on the contacts' (sa, sb) in order, so when
- * those equal the last step's, the last groups are kept as they are. */
+ * those equal the last step's, the last colouring is kept (and its groups,
+ * unless another world's step used the scratch since: then laid out again). */
 void tb_constraint_graph_build(tb_rigid_world *world);
 
 /* rigid_world.c */

@@ -66,30 +66,17 @@ tb_rigid_world *tb_rigid_world_create(const tb_rigid_world_def *def)
 
     size_t cap = (size_t)d.body_capacity, ccap = (size_t)d.contact_capacity;
     w->bodies = calloc(cap, sizeof *w->bodies);
-    w->frames = calloc(cap, sizeof *w->frames);
-    w->solver_index = calloc(cap, sizeof *w->solver_index);
-    w->solver_bodies = calloc(cap + 1, sizeof *w->solver_bodies);
-    /* + 2: the wide preparation loads each matrix row as 16 bytes */
-    w->inv_inertia_world = calloc(cap + 2, sizeof *w->inv_inertia_world);
-    w->inv_mass = calloc(cap + 1, sizeof *w->inv_mass);
-    w->pairs = calloc((size_t)w->pair_capacity, sizeof *w->pairs);
-    w->pairs_tmp = calloc((size_t)w->pair_capacity, sizeof *w->pairs_tmp);
-    /* + 1: the zeroed entry at contact_capacity is what an empty solver lane
-     * reads (contact_solver.c); nothing writes it */
-    w->contacts = calloc(ccap + 1, sizeof *w->contacts);
-    w->points = calloc(ccap + 1, sizeof *w->points);
-    w->manifold_start = calloc(ccap + 1, sizeof *w->manifold_start);
     w->cache = calloc(ccap, sizeof *w->cache);
     w->cache_next = calloc(ccap, sizeof *w->cache_next);
-    w->cache_used = calloc(ccap, 1);
-    if (!w->bodies || !w->frames || !w->solver_index || !w->solver_bodies || !w->inv_inertia_world || !w->inv_mass ||
-        !w->pairs || !w->pairs_tmp || !w->contacts || !w->points || !w->manifold_start || !w->cache || !w->cache_next ||
-        !w->cache_used ||
-        tb_broad_phase_init(&w->broad_phase, d.body_capacity) != TB_PHYS_OK ||
-        tb_constraint_graph_init(&w->graph, d.body_capacity, d.contact_capacity) != TB_PHYS_OK) {
+    tb_broad_phase_size(&w->broad_phase, d.body_capacity);
+    if (!w->bodies || !w->cache || !w->cache_next ||
+        tb_constraint_graph_init(&w->graph, d.contact_capacity) != TB_PHYS_OK ||
+        !(w->own_scratch = tb_rigid_scratch_create()) || tb_rigid__scratch_fit(w->own_scratch, w) != TB_PHYS_OK) {
         tb_rigid_world_destroy(w);
         return NULL;
     }
+    w->scratch = w->own_scratch;
+    tb_rigid__attach(w);
     reset_free_list(w);
     return w;
 }
@@ -97,23 +84,36 @@ tb_rigid_world *tb_rigid_world_create(const tb_rigid_world_def *def)
 void tb_rigid_world_destroy(tb_rigid_world *w)
 {
     if (!w) return;
+    tb_rigid_scratch_destroy(w->own_scratch);
     free(w->bodies);
-    free(w->frames);
-    free(w->solver_index);
-    free(w->solver_bodies);
-    free(w->inv_inertia_world);
-    free(w->inv_mass);
-    free(w->pairs);
-    free(w->pairs_tmp);
-    free(w->contacts);
-    free(w->points);
-    free(w->manifold_start);
     free(w->cache);
     free(w->cache_next);
-    free(w->cache_used);
-    tb_broad_phase_free(&w->broad_phase);
     tb_constraint_graph_free(&w->graph);
     free(w);
+}
+
+int tb_rigid_world_use_scratch(tb_rigid_world *w, tb_rigid_scratch *s)
+{
+    assert(w);
+    if (s == w->scratch) return TB_PHYS_OK;
+    tb_rigid_scratch *own = NULL;
+    if (!s) {
+        own = tb_rigid_scratch_create();
+        if (!own) return TB_PHYS_ERR_NO_MEMORY;
+        s = own;
+    }
+    if (tb_rigid__scratch_fit(s, w) != TB_PHYS_OK) {
+        tb_rigid_scratch_destroy(own);
+        return TB_PHYS_ERR_NO_MEMORY;
+    }
+    tb_rigid_scratch_destroy(w->own_scratch);
+    w->own_scratch = own;
+    w->scratch = s;
+    /* the last step's contacts and groups stay with the old scratch: none to report */
+    w->contact_count = 0;
+    tb_constraint_graph_reset(&w->graph);
+    tb_rigid__attach(w);
+    return TB_PHYS_OK;
 }
 
 void tb_rigid_world_clear(tb_rigid_world *w)
@@ -221,6 +221,7 @@ int tb_rigid_world_get_contacts(const tb_rigid_world *w, tb_rigid_contact_info *
 {
     assert(w);
     if (cap < 0 || (cap > 0 && !out)) return TB_PHYS_ERR_INVALID;
+    if (!tb_rigid__attached(w)) return 0; /* a shared scratch holds another world's step now */
     int n = w->contact_count < cap ? w->contact_count : cap;
     for (int i = 0; i < n; i++) {
         out[i].point = w->points[i].point;
@@ -275,6 +276,7 @@ const char *tb_rigid_world_validate(const tb_rigid_world *w)
     if (free_slots != w->capacity - alive) return "free list length";
     for (int i = 1; i < w->cache_count; i++)
         if (w->cache[i - 1].key > w->cache[i].key) return "cache not sorted";
+    if (!tb_rigid__attached(w)) return NULL; /* the contacts and groups are another world's now */
     for (int i = 0; i < w->contact_count; i++) {
         const tb_contact_point *p = &w->points[i];
         if (!tb_rigid_world_body_valid(w, p->body_b) || (p->body_a >= 0 && !tb_rigid_world_body_valid(w, p->body_a)))
@@ -452,6 +454,7 @@ int tb_rigid_world_step(tb_rigid_world *w, float dt)
         step_idle(w, dt);
         return TB_PHYS_OK;
     }
+    if (!tb_rigid__attached(w)) tb_rigid__attach(w);
     integrate_velocities(w, dt);
     for (int i = 0; i < w->body_end; i++)
         if (w->bodies[i].alive) tb_body_compute_frame(&w->bodies[i], &w->frames[i], dt, TB_SPECULATIVE_MARGIN);

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "physics/rigid.h"
 #include "sim/clock.h"
 #include "sim/error.h"
 #include "sim/record.h"
@@ -288,6 +289,10 @@ static int64_t tb__next_wake(const tb_worker *w)
     return next;
 }
 
+/* The rigid worlds this worker steps share one scratch (world.h). */
+static _Thread_local tb_rigid_scratch *tb__rigid_scratch;
+static tb_rigid_scratch *tb__thread_rigid_scratch(void) { return tb__rigid_scratch; }
+
 /* This thread's nice value (Linux: per thread, by its id), see sched.h. */
 static void tb__take_priority(tb_worker *w)
 {
@@ -308,6 +313,9 @@ static void *tb__worker_main(void *arg)
     snprintf(name, sizeof name, "tb-worker-%d", w->index);
     pthread_setname_np(pthread_self(), name);
     tb__take_priority(w);
+    /* NULL when memory is short: the worlds keep their own. Freed at the end:
+     * a world outlives it only to be saved or destroyed, which never touch it. */
+    tb__rigid_scratch = tb_rigid_scratch_create();
 
     int64_t start = tb_clock_now_ns();
     w->origin_ns = start + TB_STEP_NS;
@@ -339,6 +347,8 @@ static void *tb__worker_main(void *arg)
         tb_clock_sleep_until(tb__next_wake(w));
         w->awake_ns = tb_clock_now_ns();
     }
+    tb_rigid_scratch_destroy(tb__rigid_scratch);
+    tb__rigid_scratch = NULL;
     return NULL;
 }
 
@@ -356,6 +366,7 @@ int tb_sched_init(tb_sched *sched, int workers, int snapshot_rate_hz, const char
     tb_tower_memo_init(&sched->tower_memo);
     sched->env.tower_memo = &sched->tower_memo;
     sched->env.tower_memo_build = tb_tower_memo_build;
+    sched->env.rigid_scratch = tb__thread_rigid_scratch;
     sched->snapshot_every = TB_STEP_HZ / snapshot_rate_hz;
     snprintf(sched->instance, sizeof sched->instance, "%s", instance ? instance : "");
     sched->metrics = metrics;
@@ -504,6 +515,7 @@ void tb_sched_close(tb_sched *sched)
     sched->workers = NULL;
     tb_tower_memo_close(&sched->tower_memo);
     sched->env.tower_memo = NULL;
+    sched->env.rigid_scratch = NULL;
 }
 
 uint64_t tb_sched_worker_steps(const tb_sched *sched, int worker)

@@ -62,12 +62,19 @@ typedef struct tb_world_overlay {
  * same bits. */
 struct tb_tower_memo;
 struct tb_rigid_world;
+struct tb_rigid_scratch;
 typedef struct tb_world_env {
     struct tb_tower_memo *tower_memo; /* settled towers (sim/tower_memo.h) */
     /* tb_tower_memo_build, handed in with the memo rather than called by
      * name, so the adapters link without the memo and its mutex (the
      * WebAssembly build of sim for the browser's replay has no threads). */
     int (*tower_memo_build)(struct tb_tower_memo *memo, struct tb_rigid_world *world, int *plank_ids);
+    /* The calling worker's scratch for the rigid worlds it steps (physics/rigid.h:
+     * tb_rigid_world_use_scratch), NULL on any other thread. A rigid world
+     * moves onto it at its first step there, so the rooms a worker steps in
+     * turn share one working set instead of each bringing its own back into
+     * the cache. NULL: every world keeps its own. */
+    struct tb_rigid_scratch *(*rigid_scratch)(void);
 } tb_world_env;
 
 typedef struct tb_world_ops {

@@ -31,6 +31,8 @@
  * same JSON lines with the wall-clock median per call.
  *
  *   tumble-bench tower-cycle         # timing: the tower-cycle case, mean us per step
+ *   tumble-bench tower-rooms         # timing: 150 tower rooms stepped in turn, on one
+ *                                    # shared scratch and each on its own, us per step
  *   tumble-bench world-hash          # every kernel's state hash after a fixed
  *                                    # input script (bench_world_hash.c) */
 #define _POSIX_C_SOURCE 200809L
@@ -177,6 +179,85 @@ static void tower_room_case(void)
     snprintf(extra, sizeof extra, ",\"steps_with_awake\":%ld", awake_steps);
     report(&c, extra);
     tb_rigid_world_destroy(w);
+}
+
+/* Many tower rooms stepped in turn, as a worker steps its share of the load
+ * test's rooms: TOWER_ROOMS worlds (one worker's half of 300), each on the
+ * tower-room case's inputs with its cycle started 4 steps after the last
+ * one's (a knock somewhere every 33 ms), all stepped once per tick. Each run
+ * times 5 s of ticks twice, alternately in one-second blocks: the worlds
+ * on one shared scratch (tb_rigid_world_use_scratch, as the server's
+ * workers run them) and twins on scratches of their own, the same inputs
+ * and the same bits. Mean us per step of each. */
+#define TOWER_ROOMS 150
+
+typedef struct tower_rooms {
+    tb_rigid_world *w[TOWER_ROOMS];
+    tb_rigid_rng rng[TOWER_ROOMS];
+} tower_rooms;
+
+static void tower_rooms_make(tower_rooms *t, tb_rigid_scratch *shared)
+{
+    tb_rigid_world_def def = tb_rigid_world_def_default();
+    def.body_capacity = TB_SCENE_TOWER_BODIES + 24 + 4; /* as sim/world_rigid.c */
+    for (int i = 0; i < TOWER_ROOMS; i++) {
+        t->w[i] = tb_rigid_world_create(&def);
+        if (!t->w[i] || tb_rigid_scene_tower_settled(t->w[i], NULL) < 0 ||
+            (shared && tb_rigid_world_use_scratch(t->w[i], shared) != TB_PHYS_OK)) {
+            fprintf(stderr, "bench tower-rooms: out of memory\n");
+            exit(1);
+        }
+        t->rng[i] = tb_rigid_rng_seed((uint64_t)i + 1);
+    }
+}
+
+/* Ticks [from, to) of every room; the seconds spent in the steps. */
+static double tower_rooms_run(tower_rooms *t, int from, int to)
+{
+    double us = 0.0;
+    for (int s = from; s < to; s++)
+        for (int i = 0; i < TOWER_ROOMS; i++) {
+            tb_rigid_world *w = t->w[i];
+            int c = s + 4 * i;
+            if (c % 600 == 0) tb_rigid_scene_tower_launch_ball(w);
+            if (c % 600 == 300) tb_rigid_scene_tower_settled(w, NULL);
+            if (c % 360 == 100 || c % 360 == 280) room_poke(w, &t->rng[i]);
+            double t0 = tb_bench_now_us();
+            tb_rigid_world_step(w, DT);
+            us += tb_bench_now_us() - t0;
+        }
+    return us;
+}
+
+void tb_bench_tower_rooms(const tb_bench_opts *opts)
+{
+    int runs = opts->runs, seconds = opts->quick ? 1 : 5;
+    double *shared_us = calloc((size_t)runs, sizeof *shared_us), *own_us = calloc((size_t)runs, sizeof *own_us);
+    static tower_rooms shared, own;
+    for (int r = 0; r < runs; r++) {
+        tb_rigid_scratch *scratch = tb_rigid_scratch_create();
+        if (!scratch) { fprintf(stderr, "bench tower-rooms: out of memory\n"); exit(1); }
+        tower_rooms_make(&shared, scratch);
+        tower_rooms_make(&own, NULL);
+        double a = 0.0, b = 0.0;
+        for (int sec = 0; sec < seconds; sec++) {
+            a += tower_rooms_run(&shared, sec * 120, sec * 120 + 120);
+            b += tower_rooms_run(&own, sec * 120, sec * 120 + 120);
+        }
+        shared_us[r] = a / (seconds * 120.0 * TOWER_ROOMS);
+        own_us[r] = b / (seconds * 120.0 * TOWER_ROOMS);
+        for (int i = 0; i < TOWER_ROOMS; i++) {
+            tb_rigid_world_destroy(shared.w[i]);
+            tb_rigid_world_destroy(own.w[i]);
+        }
+        tb_rigid_scratch_destroy(scratch);
+    }
+    printf("{\"scene\":\"tower-rooms\",\"rooms\":%d,\"seconds\":%d,\"runs\":%d,"
+           "\"median_shared_scratch_us\":%.2f,\"median_own_scratch_us\":%.2f}\n",
+           TOWER_ROOMS, seconds, runs, tb_bench_median(shared_us, (size_t)runs), tb_bench_median(own_us, (size_t)runs));
+    fflush(stdout);
+    free(shared_us);
+    free(own_us);
 }
 
 /* Timing of the tower cycle: mean us per step over the 15 s, per run, and

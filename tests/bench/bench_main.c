@@ -21,6 +21,7 @@ void tb_bench_count(const tb_bench_opts *opts);
 void tb_bench_tower_asleep(const tb_bench_opts *opts);
 void tb_bench_world_hash(const tb_bench_opts *opts);
 void tb_bench_tower_cycle(const tb_bench_opts *opts);
+void tb_bench_tower_rooms(const tb_bench_opts *opts);
 void tb_bench_stream_switch(const tb_bench_opts *opts);
 
 static const struct { const char *name; tb_bench_fn fn; } scenarios[] = {
@@ -33,6 +34,7 @@ static const struct { const char *name; tb_bench_fn fn; } scenarios[] = {
     {"count", tb_bench_count},
     {"world-hash", tb_bench_world_hash},
     {"tower-cycle", tb_bench_tower_cycle},
+    {"tower-rooms", tb_bench_tower_rooms},
     {"stream-switch", tb_bench_stream_switch},
     {NULL, NULL} /* end */
 };

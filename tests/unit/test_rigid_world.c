@@ -549,6 +549,73 @@ static void kept_colouring_steps_bit_identically_to_a_fresh_one(void **state)
     for (int k = 0; k < 2; k++) tb_rigid_world_destroy(w[k]);
 }
 
+/* Worlds stepped in turn on one shared scratch (rigid.h) step bit-identically
+ * to twins with scratches of their own: three towers knocked at different
+ * times, then a pile of 200 that grows the scratch while the towers are on
+ * it, then one tower given its own scratch back. Each world's contacts are
+ * its own right after its step and none once another world has stepped. */
+static void worlds_on_a_shared_scratch_step_like_worlds_with_their_own(void **state)
+{
+    (void)state;
+    enum { N = 4 };
+    tb_rigid_world *shared[N], *own[N];
+    tb_rigid_world_def def = tb_rigid_world_def_default();
+    for (int k = 0; k < N; k++) {
+        /* the towers' contact capacity (400: 357 at most) well under the pile's
+         * count, so the pile writes where a tower's own last contact would be */
+        def.body_capacity = k < 3 ? TB_SCENE_TOWER_BODIES + 4 : 200;
+        def.contact_capacity = k < 3 ? 400 : 0;
+        shared[k] = tb_rigid_world_create(&def);
+        own[k] = tb_rigid_world_create(&def);
+        assert_non_null(shared[k]);
+        assert_non_null(own[k]);
+        assert_int_equal(tb_rigid_scene_tray(shared[k]), TB_PHYS_OK);
+        assert_int_equal(tb_rigid_scene_tray(own[k]), TB_PHYS_OK);
+        for (tb_rigid_world **w = (tb_rigid_world *[]){shared[k], own[k], NULL}; *w; w++)
+            assert_int_equal(k < 3 ? tb_rigid_scene_tower(*w, NULL) : tb_rigid_scene_pile(*w, 200), TB_PHYS_OK);
+    }
+    tb_rigid_scratch *scratch = tb_rigid_scratch_create();
+    assert_non_null(scratch);
+    for (int k = 0; k < 3; k++) assert_int_equal(tb_rigid_world_use_scratch(shared[k], scratch), TB_PHYS_OK);
+    static tb_rigid_contact_info mine[4096], twin[4096];
+    int compared = 0, superseded = 0, pile_most = 0;
+    for (int s = 0; s < 480; s++) {
+        if (s == 120) assert_int_equal(tb_rigid_world_use_scratch(shared[3], scratch), TB_PHYS_OK);
+        if (s == 360) assert_int_equal(tb_rigid_world_use_scratch(shared[1], NULL), TB_PHYS_OK);
+        for (int k = 0; k < N; k++) {
+            if (k < 3 && s == 30 + 40 * k) {
+                assert_true(tb_rigid_scene_tower_launch_ball(shared[k]) >= 0);
+                assert_true(tb_rigid_scene_tower_launch_ball(own[k]) >= 0);
+            }
+            assert_int_equal(tb_rigid_world_step(shared[k], DT), TB_PHYS_OK);
+            assert_int_equal(tb_rigid_world_step(own[k], DT), TB_PHYS_OK);
+            assert_null(tb_rigid_world_validate(shared[k]));
+            int n = tb_rigid_world_get_contacts(shared[k], mine, 4096);
+            assert_int_equal(n, tb_rigid_world_get_contacts(own[k], twin, 4096));
+            assert_memory_equal(mine, twin, sizeof *mine * (size_t)n);
+            compared += n;
+            if (k == 3 && n > pile_most) pile_most = n;
+        }
+        /* a world whose step is no longer the last one on the scratch reports none */
+        for (int k = 0; k < N; k++)
+            if (shared[k]->scratch == scratch && !tb_rigid__attached(shared[k])) {
+                assert_int_equal(tb_rigid_world_get_contacts(shared[k], mine, 4096), 0);
+                superseded++;
+            }
+        if (s % 60 == 59)
+            for (int k = 0; k < N; k++) tb_test_assert_same_saves(shared[k], own[k]);
+    }
+    assert_true(compared > 0);
+    assert_true(superseded > 480);
+    assert_true(pile_most > 400);
+    for (int k = 0; k < N; k++) {
+        tb_test_assert_same_saves(shared[k], own[k]);
+        tb_rigid_world_destroy(shared[k]);
+        tb_rigid_world_destroy(own[k]);
+    }
+    tb_rigid_scratch_destroy(scratch);
+}
+
 /* One set of codes for rigid, cloth and soft (physics/result.h), one
  * strerror: every code from OK to the last is named, and no two alike. */
 static void every_physics_error_has_one_name_of_its_own(void **state)
@@ -629,6 +696,7 @@ int main(void)
         cmocka_unit_test(removing_a_support_wakes_what_rested_on_it),
         cmocka_unit_test(same_scene_and_inputs_give_bit_identical_poses_after_10_s),
         cmocka_unit_test(kept_colouring_steps_bit_identically_to_a_fresh_one),
+        cmocka_unit_test(worlds_on_a_shared_scratch_step_like_worlds_with_their_own),
         cmocka_unit_test(loaded_world_steps_bit_identically_to_the_original),
         cmocka_unit_test(load_rejects_truncated_or_corrupt_images),
         cmocka_unit_test(internal_state_stays_consistent_through_a_collapse),
