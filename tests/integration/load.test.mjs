@@ -160,6 +160,10 @@ test('a tiny ramp names its machine and draws every step with the held limit (--
     // the machine beside the figures
     assert.equal(r.machine.cores, os.cpus().length, why);
     assert.equal(r.machine.cpu_model, os.cpus()[0].model.trim(), why);
+    // one model name ("AMD EPYC") covers several generations: the family and model numbers too
+    const family = /^cpu family\s*:\s*(\d+)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'));
+    if (family) assert.equal(r.machine.cpu_family, Number(family[1]), why);
+    assert.ok(Number.isInteger(r.machine.cpu_model_number) && Number.isInteger(r.machine.l2_kib), why);
     assert.equal(r.machine.load_average_start.length, 3, why);
     assert.ok(r.machine.load_average_end.every((v) => typeof v === 'number' && v >= 0), why);
     const steps = r.ramp.steps;

@@ -104,12 +104,18 @@ int tl_find_listener_pid(int port);
  * machine was (the 1, 5 and 15 minute load averages) at both ends of the run. */
 typedef struct tl_machine {
     char cpu_model[128];       /* /proc/cpuinfo "model name" ("unknown" if absent) */
+    int cpu_family, cpu_model_number; /* its "cpu family" and "model" (-1 if absent): one "AMD
+                                         EPYC" name covers several generations */
+    double cpu_mhz;            /* its "cpu MHz" (0 if absent) */
+    int l2_kib;                /* level 2 cache per core (0 if unknown) */
     char simd[16];             /* the widest of avx512f, avx2, sse4_2 in its flags, or "" */
     int cores;                 /* online processors */
     double load_start[3], load_end[3];   /* NAN when /proc/loadavg cannot be read */
 } tl_machine;
 
 void tl_machine_read(tl_machine *m);
+/* "AMD EPYC (family 26 model 2, 2096 MHz, L2 1024 KiB) avx512f": what is known of it. */
+void tl_machine_describe(const tl_machine *m, char *buf, size_t cap);
 /* The 1, 5 and 15 minute load averages; 0 on success, -1 (all NAN) otherwise. */
 int tl_loadavg(double out[3]);
 

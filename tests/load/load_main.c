@@ -852,7 +852,9 @@ static void tl__print_json(const tl_run *run, const tl_report *top)
             printf("\\%c", *c);
         else if ((unsigned char)*c >= 0x20)
             putchar(*c);
-    printf("\",\"simd\":\"%s\",\"cores\":%d,\"load_average_start\":[", m->simd, m->cores);
+    printf("\",\"cpu_family\":%d,\"cpu_model_number\":%d,\"cpu_mhz\":%.0f,\"l2_kib\":%d", m->cpu_family,
+           m->cpu_model_number, m->cpu_mhz, m->l2_kib);
+    printf(",\"simd\":\"%s\",\"cores\":%d,\"load_average_start\":[", m->simd, m->cores);
     for (int i = 0; i < 3; i++)
         isnan(m->load_start[i]) ? printf("%snull", i ? "," : "") : printf("%s%.2f", i ? "," : "", m->load_start[i]);
     printf("],\"load_average_end\":[");
@@ -897,8 +899,10 @@ static void tl__print_table(const tl_run *run, const tl_report *r)
     }
     printf("\ntumble-load against %s: %d rooms x %d clients (%d joined, %d measured), window %.1f s\n",
            run->opt.url, r->rooms, run->opt.clients_per_room, r->clients_joined, r->clients_in_window, r->window_s);
-    printf("  machine: %s%s%s, %d cores, load average %.2f %.2f %.2f at the start, %.2f %.2f %.2f at the end\n",
-           run->machine.cpu_model, run->machine.simd[0] ? " " : "", run->machine.simd, run->machine.cores,
+    char machine[256];
+    tl_machine_describe(&run->machine, machine, sizeof machine);
+    printf("  machine: %s, %d cores, load average %.2f %.2f %.2f at the start, %.2f %.2f %.2f at the end\n",
+           machine, run->machine.cores,
            run->machine.load_start[0], run->machine.load_start[1], run->machine.load_start[2],
            run->machine.load_end[0], run->machine.load_end[1], run->machine.load_end[2]);
     printf("  %-34s %10s %10s %10s\n", "figure", "p50", "p99", "other");

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -53,6 +54,11 @@ void tl_machine_read(tl_machine *m)
 {
     memset(m, 0, sizeof *m);
     snprintf(m->cpu_model, sizeof m->cpu_model, "unknown");
+    m->cpu_family = m->cpu_model_number = -1;
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE); /* glibc: from CPUID, where a VM may hide sysfs */
+    m->l2_kib = l2 > 0 ? (int)(l2 / 1024) : 0;
+#endif
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     m->cores = cores > 0 ? (int)cores : 0;
     m->load_start[0] = m->load_start[1] = m->load_start[2] = NAN;
@@ -62,7 +68,7 @@ void tl_machine_read(tl_machine *m)
         return;
     char line[4096];
     bool model = false, flags = false;
-    while ((!model || !flags) && fgets(line, sizeof line, f)) {
+    while ((!model || !flags) && fgets(line, sizeof line, f)) { /* the first processor's lines */
         char *colon = strchr(line, ':');
         if (!colon)
             continue;
@@ -73,6 +79,12 @@ void tl_machine_read(tl_machine *m)
         if (!model && strncmp(line, "model name", 10) == 0 && *v) {
             snprintf(m->cpu_model, sizeof m->cpu_model, "%s", v);
             model = true;
+        } else if (m->cpu_family < 0 && strncmp(line, "cpu family", 10) == 0) {
+            m->cpu_family = atoi(v);
+        } else if (m->cpu_model_number < 0 && strncmp(line, "model", 5) == 0 && (line[5] == ' ' || line[5] == '\t')) {
+            m->cpu_model_number = atoi(v);
+        } else if (m->cpu_mhz == 0 && strncmp(line, "cpu MHz", 7) == 0) {
+            m->cpu_mhz = atof(v);
         } else if (!flags && strncmp(line, "flags", 5) == 0) {
             const char *w = tl__has_word(v, "avx512f") ? "avx512f"
                             : tl__has_word(v, "avx2")  ? "avx2"
@@ -83,6 +95,28 @@ void tl_machine_read(tl_machine *m)
         }
     }
     fclose(f);
+}
+
+void tl_machine_describe(const tl_machine *m, char *buf, size_t cap)
+{
+    int n = snprintf(buf, cap, "%s", m->cpu_model);
+    const char *sep = " (";
+    if (n >= 0 && (size_t)n < cap && m->cpu_family >= 0) {
+        n += snprintf(buf + n, cap - (size_t)n, "%sfamily %d model %d", sep, m->cpu_family, m->cpu_model_number);
+        sep = ", ";
+    }
+    if (n >= 0 && (size_t)n < cap && m->cpu_mhz > 0) {
+        n += snprintf(buf + n, cap - (size_t)n, "%s%.0f MHz", sep, m->cpu_mhz);
+        sep = ", ";
+    }
+    if (n >= 0 && (size_t)n < cap && m->l2_kib > 0) {
+        n += snprintf(buf + n, cap - (size_t)n, "%sL2 %d KiB", sep, m->l2_kib);
+        sep = ", ";
+    }
+    if (n >= 0 && (size_t)n < cap && sep[0] == ',')
+        n += snprintf(buf + n, cap - (size_t)n, ")");
+    if (n >= 0 && (size_t)n < cap && m->simd[0])
+        snprintf(buf + n, cap - (size_t)n, " %s", m->simd);
 }
 
 /* ---- the picture -------------------------------------------------------------- */
@@ -261,9 +295,11 @@ static void tl__svg(FILE *f, const tl_report *steps, int count, const tl_report_
             meta->clients_per_room, meta->max_rooms_held, TL_LEFT);
     if (meta->machine) {
         const tl_machine *m = meta->machine;
-        tl__xml(f, m->cpu_model);
-        fprintf(f, "%s%s, %d cores, load average %.2f at the start, %.2f at the end", m->simd[0] ? " " : "", m->simd,
-                m->cores, m->load_start[0], m->load_end[0]);
+        char name[256];
+        tl_machine_describe(m, name, sizeof name);
+        tl__xml(f, name);
+        fprintf(f, ", %d cores, load average %.2f at the start, %.2f at the end", m->cores, m->load_start[0],
+                m->load_end[0]);
     }
     if (meta->when) {
         fprintf(f, ", ");

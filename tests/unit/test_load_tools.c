@@ -127,6 +127,7 @@ static void the_listening_process_is_found_by_port(void **state)
     assert_true(tl_proc_rss_mb(getpid()) > 0);
 }
 
+static char *slurp(const char *path);
 
 static void the_machine_is_named_with_its_load(void **state)
 {
@@ -135,6 +136,10 @@ static void the_machine_is_named_with_its_load(void **state)
     tl_machine_read(&m);
     assert_int_equal(m.cores, (int)sysconf(_SC_NPROCESSORS_ONLN));
     assert_true(m.cpu_model[0] != 0);
+    /* where the kernel names the family and model (x86), they are read */
+    const char *info = slurp("/proc/cpuinfo");
+    if (strstr(info, "\ncpu family\t"))
+        assert_true(m.cpu_family > 0 && m.cpu_model_number >= 0);
     double l[3];
     assert_int_equal(tl_loadavg(l), 0);
     for (int i = 0; i < 3; i++)
@@ -199,6 +204,10 @@ static void the_ramp_picture_has_every_step_and_the_held_mark(void **state)
     memset(&m, 0, sizeof m);
     snprintf(m.cpu_model, sizeof m.cpu_model, "Test CPU <5 GHz> & \"friends\"");
     snprintf(m.simd, sizeof m.simd, "avx2");
+    m.cpu_family = 26;
+    m.cpu_model_number = 2;
+    m.cpu_mhz = 2095.98;
+    m.l2_kib = 1024;
     m.cores = 2;
     m.load_start[0] = 1.5;
     m.load_end[0] = 2.25;
@@ -222,7 +231,8 @@ static void the_ramp_picture_has_every_step_and_the_held_mark(void **state)
     assert_int_equal(count_of(t, " missed\""), 2 * 4);
     assert_int_equal(count_of(t, "class=\"held-mark\" data-rooms=\"250\""), 1);
     assert_int_equal(count_of(t, "<script"), 0);
-    assert_non_null(strstr(t, "Test CPU &lt;5 GHz&gt; &amp; &quot;friends&quot; avx2, 2 cores, load average 1.50"));
+    assert_non_null(strstr(t, "Test CPU &lt;5 GHz&gt; &amp; &quot;friends&quot; (family 26 model 2, 2096 MHz, L2 1024 KiB) "
+                              "avx2, 2 cores, load average 1.50"));
     /* screen y grows downwards: the worst lateness is highest, and each rise is drawn as one */
     for (int rooms = 50; rooms <= 300; rooms += 25)
         assert_true(point_y(t, "lateness", rooms) < point_y(t, "lateness", rooms - 25));
