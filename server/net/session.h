@@ -118,6 +118,11 @@ typedef struct tb_session {
      * the kernel still held unacknowledged at the last look */
     uint64_t wire_bytes, wire_bytes_checked;
     int prev_outq;
+    /* the link check's own last look (link.c: tb__queue_now): the kernel held
+     * outq_seen when wire_bytes was outq_wire, so it holds at most outq_seen
+     * + what was written since, and no look is needed while that is small */
+    uint64_t outq_wire;
+    int outq_seen;
     int64_t last_progress_ns;
     /* read-through check: a ping goes out every TB__PING_INTERVAL_NS; once
      * the kernel has had it acknowledged (in the client's receive buffer) the
