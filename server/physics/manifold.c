@@ -21,7 +21,8 @@
  * frame's axes (three dot products, not the quaternion's two crosses). The
  * world's fields in locals: the stores through the contact arrays could
  * otherwise alias them and be read again for every point. */
-static void add_manifold(tb_rigid_world *w, uint32_t key, int body_a, int body_b, const tb_manifold *m)
+static inline __attribute__((always_inline)) void add_manifold(tb_rigid_world *w, uint32_t key, int body_a, int body_b,
+                                                                const tb_manifold *m)
 {
     const tb_vec3 pos = w->bodies[body_b].position;
     const tb_vec3 *frame_axis = w->frames[body_b].box.axis;
@@ -51,7 +52,8 @@ static void add_manifold(tb_rigid_world *w, uint32_t key, int body_a, int body_b
 }
 
 /* Narrow phase for one body pair; the manifold normal runs from a to b. */
-static int collide_pair(tb_rigid_world *w, int ia, int ib, float margin, tb_manifold *m)
+static inline __attribute__((always_inline)) int collide_pair(tb_rigid_world *w, int ia, int ib, float margin,
+                                                               tb_manifold *m)
 {
     const tb_body *a = &w->bodies[ia], *b = &w->bodies[ib];
     const tb_body_frame *fa = &w->frames[ia], *fb = &w->frames[ib];
