@@ -18,15 +18,18 @@
 #include "physics/rigid_core.h"
 
 /* local_b: the point in body b's frame, R^T (p - x) with R's columns the
- * frame's axes (three dot products, not the quaternion's two crosses). The
- * world's fields in locals: the stores through the contact arrays could
- * otherwise alias them and be read again for every point. */
+ * frame's axes (three dot products, not the quaternion's two crosses), the
+ * three in the lanes of a tb_f4: lane i is a_i.x d.x + a_i.y d.y + a_i.z d.z,
+ * tb_v3_dot's operations in its order. The world's fields in locals: the
+ * stores through the contact arrays could otherwise alias them and be read
+ * again for every point. */
 static inline __attribute__((always_inline)) void add_manifold(tb_rigid_world *w, uint32_t key, int body_a, int body_b,
                                                                 const tb_manifold *m)
 {
     const tb_vec3 pos = w->bodies[body_b].position;
-    const tb_vec3 *frame_axis = w->frames[body_b].box.axis;
-    const tb_vec3 ax0 = frame_axis[0], ax1 = frame_axis[1], ax2 = frame_axis[2];
+    const tb_vec3 *ax = w->frames[body_b].box.axis;
+    const tb_f4 col_x = {ax[0].x, ax[1].x, ax[2].x, 0.0f}, col_y = {ax[0].y, ax[1].y, ax[2].y, 0.0f},
+                col_z = {ax[0].z, ax[1].z, ax[2].z, 0.0f};
     const tb_vec3 normal = m->normal;
     tb_contact_point *points = w->points;
     tb_contact *contacts = w->contacts;
@@ -39,13 +42,15 @@ static inline __attribute__((always_inline)) void add_manifold(tb_rigid_world *w
     if (count > 0) w->manifold_start[w->manifold_count++] = k;
     for (int i = 0; i < count; i++, k++) {
         tb_contact_point *cp = &points[k];
+        const tb_vec3 p = m->point[i];
         cp->key = key;
         cp->body_a = body_a;
         cp->body_b = body_b;
         cp->separation = m->separation[i];
-        cp->point = m->point[i];
-        tb_vec3 d = tb_v3_sub(m->point[i], pos);
-        cp->local_b = tb_v3(tb_v3_dot(ax0, d), tb_v3_dot(ax1, d), tb_v3_dot(ax2, d));
+        cp->point = p;
+        const tb_f4 local = tb_f4_splat(p.x - pos.x) * col_x + tb_f4_splat(p.y - pos.y) * col_y +
+                            tb_f4_splat(p.z - pos.z) * col_z;
+        cp->local_b = tb_v3(local[0], local[1], local[2]);
         contacts[k].n = normal;
     }
     w->contact_count = k;
