@@ -279,52 +279,56 @@ static inline __attribute__((always_inline)) int clip_face(const face_poly *in, 
  * the one making the largest triangle on the other side of their edge. Two
  * nearly coincident faces clip to up to 8 points in close pairs; four points
  * spanning the area hold a box just as well and cost half the solver rows. */
-static int reduce_manifold(tb_vec3 *points, float *seps, int count, tb_vec3 n)
+static inline __attribute__((always_inline)) int reduce_manifold(tb_vec3 *points, float *seps, int count,
+                                                                 tb_vec3 n)
 {
     if (count <= 4) return count;
     int keep[4];
     keep[0] = 0;
     for (int i = 1; i < count; i++)
         if (seps[i] < seps[keep[0]]) keep[0] = i;
+    unsigned taken = 1u << keep[0]; /* bit i: point i is kept */
     float best = -1.0f;
     keep[1] = keep[0] == 0 ? 1 : 0;
     for (int i = 0; i < count; i++) {
         float d = tb_v3_len_sq(tb_v3_sub(points[i], points[keep[0]]));
         if (i != keep[0] && d > best) { best = d; keep[1] = i; }
     }
+    taken |= 1u << keep[1];
     tb_vec3 p0 = points[keep[0]], e = tb_v3_sub(points[keep[1]], p0);
     float area[TB_MANIFOLD_MAX];
     for (int i = 0; i < count; i++) area[i] = tb_v3_dot(n, tb_v3_cross(e, tb_v3_sub(points[i], p0)));
     keep[2] = -1;
     best = -1.0f;
     for (int i = 0; i < count; i++) {
-        if (i == keep[0] || i == keep[1]) continue;
+        if (taken >> i & 1u) continue;
         if (fabsf(area[i]) > best) { best = fabsf(area[i]); keep[2] = i; }
     }
+    taken |= 1u << keep[2];
     float side = area[keep[2]] < 0.0f ? 1.0f : -1.0f; /* the other side of edge 0-1 */
     keep[3] = -1;
     best = 0.0f;
     for (int i = 0; i < count; i++) {
-        if (i == keep[0] || i == keep[1] || i == keep[2]) continue;
+        if (taken >> i & 1u) continue;
         if (side * area[i] > best) { best = side * area[i]; keep[3] = i; }
     }
     if (keep[3] < 0) { /* all on one side: the one farthest from the third point */
         best = -1.0f;
         for (int i = 0; i < count; i++) {
-            if (i == keep[0] || i == keep[1] || i == keep[2]) continue;
+            if (taken >> i & 1u) continue;
             float d = tb_v3_len_sq(tb_v3_sub(points[i], points[keep[2]]));
             if (d > best) { best = d; keep[3] = i; }
         }
     }
-    /* sort the kept indices so the points keep their clipping order */
-    for (int a = 1; a < 4; a++)
-        for (int b = a; b > 0 && keep[b - 1] > keep[b]; b--) {
-            int t = keep[b]; keep[b] = keep[b - 1]; keep[b - 1] = t;
-        }
-    tb_vec3 kp[4];
-    float ks[4];
-    for (int k = 0; k < 4; k++) { kp[k] = points[keep[k]]; ks[k] = seps[keep[k]]; }
-    for (int k = 0; k < 4; k++) { points[k] = kp[k]; seps[k] = ks[k]; }
+    taken |= 1u << keep[3];
+    /* the kept points in their clipping order (the set bits of the mask
+     * come out sorted), moved down in place: point i goes to k <= i, and
+     * every later read is of an index above i */
+    for (int k = 0; taken; taken &= taken - 1u, k++) {
+        const int i = __builtin_ctz(taken);
+        points[k] = points[i];
+        seps[k] = seps[i];
+    }
     return 4;
 }
 
@@ -413,7 +417,7 @@ static inline __attribute__((always_inline)) int face_manifold(const tb_collide_
         seps[out] = s;
         out++;
     }
-    return out <= 4 ? out : reduce_manifold(points, seps, out, n); /* the call only when there is work */
+    return out <= 4 ? out : reduce_manifold(points, seps, out, n); /* most have four or fewer: tested first */
 }
 
 /* Closest points of edge i of A and edge j of B, the edges picked as the ones
