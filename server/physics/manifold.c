@@ -94,14 +94,29 @@ TB_HOT_CLONES void tb_manifold_collide(tb_rigid_world *w)
         }
     }
     w->pair_contact_count = w->contact_count;
+    /* The planes by lane (at most TB_RIGID_MAX_PLANES = 8), so that a body's
+     * bounding-sphere test against all of them is one tb_f8 pass: lane k is
+     * tb_v3_dot(n_k, x) - offset_k, its operations in its order. */
+    _Static_assert(TB_RIGID_MAX_PLANES <= 8, "the planes fit the lanes of one tb_f8");
+    float plane_x[8] = {0.0f}, plane_y[8] = {0.0f}, plane_z[8] = {0.0f}, plane_d[8] = {0.0f};
+    for (int k = 0; k < w->plane_count; k++) {
+        plane_x[k] = w->plane_normal[k].x, plane_y[k] = w->plane_normal[k].y, plane_z[k] = w->plane_normal[k].z;
+        plane_d[k] = w->plane_offset[k];
+    }
+    const tb_f8 nx = tb_f8_load(plane_x), ny = tb_f8_load(plane_y), nz = tb_f8_load(plane_z), off = tb_f8_load(plane_d);
+    const unsigned planes = (1u << w->plane_count) - 1u;
     for (int i = 0; i < w->body_end; i++) {
         const tb_body *b = &w->bodies[i];
         if (!b->alive || b->sleeping) continue;
         const tb_body_frame *f = &w->frames[i];
         float margin = TB_SPECULATIVE_MARGIN + f->speculative;
-        for (int k = 0; k < w->plane_count; k++) {
+        const tb_vec3 x = b->position;
+        const tb_f8 dist = ((nx * tb_f8_splat(x.x) + ny * tb_f8_splat(x.y)) + nz * tb_f8_splat(x.z)) - off;
+        /* the planes within reach: not (dist > radius + margin) */
+        unsigned near = ~tb_f8_bits_lt(tb_f8_splat(b->radius + margin), dist) & planes;
+        for (; near; near &= near - 1u) {
+            const int k = __builtin_ctz(near);
             tb_vec3 n = w->plane_normal[k];
-            if (tb_v3_dot(n, b->position) - w->plane_offset[k] > b->radius + margin) continue;
             int count;
             if (b->shape == TB_RIGID_BOX) {
                 count = tb_collide_plane_box(n, w->plane_offset[k], &f->box, margin, &m);
