@@ -231,18 +231,6 @@ typedef struct face_poly {
     float u[POLY_MAX + 1], w[POLY_MAX + 1], h[POLY_MAX + 1];
 } face_poly;
 
-/* Whether some vertex of `in` (n of them) has sign * (u or w) - limit > 0
- * (or NaN), the distance clip_face computes, eight vertices at a time. */
-static inline bool side_cuts(const face_poly *in, int n, int along_w, float sign, float limit)
-{
-    const float *x = along_w ? in->w : in->u;
-    tb_f4 lo = tb_f4_load(x), hi = tb_f4_load(x + 4);
-    const tb_f4 s = tb_f4_splat(sign), l = tb_f4_splat(limit), zero = tb_f4_splat(0.0f);
-    const tb_i4 lane = {0, 1, 2, 3}, four = {4, 4, 4, 4}, count = {n, n, n, n};
-    tb_i4 out = (~(s * lo - l <= zero) & (lane < count)) | (~(s * hi - l <= zero) & (lane + four < count));
-    return (out[0] | out[1] | out[2] | out[3]) != 0;
-}
-
 /* Keeps the part of polygon `in` (n vertices) where sign * (u or w) <= limit
  * (Sutherland-Hodgman): per vertex i in order, the vertex if its distance
  * d_i = sign * x_i - limit is <= 0, then the edge's crossing if exactly one
@@ -250,34 +238,37 @@ static inline bool side_cuts(const face_poly *in, int n, int along_w, float sign
  * h is linear along the edge, so interpolating it is exact. The distances
  * and crossings of all eight lanes are computed at once (each lane the
  * operations of the scalar formula), then the kept ones written in order.
+ * A side with every vertex inside it would only copy the polygon (no
+ * crossings): then nothing is written and -1 returned. Most face contacts
+ * of a stack cut one side or none.
  * Inline: its four calls pass constant along_w and sign, which then fold. */
 static inline __attribute__((always_inline)) int clip_face(const face_poly *in, int n, face_poly *out, int along_w,
                                                            float sign, float limit)
 {
-    if (n == 0) return 0;
     const float *x = along_w ? in->w : in->u;
     const tb_f8 s = tb_f8_splat(sign), l = tb_f8_splat(limit), zero = tb_f8_splat(0.0f);
-    const tb_f8 dp = s * tb_f8_load(x) - l, dq = s * tb_f8_load(x + 1) - l;
-    const unsigned lanes = (1u << n) - 1u;
-    const unsigned inside = tb_f8_bits_le(dp, zero) & lanes;
-    const unsigned next_inside = (inside >> 1) | (inside & 1u) << (n - 1);
-    const unsigned cross = inside ^ next_inside;
+    const tb_f8 dp = s * tb_f8_load(x) - l;
+    /* vertex i's bit at 2i (weights 4^i: sums below 2^15, exact), so that
+     * its crossing's can go at 2i + 1 */
+    const tb_f8 weight = {1.0f, 4.0f, 16.0f, 64.0f, 256.0f, 1024.0f, 4096.0f, 16384.0f};
+    const unsigned lanes = 0x5555u & ((1u << 2 * n) - 1u);
+    const unsigned inside = tb_f8_weight_bits(tb_f8_keep_le(weight, dp, zero)) & lanes;
+    if (inside == lanes) return -1;
+    const unsigned next_inside = (inside >> 2) | (inside & 1u) << (2 * n - 2);
+    const unsigned take = inside | (inside ^ next_inside) << 1;
+    const tb_f8 dq = s * tb_f8_load(x + 1) - l;
     const tb_f8 t = dp / (dp - dq);
     const tb_f8 u0 = tb_f8_load(in->u), w0 = tb_f8_load(in->w), h0 = tb_f8_load(in->h);
-    float cu[POLY_MAX], cw[POLY_MAX], ch[POLY_MAX];
-    tb_f8_store(cu, u0 + (tb_f8_load(in->u + 1) - u0) * t);
-    tb_f8_store(cw, w0 + (tb_f8_load(in->w + 1) - w0) * t);
-    tb_f8_store(ch, h0 + (tb_f8_load(in->h + 1) - h0) * t);
+    /* the vertices, then the crossings after them */
+    float cu[2 * POLY_MAX], cw[2 * POLY_MAX], ch[2 * POLY_MAX];
+    tb_f8_store(cu, u0), tb_f8_store(cw, w0), tb_f8_store(ch, h0);
+    tb_f8_store(cu + POLY_MAX, u0 + (tb_f8_load(in->u + 1) - u0) * t);
+    tb_f8_store(cw + POLY_MAX, w0 + (tb_f8_load(in->w + 1) - w0) * t);
+    tb_f8_store(ch + POLY_MAX, h0 + (tb_f8_load(in->h + 1) - h0) * t);
     int m = 0;
-    for (int i = 0; i < n; i++) {
-        if (inside >> i & 1u) {
-            out->u[m] = in->u[i], out->w[m] = in->w[i], out->h[m] = in->h[i];
-            m++;
-        }
-        if (cross >> i & 1u) {
-            out->u[m] = cu[i], out->w[m] = cw[i], out->h[m] = ch[i];
-            m++;
-        }
+    for (unsigned left = take; left; left &= left - 1u, m++) {
+        const unsigned j = (unsigned)__builtin_ctz(left), k = (j & 1u) * POLY_MAX + (j >> 1);
+        out->u[m] = cu[k], out->w[m] = cw[k], out->h[m] = ch[k];
     }
     out->u[m] = out->u[0], out->w[m] = out->w[0], out->h[m] = out->h[0]; /* the closing copy */
     return m;
@@ -288,52 +279,56 @@ static inline __attribute__((always_inline)) int clip_face(const face_poly *in, 
  * the one making the largest triangle on the other side of their edge. Two
  * nearly coincident faces clip to up to 8 points in close pairs; four points
  * spanning the area hold a box just as well and cost half the solver rows. */
-static int reduce_manifold(tb_vec3 *points, float *seps, int count, tb_vec3 n)
+static inline __attribute__((always_inline)) int reduce_manifold(tb_vec3 *points, float *seps, int count,
+                                                                 tb_vec3 n)
 {
     if (count <= 4) return count;
     int keep[4];
     keep[0] = 0;
     for (int i = 1; i < count; i++)
         if (seps[i] < seps[keep[0]]) keep[0] = i;
+    unsigned taken = 1u << keep[0]; /* bit i: point i is kept */
     float best = -1.0f;
     keep[1] = keep[0] == 0 ? 1 : 0;
     for (int i = 0; i < count; i++) {
         float d = tb_v3_len_sq(tb_v3_sub(points[i], points[keep[0]]));
         if (i != keep[0] && d > best) { best = d; keep[1] = i; }
     }
+    taken |= 1u << keep[1];
     tb_vec3 p0 = points[keep[0]], e = tb_v3_sub(points[keep[1]], p0);
     float area[TB_MANIFOLD_MAX];
     for (int i = 0; i < count; i++) area[i] = tb_v3_dot(n, tb_v3_cross(e, tb_v3_sub(points[i], p0)));
     keep[2] = -1;
     best = -1.0f;
     for (int i = 0; i < count; i++) {
-        if (i == keep[0] || i == keep[1]) continue;
+        if (taken >> i & 1u) continue;
         if (fabsf(area[i]) > best) { best = fabsf(area[i]); keep[2] = i; }
     }
+    taken |= 1u << keep[2];
     float side = area[keep[2]] < 0.0f ? 1.0f : -1.0f; /* the other side of edge 0-1 */
     keep[3] = -1;
     best = 0.0f;
     for (int i = 0; i < count; i++) {
-        if (i == keep[0] || i == keep[1] || i == keep[2]) continue;
+        if (taken >> i & 1u) continue;
         if (side * area[i] > best) { best = side * area[i]; keep[3] = i; }
     }
     if (keep[3] < 0) { /* all on one side: the one farthest from the third point */
         best = -1.0f;
         for (int i = 0; i < count; i++) {
-            if (i == keep[0] || i == keep[1] || i == keep[2]) continue;
+            if (taken >> i & 1u) continue;
             float d = tb_v3_len_sq(tb_v3_sub(points[i], points[keep[2]]));
             if (d > best) { best = d; keep[3] = i; }
         }
     }
-    /* sort the kept indices so the points keep their clipping order */
-    for (int a = 1; a < 4; a++)
-        for (int b = a; b > 0 && keep[b - 1] > keep[b]; b--) {
-            int t = keep[b]; keep[b] = keep[b - 1]; keep[b - 1] = t;
-        }
-    tb_vec3 kp[4];
-    float ks[4];
-    for (int k = 0; k < 4; k++) { kp[k] = points[keep[k]]; ks[k] = seps[keep[k]]; }
-    for (int k = 0; k < 4; k++) { points[k] = kp[k]; seps[k] = ks[k]; }
+    taken |= 1u << keep[3];
+    /* the kept points in their clipping order (the set bits of the mask
+     * come out sorted), moved down in place: point i goes to k <= i, and
+     * every later read is of an index above i */
+    for (int k = 0; taken; taken &= taken - 1u, k++) {
+        const int i = __builtin_ctz(taken);
+        points[k] = points[i];
+        seps[k] = seps[i];
+    }
     return 4;
 }
 
@@ -383,15 +378,13 @@ static inline __attribute__((always_inline)) int face_manifold(const tb_collide_
         tb_f8_store(buf[1].u, zero8), tb_f8_store(buf[1].w, zero8), tb_f8_store(buf[1].h, zero8);
         buf[1].u[POLY_MAX] = buf[1].w[POLY_MAX] = buf[1].h[POLY_MAX] = 0.0f;
     }
-    /* A side with every vertex inside it would only copy the polygon
-     * (Sutherland-Hodgman keeps every vertex and adds none): skipped. Most
-     * face contacts of a stack cut one side or none. */
     int count = 4, cur = 0;
     UNROLL4 for (int side = 0; side < 4; side++) {
         const int along_w = side >= 2;
         const float sign = side % 2 ? -1.0f : 1.0f, limit = along_w ? hw : hu;
-        if (!side_cuts(&buf[cur], count, along_w, sign, limit)) continue;
-        count = clip_face(&buf[cur], count, &buf[cur ^ 1], along_w, sign, limit);
+        const int m = clip_face(&buf[cur], count, &buf[cur ^ 1], along_w, sign, limit);
+        if (m < 0) continue; /* nothing cut: the polygon stays where it is */
+        count = m;
         cur ^= 1;
     }
     const face_poly *poly = &buf[cur];
@@ -424,7 +417,7 @@ static inline __attribute__((always_inline)) int face_manifold(const tb_collide_
         seps[out] = s;
         out++;
     }
-    return out <= 4 ? out : reduce_manifold(points, seps, out, n); /* the call only when there is work */
+    return out <= 4 ? out : reduce_manifold(points, seps, out, n); /* most have four or fewer: tested first */
 }
 
 /* Closest points of edge i of A and edge j of B, the edges picked as the ones

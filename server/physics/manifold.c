@@ -18,14 +18,18 @@
 #include "physics/rigid_core.h"
 
 /* local_b: the point in body b's frame, R^T (p - x) with R's columns the
- * frame's axes (three dot products, not the quaternion's two crosses). The
- * world's fields in locals: the stores through the contact arrays could
- * otherwise alias them and be read again for every point. */
-static void add_manifold(tb_rigid_world *w, uint32_t key, int body_a, int body_b, const tb_manifold *m)
+ * frame's axes (three dot products, not the quaternion's two crosses), the
+ * three in the lanes of a tb_f4: lane i is a_i.x d.x + a_i.y d.y + a_i.z d.z,
+ * tb_v3_dot's operations in its order. The world's fields in locals: the
+ * stores through the contact arrays could otherwise alias them and be read
+ * again for every point. */
+static inline __attribute__((always_inline)) void add_manifold(tb_rigid_world *w, uint32_t key, int body_a, int body_b,
+                                                                const tb_manifold *m)
 {
     const tb_vec3 pos = w->bodies[body_b].position;
-    const tb_vec3 *frame_axis = w->frames[body_b].box.axis;
-    const tb_vec3 ax0 = frame_axis[0], ax1 = frame_axis[1], ax2 = frame_axis[2];
+    const tb_vec3 *ax = w->frames[body_b].box.axis;
+    const tb_f4 col_x = {ax[0].x, ax[1].x, ax[2].x, 0.0f}, col_y = {ax[0].y, ax[1].y, ax[2].y, 0.0f},
+                col_z = {ax[0].z, ax[1].z, ax[2].z, 0.0f};
     const tb_vec3 normal = m->normal;
     tb_contact_point *points = w->points;
     tb_contact *contacts = w->contacts;
@@ -38,20 +42,23 @@ static void add_manifold(tb_rigid_world *w, uint32_t key, int body_a, int body_b
     if (count > 0) w->manifold_start[w->manifold_count++] = k;
     for (int i = 0; i < count; i++, k++) {
         tb_contact_point *cp = &points[k];
+        const tb_vec3 p = m->point[i];
         cp->key = key;
         cp->body_a = body_a;
         cp->body_b = body_b;
         cp->separation = m->separation[i];
-        cp->point = m->point[i];
-        tb_vec3 d = tb_v3_sub(m->point[i], pos);
-        cp->local_b = tb_v3(tb_v3_dot(ax0, d), tb_v3_dot(ax1, d), tb_v3_dot(ax2, d));
+        cp->point = p;
+        const tb_f4 local = tb_f4_splat(p.x - pos.x) * col_x + tb_f4_splat(p.y - pos.y) * col_y +
+                            tb_f4_splat(p.z - pos.z) * col_z;
+        cp->local_b = tb_v3(local[0], local[1], local[2]);
         contacts[k].n = normal;
     }
     w->contact_count = k;
 }
 
 /* Narrow phase for one body pair; the manifold normal runs from a to b. */
-static int collide_pair(tb_rigid_world *w, int ia, int ib, float margin, tb_manifold *m)
+static inline __attribute__((always_inline)) int collide_pair(tb_rigid_world *w, int ia, int ib, float margin,
+                                                               tb_manifold *m)
 {
     const tb_body *a = &w->bodies[ia], *b = &w->bodies[ib];
     const tb_body_frame *fa = &w->frames[ia], *fb = &w->frames[ib];
@@ -87,14 +94,29 @@ TB_HOT_CLONES void tb_manifold_collide(tb_rigid_world *w)
         }
     }
     w->pair_contact_count = w->contact_count;
+    /* The planes by lane (at most TB_RIGID_MAX_PLANES = 8), so that a body's
+     * bounding-sphere test against all of them is one tb_f8 pass: lane k is
+     * tb_v3_dot(n_k, x) - offset_k, its operations in its order. */
+    _Static_assert(TB_RIGID_MAX_PLANES <= 8, "the planes fit the lanes of one tb_f8");
+    float plane_x[8] = {0.0f}, plane_y[8] = {0.0f}, plane_z[8] = {0.0f}, plane_d[8] = {0.0f};
+    for (int k = 0; k < w->plane_count; k++) {
+        plane_x[k] = w->plane_normal[k].x, plane_y[k] = w->plane_normal[k].y, plane_z[k] = w->plane_normal[k].z;
+        plane_d[k] = w->plane_offset[k];
+    }
+    const tb_f8 nx = tb_f8_load(plane_x), ny = tb_f8_load(plane_y), nz = tb_f8_load(plane_z), off = tb_f8_load(plane_d);
+    const unsigned planes = (1u << w->plane_count) - 1u;
     for (int i = 0; i < w->body_end; i++) {
         const tb_body *b = &w->bodies[i];
         if (!b->alive || b->sleeping) continue;
         const tb_body_frame *f = &w->frames[i];
         float margin = TB_SPECULATIVE_MARGIN + f->speculative;
-        for (int k = 0; k < w->plane_count; k++) {
+        const tb_vec3 x = b->position;
+        const tb_f8 dist = ((nx * tb_f8_splat(x.x) + ny * tb_f8_splat(x.y)) + nz * tb_f8_splat(x.z)) - off;
+        /* the planes within reach: not (dist > radius + margin) */
+        unsigned near = ~tb_f8_bits_lt(tb_f8_splat(b->radius + margin), dist) & planes;
+        for (; near; near &= near - 1u) {
+            const int k = __builtin_ctz(near);
             tb_vec3 n = w->plane_normal[k];
-            if (tb_v3_dot(n, b->position) - w->plane_offset[k] > b->radius + margin) continue;
             int count;
             if (b->shape == TB_RIGID_BOX) {
                 count = tb_collide_plane_box(n, w->plane_offset[k], &f->box, margin, &m);

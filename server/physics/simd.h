@@ -199,20 +199,22 @@ TB_SIMD_INLINE tb_f8 tb_f8_keep_le(tb_f8 v, tb_f8 a, tb_f8 b)
     return r;
 }
 
-/* Bit k set where lane k of a < b (tb_f8_bits_le: a <= b). The lanes'
- * weights 2^k kept where true and summed across the vector: small integers,
- * so the float sums are exact, and every step is a vector operation (a
- * lane-by-lane bit loop is not). */
-TB_SIMD_INLINE tb_f8 tb__f8_lane_weight(void) { return (tb_f8){1.0f, 2.0f, 4.0f, 8.0f, 16.0f, 32.0f, 64.0f, 128.0f}; }
+/* Bit k set where lane k of a < b (tb_f8_bits_le: a <= b, tb_f8_bits_ge:
+ * a >= b). The lanes' weights 2^k kept where true and summed across the
+ * vector: small integers, so the float sums are exact, and every step is a
+ * vector operation (a lane-by-lane bit loop is not). Several conditions at
+ * once: the weights through a chain of tb_f8_keep_*, then tb_f8_weight_bits. */
+TB_SIMD_INLINE tb_f8 tb_f8_lane_weights(void) { return (tb_f8){1.0f, 2.0f, 4.0f, 8.0f, 16.0f, 32.0f, 64.0f, 128.0f}; }
 
-TB_SIMD_INLINE unsigned tb__f8_kept_bits(tb_f8 kept)
+TB_SIMD_INLINE unsigned tb_f8_weight_bits(tb_f8 kept)
 {
     tb_f4 s = TB_F8_LO(kept) + TB_F8_HI(kept);
     s = s + TB_SHUFFLE(s, s, 2, 3, 0, 1);
     return (unsigned)(s[0] + s[1]);
 }
 
-TB_SIMD_INLINE unsigned tb_f8_bits_lt(tb_f8 a, tb_f8 b) { return tb__f8_kept_bits(tb_f8_keep_lt(tb__f8_lane_weight(), a, b)); }
-TB_SIMD_INLINE unsigned tb_f8_bits_le(tb_f8 a, tb_f8 b) { return tb__f8_kept_bits(tb_f8_keep_le(tb__f8_lane_weight(), a, b)); }
+TB_SIMD_INLINE unsigned tb_f8_bits_lt(tb_f8 a, tb_f8 b) { return tb_f8_weight_bits(tb_f8_keep_lt(tb_f8_lane_weights(), a, b)); }
+TB_SIMD_INLINE unsigned tb_f8_bits_le(tb_f8 a, tb_f8 b) { return tb_f8_weight_bits(tb_f8_keep_le(tb_f8_lane_weights(), a, b)); }
+TB_SIMD_INLINE unsigned tb_f8_bits_ge(tb_f8 a, tb_f8 b) { return tb_f8_weight_bits(tb_f8_keep_ge(tb_f8_lane_weights(), a, b)); }
 
 #endif /* TB_SIMD_H */
