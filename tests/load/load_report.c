@@ -145,7 +145,7 @@ static double tl__nice_step(double span, int n)
     return (r <= 1 ? 1 : r <= 2 ? 2 : r <= 5 ? 5 : 10) * mag;
 }
 
-enum { TL_W = 900, TL_LEFT = 70, TL_RIGHT = 170, TL_TOP = 60, TL_PANEL_H = 150, TL_GAP = 40, TL_BOTTOM = 60 };
+enum { TL_W = 900, TL_LEFT = 70, TL_RIGHT = 170, TL_TOP = 76, TL_PANEL_H = 150, TL_GAP = 40, TL_BOTTOM = 60 };
 
 typedef struct tl__panel {
     const char *name, *label;
@@ -291,18 +291,20 @@ static void tl__svg(FILE *f, const tl_report *steps, int count, const tl_report_
             TL_LEFT);
     fprintf(f, "tumble-load ramp: ");
     tl__xml(f, meta->scenes ? meta->scenes : "");
-    fprintf(f, " rooms x %d players: held %d rooms</text>\n<text class=\"machine\" x=\"%d\" y=\"40\">",
+    fprintf(f, " rooms x %d players: held %d rooms</text>\n<text class=\"machine\" x=\"%d\" y=\"38\">",
             meta->clients_per_room, meta->max_rooms_held, TL_LEFT);
+    /* two lines: the CPU's name alone can take most of the width */
     if (meta->machine) {
         const tl_machine *m = meta->machine;
         char name[256];
         tl_machine_describe(m, name, sizeof name);
         tl__xml(f, name);
-        fprintf(f, ", %d cores, load average %.2f at the start, %.2f at the end", m->cores, m->load_start[0],
-                m->load_end[0]);
+        fprintf(f, ", %d cores</text>\n<text class=\"conditions\" x=\"%d\" y=\"54\">load average %.2f at the start, "
+                   "%.2f at the end",
+                m->cores, TL_LEFT, m->load_start[0], m->load_end[0]);
     }
     if (meta->when) {
-        fprintf(f, ", ");
+        fprintf(f, "%s", meta->machine ? ", " : "");
         tl__xml(f, meta->when);
     }
     fprintf(f, "</text>\n");

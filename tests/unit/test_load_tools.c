@@ -232,7 +232,8 @@ static void the_ramp_picture_has_every_step_and_the_held_mark(void **state)
     assert_int_equal(count_of(t, "class=\"held-mark\" data-rooms=\"250\""), 1);
     assert_int_equal(count_of(t, "<script"), 0);
     assert_non_null(strstr(t, "Test CPU &lt;5 GHz&gt; &amp; &quot;friends&quot; (family 26 model 2, 2096 MHz, L2 1024 KiB) "
-                              "avx2, 2 cores, load average 1.50"));
+                              "avx2, 2 cores</text>"));
+    assert_non_null(strstr(t, "load average 1.50 at the start, 2.25 at the end, 2026-12-01 10:00 UTC</text>"));
     /* screen y grows downwards: the worst lateness is highest, and each rise is drawn as one */
     for (int rooms = 50; rooms <= 300; rooms += 25)
         assert_true(point_y(t, "lateness", rooms) < point_y(t, "lateness", rooms - 25));
