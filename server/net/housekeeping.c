@@ -49,6 +49,7 @@ void tb_housekeeping_cb(uv_timer_t *timer)
     int64_t limit = (int64_t)server->cfg->slow_reader_timeout * TB_NS_PER_SEC;
     if (server->leave_count)
         tb_session_retry_leaves(server);
+    server->writing_direct = true;
     for (tb_session *s = server->sessions; s; s = s->next) {
         if (s->write_asked && tb_outbox_has_output(s) && now - s->last_write_ns >= TB_NS_PER_SEC)
             lws_callback_on_writable(s->wsi); /* ask again: a request lws dropped must not stall it */
@@ -57,8 +58,7 @@ void tb_housekeeping_cb(uv_timer_t *timer)
         tb_link_check(s, now);
         if (!s->ping_sent_ns && !s->ping_wanted && !s->closing && now - s->last_ping_ns >= TB__PING_INTERVAL_NS) {
             s->last_ping_ns = now;
-            s->ping_wanted = true;
-            tb_outbox_ask_writable(s);
+            tb_outbox_ping(s);
         }
         /* stuck, one of:
          *  - a ping reached the client's kernel (acknowledged) the timeout ago
@@ -79,6 +79,7 @@ void tb_housekeeping_cb(uv_timer_t *timer)
         s->ping_sent_ns = s->ping_delivered_ns = 0;
         lws_set_timeout(s->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
     }
+    server->writing_direct = false;
     if (!server->stopping) {
         int retired = tb_registry_sweep(server->registry, now);
         if (retired)

@@ -478,8 +478,7 @@ void tb_link_check(tb_session *s, int64_t now)
     bool remote = tb__rtt_min(l) > TB__LAN_RTT_NS || l->queue_ns > TB__Q_LOW_NS || l->tier || l->next;
     if (!s->ping_sent_ns && !s->ping_wanted && now - s->last_ping_ns >= (remote ? TB__LINK_PING_NS : TB_NS_PER_SEC)) {
         s->last_ping_ns = now;
-        s->ping_wanted = true;
-        tb_outbox_ask_writable(s);
+        tb_outbox_ping(s);
     }
     if (now - l->rate_since_ns >= 250 * TB_NS_PER_MS) {
         double bps = (double)l->rate_bytes * 1e9 / (double)(now - l->rate_since_ns);

@@ -44,8 +44,10 @@
  * what is left waits for a WRITEABLE callback. A session that has had data
  * waiting and written nothing for --slow-reader-timeout seconds is
  * disconnected by the housekeeping timer (see housekeeping.c for the
- * three ways a slow reader shows; a due ping goes out alone in its own
- * WRITEABLE callback, before the queued frames).
+ * three ways a slow reader shows). A due ping goes before the queued
+ * frames: written at once from on_wake or the housekeeping timer when
+ * nothing waits in lws (tb_outbox_ping), else alone in its own WRITEABLE
+ * callback.
  *
  * Data comes from the workers through their output rings; tb_server_wake
  * (uv_async_send, thread-safe) makes the loop drain them in on_wake().
@@ -371,13 +373,14 @@ void tb_outbox_on_wake(uv_async_t *handle)
     tb_server *server = handle->data;
     tb_out out;
     int n = 0;
-    server->delivering = true;
+    server->delivering = server->writing_direct = true;
     while (n < 20000 && tb_sched_poll(server->sched, &out)) {
         tb__deliver(server, &out);
         n++;
     }
     server->delivering = false;
     tb__flush(server);
+    server->writing_direct = false;
     if (n == 20000) /* leave the loop some air; come back for the rest */
         uv_async_send(&server->wake);
     if (server->leave_count)
@@ -474,6 +477,17 @@ static int tb__write_queued(tb_session *s, bool direct)
     return 0;
 }
 
+/* A direct write failed: the socket is gone, lws closes it (CLOSED frees
+ * the session). */
+static void tb__write_failed(tb_session *s)
+{
+    s->closing = s->close_sent = true;
+    tb_outbox_clear_ctl(s);
+    tb_outbox_clear_slots(s);
+    tb_outbox_clear_contacts(s);
+    lws_set_timeout(s->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+}
+
 /* End of on_wake: write what was delivered directly where lws has nothing
  * pending, else ask for WRITEABLE (see the file comment). */
 static void tb__flush(tb_server *server)
@@ -483,12 +497,7 @@ static void tb__flush(tb_server *server)
         server->flush = s->flush_next;
         s->flush_listed = false;
         if (!s->write_asked && !s->closing && !lws_partial_buffered(s->wsi) && tb__write_queued(s, true) < 0) {
-            /* the socket failed: lws closes it (CLOSED frees the session) */
-            s->closing = s->close_sent = true;
-            tb_outbox_clear_ctl(s);
-            tb_outbox_clear_slots(s);
-            tb_outbox_clear_contacts(s);
-            lws_set_timeout(s->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+            tb__write_failed(s);
             continue;
         }
         tb_outbox_want_write(s);
@@ -496,7 +505,7 @@ static void tb__flush(tb_server *server)
 }
 
 /* A due ping goes out alone, before the queued frames (housekeeping.c). */
-static int tb__write_ping(tb_session *s)
+static int tb__put_ping(tb_session *s)
 {
     unsigned char ping[LWS_PRE + 4] = {0};
     memcpy(ping + LWS_PRE, "tb\0\0", 4);
@@ -507,9 +516,35 @@ static int tb__write_ping(tb_session *s)
     s->ping_end = s->wire_bytes;
     s->ping_sent_ns = tb_clock_now_ns();
     s->ping_delivered_ns = 0;
+    return 0;
+}
+
+static int tb__write_ping(tb_session *s)
+{
+    if (tb__put_ping(s) < 0)
+        return -1;
     if (tb_outbox_has_output(s) || s->closing)
         tb_outbox_ask_writable(s);
     return 0;
+}
+
+/* Written at once where that is safe (outside lws's callbacks) and nothing
+ * waits in lws: no WRITEABLE round for it, which is two epoll_ctl calls
+ * (some 4 us in a VM) a ping, every client every second. The frames queued
+ * behind it go as they would have: at the end of on_wake, or in a
+ * WRITEABLE callback. */
+void tb_outbox_ping(tb_session *s)
+{
+    s->ping_wanted = true;
+    if (!s->server->writing_direct || s->write_asked || s->closing || lws_partial_buffered(s->wsi)) {
+        tb_outbox_ask_writable(s);
+        return;
+    }
+    if (tb__put_ping(s) < 0) {
+        tb__write_failed(s);
+        return;
+    }
+    tb_outbox_want_write(s);
 }
 
 /* lws 4.1.6 on the libuv loop drops the connection without a close frame

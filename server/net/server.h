@@ -59,6 +59,9 @@ struct tb_server {
      * end (see server.c, "Writing"); empty outside on_wake */
     struct tb_session *flush;
     bool delivering;
+    /* in on_wake or the housekeeping timer, outside any lws callback: a due
+     * ping may be written at once there (outbox.c, tb_outbox_ping) */
+    bool writing_direct;
 
     char root_real[PATH_MAX]; /* realpath of --client-dir, "" when missing */
 

@@ -179,6 +179,9 @@ void tb_outbox_clear_contacts(tb_session *s);
 void tb_outbox_ask_writable(tb_session *s);
 /* Written at the end of the delivery batch, or on a WRITEABLE callback. */
 void tb_outbox_want_write(tb_session *s);
+/* A ping is due: written at once from on_wake or the housekeeping timer
+ * when nothing waits in lws, else first in the next WRITEABLE callback. */
+void tb_outbox_ping(tb_session *s);
 /* Queue a message for ctl (takes the caller's reference); room events
  * supersede an unsent one of their kind. */
 void tb_outbox_push_ctl(tb_session *s, tb_msg *msg);
