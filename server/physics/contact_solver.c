@@ -317,17 +317,16 @@ static inline void store_body(tb_solver_body *b, tb_f4 v, tb_f4 w)
 static inline tb_f4 row3(tb_vec3 v) { return (tb_f4){v.x, v.y, v.z, 0.0f}; }
 static inline tb_f4 lane_row(const tb_f4x2 r[3], unsigned lane) { return (tb_f4){r[0].hi[lane], r[1].hi[lane], r[2].hi[lane], 0.0f}; }
 
-/* Applies contact index's impulses (jn, jt1, jt2 of its tb_contact) to both
- * bodies; the arms come from its group's lane (the impulses are copied
- * there too) or, for an overflow contact, from its tb_contact. */
-static inline __attribute__((always_inline)) void warm_apply_one(tb_rigid_world *w, int index)
+/* Applies contact c's impulses (jn, jt1, jt2) to both bodies; the arms come
+ * from its group's lane (slot: graph.slot; the impulses are copied there
+ * too) or, for an overflow contact (slot < 0), from c. */
+static inline __attribute__((always_inline)) void warm_apply_one(const tb_contact *c, int slot, tb_solver_body *bodies,
+                                                                  tb_contact_wide *groups)
 {
-    const tb_contact *c = &w->contacts[index];
-    tb_solver_body *a = &w->solver_bodies[c->sa], *b = &w->solver_bodies[c->sb];
+    tb_solver_body *a = &bodies[c->sa], *b = &bodies[c->sb];
     tb_f4 ia_n, ia_t1, ia_t2, ib_n, ib_t1, ib_t2; /* ia_*: -I_a^-1 (r_a x d), as the lanes hold them */
-    int slot = w->graph.slot[index];
     if (slot >= 0) {
-        tb_contact_wide *g = &w->graph.groups[(unsigned)slot / TB_LANES];
+        tb_contact_wide *g = &groups[(unsigned)slot / TB_LANES];
         unsigned lane = (unsigned)slot % TB_LANES;
         ia_n = lane_row(g->n.da, lane);
         ia_t1 = lane_row(g->t1.da, lane);
@@ -362,10 +361,17 @@ static inline __attribute__((always_inline)) void warm_apply_one(tb_rigid_world 
  * that never touched) is passed over: the lanes already hold zeros. */
 TB_HOT_CLONES void tb_contact_solver_warm_apply(tb_rigid_world *w)
 {
-    for (int i = 0; i < w->contact_count; i++) {
-        const tb_contact *c = &w->contacts[i];
+    /* the world's fields in locals: the body and lane stores could otherwise
+     * alias them and have them read again for every contact */
+    const tb_contact *contacts = w->contacts;
+    const int32_t *slot = w->graph.slot;
+    tb_solver_body *bodies = w->solver_bodies;
+    tb_contact_wide *groups = w->graph.groups;
+    const int count = w->contact_count;
+    for (int i = 0; i < count; i++) {
+        const tb_contact *c = &contacts[i];
         if (c->jn == 0.0f && c->jt1 == 0.0f && c->jt2 == 0.0f) continue;
-        warm_apply_one(w, i);
+        warm_apply_one(c, slot[i], bodies, groups);
     }
 }
 

@@ -176,26 +176,29 @@ TB_HOT_CLONES void tb_manifold_warm_start(tb_rigid_world *w)
  * runs into one key-sorted cache for the next step's binary searches. */
 TB_HOT_CLONES void tb_manifold_store_cache(tb_rigid_world *w)
 {
-    int n = w->contact_count;
-    int split = w->pair_contact_count;
+    /* in locals: the stores into the cache could alias the world's fields */
+    const tb_contact_point *points = w->points;
+    const tb_contact *contacts = w->contacts;
+    tb_cache_entry *next = w->cache_next;
+    const int n = w->contact_count;
+    const int split = w->pair_contact_count;
     int i = 0, j = split, k = 0;
     while (i < split || j < n) {
         int src;
-        if (j >= n || (i < split && w->points[i].key <= w->points[j].key)) src = i++;
+        if (j >= n || (i < split && points[i].key <= points[j].key)) src = i++;
         else src = j++;
-        const tb_contact *c = &w->contacts[src];
+        const tb_contact *c = &contacts[src];
         /* a contact that ended with no impulse (speculative, never touched)
          * leaves nothing: the next step's contact there starts from zero
          * anyway */
         if (c->jn == 0.0f && c->jt1 == 0.0f && c->jt2 == 0.0f) continue;
-        tb_cache_entry *e = &w->cache_next[k++];
-        e->key = w->points[src].key;
+        tb_cache_entry *e = &next[k++];
+        e->key = points[src].key;
         e->jn = c->jn;
-        e->local_b = w->points[src].local_b;
+        e->local_b = points[src].local_b;
         e->friction = tb_v3_add(tb_v3_scale(c->t1, c->jt1), tb_v3_scale(c->t2, c->jt2));
     }
-    tb_cache_entry *t = w->cache;
-    w->cache = w->cache_next;
-    w->cache_next = t;
+    w->cache_next = w->cache;
+    w->cache = next;
     w->cache_count = k;
 }

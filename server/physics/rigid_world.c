@@ -318,10 +318,12 @@ TB_HOT_CLONES static void integrate_velocities(tb_rigid_world *w, float dt)
 }
 
 /* Awake bodies get solver slots 1..n in id order; sleeping bodies share the
- * static slot 0. World inverse inertia I^-1 = R diag(inv_inertia) R^T. */
-TB_HOT_CLONES static void build_solver_bodies(tb_rigid_world *w)
+ * static slot 0. World inverse inertia I^-1 = R diag(inv_inertia) R^T.
+ * Returns whether an awake sphere is among them (apply_rolling_resistance). */
+TB_HOT_CLONES static bool build_solver_bodies(tb_rigid_world *w)
 {
     int n = 1;
+    bool awake_sphere = false;
     memset(&w->solver_bodies[0], 0, sizeof w->solver_bodies[0]);
     memset(&w->inv_inertia_world[0], 0, sizeof w->inv_inertia_world[0]);
     w->inv_mass[0] = 0.0f;
@@ -334,6 +336,7 @@ TB_HOT_CLONES static void build_solver_bodies(tb_rigid_world *w)
         w->inv_mass[n] = b->inv_mass;
         if (b->shape == TB_RIGID_SPHERE) {
             w->inv_inertia_world[n] = tb_m3_diag(b->inv_inertia);
+            awake_sphere = true;
         } else {
             const tb_vec3 *ax = w->frames[i].box.axis;
             tb_vec3 d = b->inv_inertia;
@@ -347,6 +350,7 @@ TB_HOT_CLONES static void build_solver_bodies(tb_rigid_world *w)
         }
         n++;
     }
+    return awake_sphere;
 }
 
 TB_HOT_CLONES static void integrate_positions(tb_rigid_world *w, float dt)
@@ -461,7 +465,7 @@ int tb_rigid_world_step(tb_rigid_world *w, float dt)
     w->broad_phase.pairs_dropped = 0;
     tb_broad_phase_update_pairs(w);
     tb_manifold_collide(w);
-    build_solver_bodies(w);
+    const bool awake_sphere = build_solver_bodies(w);
     tb_contact_solver_begin(w);
     tb_constraint_graph_build(w);
     tb_contact_solver_prepare(w, dt);
@@ -469,7 +473,7 @@ int tb_rigid_world_step(tb_rigid_world *w, float dt)
     tb_contact_solver_warm_apply(w);
     tb_contact_solver_solve(w);
     tb_manifold_store_cache(w);
-    apply_rolling_resistance(w);
+    if (awake_sphere) apply_rolling_resistance(w); /* else it would change nothing */
     integrate_positions(w, dt);
 
     w->time += dt;
