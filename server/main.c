@@ -290,6 +290,7 @@ int main(int argc, char **argv)
     app.sched.record_fail_cb = tb__record_fail;
     app.sched.poke_cb = tb__poke;
     app.sched.worker_nice = cfg->worker_nice;
+    app.sched.pin_workers = cfg->pin_workers != 0;
     tb_registry_init(&app.registry, &app.sched, &app.metrics, cfg->max_rooms,
                      (int64_t)cfg->room_idle_timeout * TB_NS_PER_SEC, (uint64_t)time(NULL));
     tb_server_attach(&app.server, &app.sched, &app.registry);
@@ -301,6 +302,7 @@ int main(int argc, char **argv)
     }
     int refused = 0, nice = tb_sched_worker_nice(&app.sched, &refused);
     atomic_store(&app.metrics.worker_nice, nice);
+    atomic_store(&app.metrics.workers_pinned, tb_sched_workers_pinned(&app.sched));
     if (refused)
         tb_log_warn("worker threads at nice %d: nice %d was refused (%s); when the cores are full their steps "
                     "may start late (allow it with CAP_SYS_NICE or RLIMIT_NICE: docs/running.md)",
@@ -326,8 +328,10 @@ int main(int argc, char **argv)
         printf("tumble: listening on %s://%s:%d\n", cfg->tls_cert[0] ? "https" : "http", cfg->bind,
                app.server.port);
         fflush(stdout);
-        tb_log_info("instance %s, %d worker(s) at nice %d, %d snapshots/s, client folder %s", cfg->instance,
-                    cfg->workers, atomic_load(&app.metrics.worker_nice), cfg->snapshot_rate, app.server.root_real[0] ? app.server.root_real : "(none)");
+        tb_log_info("instance %s, %d worker(s) at nice %d, %d on a CPU of its own, %d snapshots/s, client folder %s",
+                    cfg->instance, cfg->workers, atomic_load(&app.metrics.worker_nice),
+                    atomic_load(&app.metrics.workers_pinned), cfg->snapshot_rate,
+                    app.server.root_real[0] ? app.server.root_real : "(none)");
         if (app.server.fleet)
             tb_fleet_start(app.server.fleet);
     }

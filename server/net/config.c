@@ -33,6 +33,9 @@ static const tb__opt tb__opts[] = {
     {"worker-nice", "TUMBLE_WORKER_NICE", TB__INT, OFF(worker_nice), 0, -20, 19,
      "nice value the worker threads ask for (below 0 needs root, CAP_SYS_NICE or RLIMIT_NICE; "
      "refused: they keep the server's own; 0: leave them)"},
+    {"pin-workers", "TUMBLE_PIN_WORKERS", TB__INT, OFF(pin_workers), 0, 0, 1,
+     "1: each worker thread on a CPU of its own when the server may use at least as many CPUs as there "
+     "are workers; 0: the kernel places them"},
     {"client-dir", "TUMBLE_CLIENT_DIR", TB__STR, OFF(client_dir), SZ(client_dir), 0, 0,
      "folder of the built web client"},
     {"snapshot-rate", "TUMBLE_SNAPSHOT_RATE", TB__INT, OFF(snapshot_rate), 0, 1, 120,
@@ -103,6 +106,7 @@ static void tb__defaults(tb_config *cfg)
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     cfg->workers = cores > 0 ? (int)(cores > 256 ? 256 : cores) : 1;
     cfg->worker_nice = TB_CONFIG_WORKER_NICE;
+    cfg->pin_workers = 1;
     strcpy(cfg->client_dir, "client-web/dist");
     cfg->snapshot_rate = 60;
     cfg->max_rooms = 256;

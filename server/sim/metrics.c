@@ -118,6 +118,8 @@ size_t tb_metrics_write(const tb_metrics *cm, char *buf, size_t cap)
                "tumble_clients %d\n", atomic_load(&m->clients));
     tb__printf(&o, "# HELP tumble_worker_nice Nice value the simulation workers run at.\n"
                "# TYPE tumble_worker_nice gauge\ntumble_worker_nice %d\n", atomic_load(&m->worker_nice));
+    tb__printf(&o, "# HELP tumble_workers_pinned Simulation workers that run on a CPU of their own.\n"
+               "# TYPE tumble_workers_pinned gauge\ntumble_workers_pinned %d\n", atomic_load(&m->workers_pinned));
     tb__counter(&o, "tumble_steps_total", "World steps taken (all rooms).", LOAD(m->steps_total));
     tb__counter(&o, "tumble_overrun_steps_total", "Steps skipped because a room fell more than 0.25 s behind.",
                 LOAD(m->overrun_steps_total));

@@ -93,6 +93,7 @@ typedef struct tb_metrics {
     atomic_int rooms;
     atomic_int clients;
     atomic_int worker_nice;   /* the nice value the workers run at (sim/sched.h) */
+    atomic_int workers_pinned; /* workers on a CPU of their own (sim/sched.h) */
     tb_hist step_time;     /* one world step, us */
     tb_hist tick_lateness; /* wake-up time minus due time of the step, us */
     tb_hist input_latency; /* input received -> first snapshot encoded with it, us */

@@ -16,6 +16,7 @@
 #include "sim/sched.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,9 +294,16 @@ static int64_t tb__next_wake(const tb_worker *w)
 static _Thread_local tb_rigid_scratch *tb__rigid_scratch;
 static tb_rigid_scratch *tb__thread_rigid_scratch(void) { return tb__rigid_scratch; }
 
-/* This thread's nice value (Linux: per thread, by its id), see sched.h. */
+/* This thread's CPU (when it has one, tb_sched_start) and nice value
+ * (Linux: per thread, by its id), see sched.h. */
 static void tb__take_priority(tb_worker *w)
 {
+    if (w->cpu >= 0) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(w->cpu, &one);
+        atomic_store(&w->pinned, pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0);
+    }
     const id_t tid = (id_t)syscall(SYS_gettid);
     int want = w->sched->worker_nice, err = 0;
     if (want != 0 && setpriority(PRIO_PROCESS, tid, want) != 0)
@@ -387,8 +395,23 @@ int tb_sched_init(tb_sched *sched, int workers, int snapshot_rate_hz, const char
     return 0;
 }
 
+/* Worker i on the i-th CPU the process may use, when there are enough. */
+static void tb__place_workers(tb_sched *sched)
+{
+    cpu_set_t allowed;
+    int n = 0;
+    if (sched->pin_workers && sched_getaffinity(0, sizeof allowed, &allowed) == 0 &&
+        CPU_COUNT(&allowed) >= sched->worker_count)
+        for (int cpu = 0; cpu < CPU_SETSIZE && n < sched->worker_count; cpu++)
+            if (CPU_ISSET(cpu, &allowed))
+                sched->workers[n++].cpu = cpu;
+    for (int i = n; i < sched->worker_count; i++)
+        sched->workers[i].cpu = -1;
+}
+
 int tb_sched_start(tb_sched *sched)
 {
+    tb__place_workers(sched);
     for (int i = 0; i < sched->worker_count; i++) {
         tb_worker *w = &sched->workers[i];
         if (pthread_create(&w->thread, NULL, tb__worker_main, w) != 0) {
@@ -401,6 +424,14 @@ int tb_sched_start(tb_sched *sched)
         for (int ms = 0; ms < 1000 && !atomic_load_explicit(&sched->workers[i].nice_done, memory_order_acquire); ms++)
             nanosleep(&(struct timespec){0, 1000000}, NULL);
     return 0;
+}
+
+int tb_sched_workers_pinned(const tb_sched *sched)
+{
+    int n = 0;
+    for (int i = 0; i < sched->worker_count; i++)
+        n += atomic_load(&((tb_sched *)sched)->workers[i].pinned);
+    return n;
 }
 
 int tb_sched_worker_nice(tb_sched *sched, int *refused_errno)

@@ -33,6 +33,14 @@
  * thread needs root, CAP_SYS_NICE or RLIMIT_NICE; refused, the workers keep
  * the server's own value and main says so.
  *
+ * Placement (pin_workers, --pin-workers): when the process may run on at
+ * least as many CPUs as there are workers, worker i runs on the i-th of them
+ * only. Left to move, a woken worker was at times queued on the CPU where the
+ * other worker ran, behind its whole phase, while the other CPU ran the
+ * network thread or the generator: at 300 and 325 tower rooms on 2 cores,
+ * five 30 s runs each, p99 tick lateness 4.6-7.3 ms pinned against 4.8-10.5
+ * unpinned (BENCHMARKS.md "Load"). Fewer CPUs than workers: nothing pinned.
+ *
  * The network thread drains the output rings with tb_sched_poll() and
  * hands each message to the sessions of its room.
  *
@@ -107,6 +115,8 @@ typedef struct tb_worker {
     atomic_bool nice_done;     /* the worker has asked for its nice value ... */
     atomic_int nice;           /* ... and runs at this one */
     atomic_int nice_errno;     /* why it was refused (0: granted, or nothing asked) */
+    int cpu;                   /* the CPU it is to run on alone (tb_sched_start), -1: any */
+    atomic_int pinned;         /* 1 once it runs on that CPU only */
     tb_ring out;               /* tb_out snapshots, worker -> network */
     tb_ring ctl;               /* tb_out control messages, worker -> network */
     /* worker thread only */
@@ -132,6 +142,8 @@ typedef struct tb_sched {
     void *wake_data;
     atomic_bool stop;
     int worker_nice;        /* set before tb_sched_start: each worker's nice value (0: leave it) */
+    bool pin_workers;       /* set before tb_sched_start: each worker on a CPU of its own when
+                               the process may use at least as many CPUs as there are workers */
     /* reliability hooks, set by main after init (both optional) */
     char record_dir[1024];  /* --record: each room's input log goes here */
     void (*fault_cb)(const tb_room *room, int faults); /* a world check fixed something */
@@ -147,8 +159,10 @@ typedef struct tb_sched {
 int tb_sched_init(tb_sched *sched, int workers, int snapshot_rate_hz, const char *instance,
                   tb_metrics *metrics, tb_sched_wake_cb wake_cb, void *wake_data);
 /* Starts the workers and waits (up to a second) until each has asked for
- * its nice value. */
+ * its nice value and, with pin_workers, its CPU. */
 int tb_sched_start(tb_sched *sched);
+/* How many workers run on a CPU of their own. */
+int tb_sched_workers_pinned(const tb_sched *sched);
 /* The nice value worker 0 runs at; *refused_errno the errno of the first
  * worker whose request was refused (0 if none). */
 int tb_sched_worker_nice(tb_sched *sched, int *refused_errno);

@@ -1,6 +1,7 @@
 // priority.test.mjs: the worker threads run at the nice value --worker-nice
 // asks for (-10 by default), the network thread at the server's own, and a
-// refused request leaves a working server that says why (sim/sched.h).
+// refused request leaves a working server that says why; each worker runs on
+// a CPU of its own when there are enough (--pin-workers, sim/sched.h).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -82,6 +83,55 @@ test('refused (no CAP_SYS_NICE): a warning names the refusal, and the rooms step
   const before = (await (await fetch(`${srv.url}/api/rooms`)).json()).find((r) => r.id === 'nice-refused');
   await sleep(500);
   const later = (await (await fetch(`${srv.url}/api/rooms`)).json()).find((r) => r.id === 'nice-refused');
+  assert.ok(later.steps - before.steps >= 40, `stepped ${later.steps - before.steps} in 0.5 s`);
+  c.close();
+});
+
+// Thread name -> the CPUs it may run on ("0-1", "1"), from /proc/<pid>/task/*/status.
+function threadCpus(pid) {
+  const out = {};
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    const status = fs.readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
+    const name = /^Name:\s*(.*)$/m.exec(status)[1];
+    out[Number(tid) === pid ? 'main' : name] = /^Cpus_allowed_list:\s*(.*)$/m.exec(status)[1];
+  }
+  return out;
+}
+const ownCpus = threadCpus(process.pid).main;
+const cpuCount = (list) => list.split(',').reduce((n, r) => {
+  const [a, b] = r.split('-').map(Number);
+  return n + (b === undefined ? 1 : b - a + 1);
+}, 0);
+const TASKSET = ['/usr/bin/taskset', '/bin/taskset'].find((p) => fs.existsSync(p));
+
+test('each worker runs on a CPU of its own; the network thread keeps them all', { skip: cpuCount(ownCpus) < 2 && 'one CPU here' }, async () => {
+  const srv = await startServer({ args: ['--workers', '2'] });
+  const cpus = threadCpus(srv.proc.pid);
+  assert.equal(cpus.main, ownCpus, JSON.stringify(cpus));
+  const mine = [cpus['tb-worker-0'], cpus['tb-worker-1']];
+  for (const c of mine) assert.equal(cpuCount(c), 1, JSON.stringify(cpus));
+  assert.notEqual(mine[0], mine[1], JSON.stringify(cpus));
+  assert.equal((await metrics(srv.url)).tumble_workers_pinned, 2);
+});
+
+test('--pin-workers 0 leaves the workers where the kernel puts them', async () => {
+  const srv = await startServer({ args: ['--workers', '2', '--pin-workers', '0'] });
+  const cpus = threadCpus(srv.proc.pid);
+  assert.deepEqual([cpus['tb-worker-0'], cpus['tb-worker-1']], [ownCpus, ownCpus], JSON.stringify(cpus));
+  assert.equal((await metrics(srv.url)).tumble_workers_pinned, 0);
+});
+
+test('fewer CPUs than workers: none is pinned, and the rooms step on', { skip: !TASKSET && 'no taskset' }, async () => {
+  const one = ownCpus.split(/[,-]/)[0];
+  const srv = await startServer({ args: ['--workers', '2'], wrapper: [TASKSET, '-c', one] });
+  const cpus = threadCpus(srv.proc.pid);
+  assert.deepEqual([cpus['tb-worker-0'], cpus['tb-worker-1']], [one, one], JSON.stringify(cpus));
+  assert.equal((await metrics(srv.url)).tumble_workers_pinned, 0);
+  const c = await connect(srv.port);
+  await join(c, 'one-cpu', 'tower');
+  const before = (await (await fetch(`${srv.url}/api/rooms`)).json()).find((r) => r.id === 'one-cpu');
+  await sleep(500);
+  const later = (await (await fetch(`${srv.url}/api/rooms`)).json()).find((r) => r.id === 'one-cpu');
   assert.ok(later.steps - before.steps >= 40, `stepped ${later.steps - before.steps} in 0.5 s`);
   c.close();
 });

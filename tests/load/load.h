@@ -265,6 +265,7 @@ typedef struct tl_report {
     double lateness_p50_ms, lateness_p99_ms, step_p50_ms, step_p99_ms, steps_per_room_s;
     double overruns, overruns_total, server_rooms, server_clients, server_snapshots_skipped;
     double server_worker_nice; /* tumble_worker_nice at the end (NaN: not exported) */
+    double server_workers_pinned; /* tumble_workers_pinned at the end (NaN: not exported) */
     /* from /proc */
     double server_cpu_cores, server_cpu_ms_per_room_s, server_rss_mb, server_rss_before_mb, server_kb_per_room, generator_cpu_cores;
     uint64_t inputs_refused, reconnects;

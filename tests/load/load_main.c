@@ -463,6 +463,7 @@ static void tl__fill_report(tl_run *run, tl_report *r, uint64_t errors_before)
     r->server_rooms = b->ok ? tl_prom_get(b, "tumble_rooms") : NAN;
     r->server_clients = b->ok ? tl_prom_get(b, "tumble_clients") : NAN;
     r->server_worker_nice = b->ok ? tl_prom_get(b, "tumble_worker_nice") : NAN;
+    r->server_workers_pinned = b->ok ? tl_prom_get(b, "tumble_workers_pinned") : NAN;
     double dt = b->at - a->at;
     r->steps_per_room_s = both && dt > 0 && r->server_rooms > 0
         ? (tl_prom_get(b, "tumble_steps_total") - tl_prom_get(a, "tumble_steps_total")) / dt / r->server_rooms
@@ -807,6 +808,7 @@ static void tl__json_report(const tl_report *r)
     tl__jnum("server_rooms", r->server_rooms, true);
     tl__jnum("server_clients", r->server_clients, true);
     tl__jnum("server_worker_nice", r->server_worker_nice, true);
+    tl__jnum("server_workers_pinned", r->server_workers_pinned, true);
     tl__jnum("server_cpu_cores", r->server_cpu_cores, true);
     tl__jnum("server_cpu_ms_per_room_s", r->server_cpu_ms_per_room_s, true);
     tl__jnum("server_rss_mb", r->server_rss_mb, true);
@@ -926,6 +928,7 @@ static void tl__print_table(const tl_run *run, const tl_report *r)
     printf("  %-34s %10.3f %10.3f\n", "server step time ms", r->step_p50_ms, r->step_p99_ms);
     printf("  %-34s %10s %10s %10.2f\n", "server steps/s per room", "", "", r->steps_per_room_s);
     printf("  %-34s %10s %10s %10.0f\n", "server worker nice value", "", "", r->server_worker_nice);
+    printf("  %-34s %10s %10s %10.0f\n", "server workers on a CPU of their own", "", "", r->server_workers_pinned);
     printf("  %-34s %10s %10s %10.0f  (total %.0f)\n", "server overruns in window", "", "", r->overruns,
            r->overruns_total);
     printf("  %-34s %10s %10s %10.2f  (rss %.1f MB, %.1f before the run: %.1f kB per room)\n",

@@ -43,6 +43,28 @@ static void defaults_match_the_documentation(void **state)
     assert_int_equal(cfg.log_level, TB_LOG_INFO);
     assert_true(cfg.instance[0] != 0);
     assert_int_equal(cfg.worker_nice, -10);
+    assert_int_equal(cfg.pin_workers, 1);
+}
+
+/* Pinning is on or off; anything else is refused by name. */
+static void pin_workers_is_on_or_off(void **state)
+{
+    (void)state;
+    tb_config cfg;
+    char err[256];
+    const char *off[] = {"x", "--pin-workers", "0"};
+    assert_int_equal(parse(&cfg, NULL, 3, off, err), TB_CONFIG_OK);
+    assert_int_equal(cfg.pin_workers, 0);
+    const char *env[] = {"TUMBLE_PIN_WORKERS", "0", NULL};
+    const char *none[] = {"x"};
+    assert_int_equal(parse(&cfg, env, 1, none, err), TB_CONFIG_OK);
+    assert_int_equal(cfg.pin_workers, 0);
+    const char *bad[][3] = {{"x", "--pin-workers", "2"}, {"x", "--pin-workers", "yes"}, {"x", "--pin-workers", "-1"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = 0;
+        assert_int_equal(parse(&cfg, NULL, 3, bad[i], err), TB_CONFIG_ERROR);
+        assert_non_null(strstr(err, "--pin-workers"));
+    }
 }
 
 /* A negative value is a value, not the next flag; the range is nice's own. */
@@ -176,6 +198,7 @@ int main(void)
         cmocka_unit_test(defaults_match_the_documentation),
         cmocka_unit_test(watcher_limit_is_its_own_option),
         cmocka_unit_test(worker_nice_takes_the_whole_range_of_nice),
+        cmocka_unit_test(pin_workers_is_on_or_off),
         cmocka_unit_test(flag_beats_environment_beats_default),
         cmocka_unit_test(snapshot_rate_must_divide_120),
         cmocka_unit_test(invalid_values_are_clear_errors),
