@@ -34,7 +34,7 @@ static const tb__opt tb__opts[] = {
      "nice value the worker threads ask for (below 0 needs root, CAP_SYS_NICE or RLIMIT_NICE; "
      "refused: they keep the server's own; 0: leave them)"},
     {"pin-workers", "TUMBLE_PIN_WORKERS", TB__INT, OFF(pin_workers), 0, 0, 1,
-     "1: each worker thread on a CPU of its own when the server may use at least as many CPUs as there "
+     "1: each worker thread on a CPU of its own when the server may use exactly as many CPUs as there "
      "are workers; 0: the kernel places them"},
     {"client-dir", "TUMBLE_CLIENT_DIR", TB__STR, OFF(client_dir), SZ(client_dir), 0, 0,
      "folder of the built web client"},

@@ -25,7 +25,7 @@ typedef struct tb_config {
     char bind[64];
     int workers;
     int worker_nice;         /* nice value the workers ask for (sim/sched.h); 0 = leave them */
-    int pin_workers;         /* 1: each worker on a CPU of its own when there are enough (sim/sched.h) */
+    int pin_workers;         /* 1: each worker on a CPU of its own when there are as many (sim/sched.h) */
     char client_dir[TB_CONFIG_PATH_MAX];
     int snapshot_rate;       /* Hz, divides 120 */
     int max_rooms;

@@ -395,13 +395,13 @@ int tb_sched_init(tb_sched *sched, int workers, int snapshot_rate_hz, const char
     return 0;
 }
 
-/* Worker i on the i-th CPU the process may use, when there are enough. */
+/* Worker i on the i-th CPU the process may use, when there are as many. */
 static void tb__place_workers(tb_sched *sched)
 {
     cpu_set_t allowed;
     int n = 0;
     if (sched->pin_workers && sched_getaffinity(0, sizeof allowed, &allowed) == 0 &&
-        CPU_COUNT(&allowed) >= sched->worker_count)
+        CPU_COUNT(&allowed) == sched->worker_count)
         for (int cpu = 0; cpu < CPU_SETSIZE && n < sched->worker_count; cpu++)
             if (CPU_ISSET(cpu, &allowed))
                 sched->workers[n++].cpu = cpu;

@@ -33,13 +33,16 @@
  * thread needs root, CAP_SYS_NICE or RLIMIT_NICE; refused, the workers keep
  * the server's own value and main says so.
  *
- * Placement (pin_workers, --pin-workers): when the process may run on at
- * least as many CPUs as there are workers, worker i runs on the i-th of them
- * only. Left to move, a woken worker was at times queued on the CPU where the
+ * Placement (pin_workers, --pin-workers): when the process may run on
+ * exactly as many CPUs as there are workers (the machine, or a cpuset, sized
+ * for this server), worker i runs on the i-th of them only. Left to move, a woken worker was at times queued on the CPU where the
  * other worker ran, behind its whole phase, while the other CPU ran the
  * network thread or the generator: at 300 and 325 tower rooms on 2 cores,
  * five 30 s runs each, p99 tick lateness 4.6-7.3 ms pinned against 4.8-10.5
- * unpinned (BENCHMARKS.md "Load"). Fewer CPUs than workers: nothing pinned.
+ * unpinned (BENCHMARKS.md "Load"). Otherwise nothing is pinned: with more
+ * CPUs the server shares them with others (a Kubernetes node, a big host
+ * running several servers), and every server would put its workers on the
+ * same first few; with fewer, workers share CPUs anyway.
  *
  * The network thread drains the output rings with tb_sched_poll() and
  * hands each message to the sessions of its room.
@@ -143,7 +146,7 @@ typedef struct tb_sched {
     atomic_bool stop;
     int worker_nice;        /* set before tb_sched_start: each worker's nice value (0: leave it) */
     bool pin_workers;       /* set before tb_sched_start: each worker on a CPU of its own when
-                               the process may use at least as many CPUs as there are workers */
+                               the process may use exactly as many CPUs as there are workers */
     /* reliability hooks, set by main after init (both optional) */
     char record_dir[1024];  /* --record: each room's input log goes here */
     void (*fault_cb)(const tb_room *room, int faults); /* a world check fixed something */

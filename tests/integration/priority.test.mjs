@@ -87,6 +87,7 @@ test('refused (no CAP_SYS_NICE): a warning names the refusal, and the rooms step
   c.close();
 });
 
+// (pinned only when the CPUs are exactly as many as the workers)
 // Thread name -> the CPUs it may run on ("0-1", "1"), from /proc/<pid>/task/*/status.
 function threadCpus(pid) {
   const out = {};
@@ -104,7 +105,7 @@ const cpuCount = (list) => list.split(',').reduce((n, r) => {
 }, 0);
 const TASKSET = ['/usr/bin/taskset', '/bin/taskset'].find((p) => fs.existsSync(p));
 
-test('each worker runs on a CPU of its own; the network thread keeps them all', { skip: cpuCount(ownCpus) < 2 && 'one CPU here' }, async () => {
+test('each worker runs on a CPU of its own; the network thread keeps them all', { skip: cpuCount(ownCpus) !== 2 && 'needs exactly 2 CPUs' }, async () => {
   const srv = await startServer({ args: ['--workers', '2'] });
   const cpus = threadCpus(srv.proc.pid);
   assert.equal(cpus.main, ownCpus, JSON.stringify(cpus));
@@ -112,6 +113,12 @@ test('each worker runs on a CPU of its own; the network thread keeps them all', 
   for (const c of mine) assert.equal(cpuCount(c), 1, JSON.stringify(cpus));
   assert.notEqual(mine[0], mine[1], JSON.stringify(cpus));
   assert.equal((await metrics(srv.url)).tumble_workers_pinned, 2);
+});
+
+test('more CPUs than workers (a shared machine): none is pinned', { skip: cpuCount(ownCpus) < 2 && 'one CPU here' }, async () => {
+  const srv = await startServer({ args: ['--workers', '1'] });
+  assert.equal(threadCpus(srv.proc.pid)['tb-worker-0'], ownCpus);
+  assert.equal((await metrics(srv.url)).tumble_workers_pinned, 0);
 });
 
 test('--pin-workers 0 leaves the workers where the kernel puts them', async () => {
