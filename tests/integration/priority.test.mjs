@@ -31,6 +31,18 @@ function workerNices(nices) {
 
 const ownNice = () => Number(fs.readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ')[16]);
 
+// A room joined now takes at least 40 of its 60 steps in half a second.
+async function assertRoomSteps(srv, id) {
+  const c = await connect(srv.port);
+  await join(c, id, 'tower');
+  const steps = async () => (await (await fetch(`${srv.url}/api/rooms`)).json()).find((r) => r.id === id).steps;
+  const before = await steps();
+  await sleep(500);
+  const later = await steps();
+  assert.ok(later - before >= 40, `stepped ${later - before} in 0.5 s`);
+  c.close();
+}
+
 async function exportedNice(srv) {
   const m = await metrics(srv.url);
   return m.tumble_worker_nice;
@@ -78,13 +90,7 @@ test('refused (no CAP_SYS_NICE): a warning names the refusal, and the rooms step
   assert.match(srv.stderr, /CAP_SYS_NICE or RLIMIT_NICE/);
   assert.deepEqual(workerNices(threadNices(srv.proc.pid)), [ownNice(), ownNice()]);
   assert.equal(await exportedNice(srv), ownNice());
-  const c = await connect(srv.port);
-  await join(c, 'nice-refused', 'tower');
-  const before = (await (await fetch(`${srv.url}/api/rooms`)).json()).find((r) => r.id === 'nice-refused');
-  await sleep(500);
-  const later = (await (await fetch(`${srv.url}/api/rooms`)).json()).find((r) => r.id === 'nice-refused');
-  assert.ok(later.steps - before.steps >= 40, `stepped ${later.steps - before.steps} in 0.5 s`);
-  c.close();
+  await assertRoomSteps(srv, 'nice-refused');
 });
 
 // (pinned only when the CPUs are exactly as many as the workers)
@@ -134,11 +140,5 @@ test('fewer CPUs than workers: none is pinned, and the rooms step on', { skip: !
   const cpus = threadCpus(srv.proc.pid);
   assert.deepEqual([cpus['tb-worker-0'], cpus['tb-worker-1']], [one, one], JSON.stringify(cpus));
   assert.equal((await metrics(srv.url)).tumble_workers_pinned, 0);
-  const c = await connect(srv.port);
-  await join(c, 'one-cpu', 'tower');
-  const before = (await (await fetch(`${srv.url}/api/rooms`)).json()).find((r) => r.id === 'one-cpu');
-  await sleep(500);
-  const later = (await (await fetch(`${srv.url}/api/rooms`)).json()).find((r) => r.id === 'one-cpu');
-  assert.ok(later.steps - before.steps >= 40, `stepped ${later.steps - before.steps} in 0.5 s`);
-  c.close();
+  await assertRoomSteps(srv, 'one-cpu');
 });
