@@ -28,7 +28,6 @@ enum { TB__TOWER, TB__DICE, TB__PILE };
 typedef struct {
     tb_rigid_world *world;
     const tb_world_env *env; /* the scheduler's tower memo, or NULL: settle at every build */
-    tb_rigid_scratch *scratch; /* the worker's shared one the world steps on, NULL: its own */
     int scene;
     uint64_t seed;
     tb_rigid_rng rng;
@@ -322,8 +321,8 @@ static void rigid_step(void *world, float dt)
 {
     tb__rigid *r = world;
     tb_rigid_scratch *s = r->env && r->env->rigid_scratch ? r->env->rigid_scratch() : NULL;
-    if (s && s != r->scratch && tb_rigid_world_use_scratch(r->world, s) == TB_PHYS_OK) /* else: its own */
-        r->scratch = s;
+    if (s) /* at once if the world is on it already; short of memory, it keeps its own */
+        tb_rigid_world_use_scratch(r->world, s);
     uint64_t idle = tb_rigid_world_idle_steps(r->world);
     tb_rigid_world_step(r->world, dt);
     r->last_step_idle = tb_rigid_world_idle_steps(r->world) != idle;

@@ -99,24 +99,16 @@ void tl_machine_read(tl_machine *m)
 
 void tl_machine_describe(const tl_machine *m, char *buf, size_t cap)
 {
-    int n = snprintf(buf, cap, "%s", m->cpu_model);
-    const char *sep = " (";
-    if (n >= 0 && (size_t)n < cap && m->cpu_family >= 0) {
-        n += snprintf(buf + n, cap - (size_t)n, "%sfamily %d model %d", sep, m->cpu_family, m->cpu_model_number);
-        sep = ", ";
-    }
-    if (n >= 0 && (size_t)n < cap && m->cpu_mhz > 0) {
-        n += snprintf(buf + n, cap - (size_t)n, "%s%.0f MHz", sep, m->cpu_mhz);
-        sep = ", ";
-    }
-    if (n >= 0 && (size_t)n < cap && m->l2_kib > 0) {
-        n += snprintf(buf + n, cap - (size_t)n, "%sL2 %d KiB", sep, m->l2_kib);
-        sep = ", ";
-    }
-    if (n >= 0 && (size_t)n < cap && sep[0] == ',')
-        n += snprintf(buf + n, cap - (size_t)n, ")");
-    if (n >= 0 && (size_t)n < cap && m->simd[0])
-        snprintf(buf + n, cap - (size_t)n, " %s", m->simd);
+    char family[48] = "", mhz[24] = "", l2[24] = "", detail[96];
+    if (m->cpu_family >= 0)
+        snprintf(family, sizeof family, ", family %d model %d", m->cpu_family, m->cpu_model_number);
+    if (m->cpu_mhz > 0)
+        snprintf(mhz, sizeof mhz, ", %.0f MHz", m->cpu_mhz);
+    if (m->l2_kib > 0)
+        snprintf(l2, sizeof l2, ", L2 %d KiB", m->l2_kib);
+    snprintf(detail, sizeof detail, "%s%s%s", family, mhz, l2); /* each part starts ", " */
+    snprintf(buf, cap, "%s%s%s%s%s%s", m->cpu_model, detail[0] ? " (" : "", detail[0] ? detail + 2 : "",
+             detail[0] ? ")" : "", m->simd[0] ? " " : "", m->simd);
 }
 
 /* ---- the picture -------------------------------------------------------------- */
