@@ -38,10 +38,16 @@
  * round and no extra wake-up. Otherwise (and for output queued elsewhere)
  * a session asks lws for one WRITEABLE callback (write_asked: not again
  * until that callback came), and in it writes every queued frame. Either
- * way: ctl first, then the slots, one lws_write per frame, until lws had to
- * keep part of one because the kernel buffer is full
- * (lws_partial_buffered; at most TB__WRITES_PER_CALLBACK, for fairness);
- * what is left waits for a WRITEABLE callback. A session that has had data
+ * way: ctl first, then the slots, then the contacts view, until lws had
+ * to keep part of a write because the kernel buffer is full
+ * (lws_partial_buffered; at most TB__WRITES_PER_CALLBACK frames, for
+ * fairness); what is left waits for a WRITEABLE callback. One waiting
+ * frame goes out as one lws_write; several (a network thread kept from its
+ * CPU for a snapshot interval, a reply and a snapshot of one wake-up, a
+ * client draining after a stall) are framed here and go out as one write
+ * (tb__write_batch): one system call and one TCP segment instead of one
+ * each, which is most of what a frame costs, so a network thread that
+ * falls behind catches up for less instead of falling further. A session that has had data
  * waiting and written nothing for --slow-reader-timeout seconds is
  * disconnected by the housekeeping timer (see housekeeping.c for the
  * three ways a slow reader shows). A due ping goes before the queued
@@ -60,10 +66,12 @@
 
 #include "net/fleet.h"
 #include "net/log.h"
+#include "net/ws_frame.h"
 #include "sim/clock.h"
 #include "sim/wire.h"
 
 _Static_assert(TB_MSG_HEADROOM >= LWS_PRE, "tb_msg headroom must hold LWS_PRE");
+_Static_assert(TB_BATCH_PRE >= LWS_PRE, "the batch buffer must hold LWS_PRE");
 
 #define TB__WRITES_PER_CALLBACK 32
 /* lws keeps opcode 4 (close) out of the public enum; lws_write() takes it. */
@@ -395,82 +403,189 @@ void tb_server_wake(void *data)
 
 /* ---- writing ------------------------------------------------------------ */
 
-static int tb__write_snapshot(tb_session *s, tb_msg *msg)
+/* A snapshot's frame for this client (the shared blob behind its own
+ * prefix: at most TB__SNAP_PREFIX_MAX bytes more), composed in
+ * s->tx + LWS_PRE: its length, or 0. */
+#define TB__SNAP_PREFIX_MAX 32
+static size_t tb__compose_snapshot(tb_session *s, tb_msg *msg)
 {
-    size_t need = LWS_PRE + msg->len + 32;
+    size_t need = LWS_PRE + msg->len + TB__SNAP_PREFIX_MAX;
     if (need > s->tx_cap) {
         unsigned char *tx = realloc(s->tx, need);
         if (!tx)
-            return -1;
+            return 0;
         s->tx = tx;
         s->tx_cap = need;
     }
-    size_t n = tb_wire_snap_frame(msg, tb_inbound_acked_seq(s, msg->serial), s->tx + LWS_PRE, s->tx_cap - LWS_PRE);
-    if (n == 0)
-        return -1;
-    if (lws_write(s->wsi, s->tx + LWS_PRE, n, LWS_WRITE_BINARY) < (int)n)
-        return -1;
-    s->wire_bytes += n + (n < 126 ? 2 : n < 65536 ? 4 : 10);
-    tb_link_written(s, n, true);
-    tb_metrics *m = s->server->metrics;
-    TB_COUNT(m, snapshots_sent_total);
-    TB_COUNT_N(m, bytes_sent_total, n);
-    s->sent_tick = (uint32_t)msg->tick;
-    return 0;
+    return tb_wire_snap_frame(msg, tb_inbound_acked_seq(s, msg->serial), s->tx + LWS_PRE, s->tx_cap - LWS_PRE);
 }
 
-static int tb__write_one(tb_session *s)
+size_t tb_ws_frame_header(unsigned char *p, size_t n)
 {
-    tb_msg *msg = NULL;
-    int rc = 0;
-    tb_metrics *m = s->server->metrics;
+    p[0] = 0x82; /* FIN, binary */
+    if (n < 126) {
+        p[1] = (unsigned char)n;
+        return 2;
+    }
+    if (n < 65536) {
+        p[1] = 126;
+        p[2] = (unsigned char)(n >> 8);
+        p[3] = (unsigned char)n;
+        return 4;
+    }
+    p[1] = 127;
+    for (int i = 0; i < 8; i++)
+        p[2 + i] = (unsigned char)((uint64_t)n >> (56 - 8 * i));
+    return 10;
+}
+
+size_t tb_ws_frame_size(size_t n) { return n + (n < 126 ? 2 : n < 65536 ? 4 : 10); }
+
+/* One frame taken off the queues, in sending order: the ctl FIFO, then the
+ * oldest snapshot, then the contacts view. */
+typedef struct tb__frame {
+    tb_msg *msg;               /* the reference to drop once written */
+    const unsigned char *data; /* the payload: the message's, or s->tx + LWS_PRE */
+    size_t len;                /* 0: a snapshot that could not be composed */
+    bool snapshot;
+} tb__frame;
+
+static bool tb__frames_waiting(const tb_session *s)
+{
+    return s->ctl_count || ((s->slot_count || s->contacts) && !s->closing);
+}
+
+/* How many frames wait (the ctl FIFO alone while closing, as above). */
+static int tb__frames_queued(const tb_session *s)
+{
+    return s->ctl_count + (s->closing ? 0 : s->slot_count + (s->contacts != NULL));
+}
+
+/* The payload bytes of the next frame, at most (a snapshot's prefix is
+ * composed when it is taken). */
+static size_t tb__next_frame_bound(const tb_session *s)
+{
+    if (s->ctl_count)
+        return s->ctl[s->ctl_head]->len;
+    if (s->slot_count)
+        return s->slot[0]->len + TB__SNAP_PREFIX_MAX;
+    return s->contacts ? s->contacts->len : 0;
+}
+
+/* The next frame (tb__frames_waiting must hold). */
+static void tb__take_frame(tb_session *s, tb__frame *f)
+{
+    memset(f, 0, sizeof *f);
     if (s->ctl_count) {
-        msg = s->ctl[s->ctl_head];
+        f->msg = s->ctl[s->ctl_head];
         s->ctl_head = (s->ctl_head + 1) % TB__CTL_CAP;
         s->ctl_count--;
-        if (lws_write(s->wsi, tb_msg_data(msg), msg->len, LWS_WRITE_BINARY) < (int)msg->len) {
-            rc = -1;
-        } else {
-            TB_COUNT_N(m, bytes_sent_total, msg->len);
-            s->wire_bytes += msg->len + (msg->len < 126 ? 2 : msg->len < 65536 ? 4 : 10);
-            tb_link_written(s, msg->len, false);
-        }
     } else if (s->slot_count) {
-        msg = s->slot[0];
+        f->msg = s->slot[0];
         memmove(s->slot, s->slot + 1, (TB__SNAP_SLOTS - 1) * sizeof s->slot[0]);
         s->slot_count--;
-        rc = tb__write_snapshot(s, msg);
-    } else if (s->contacts) {
-        msg = s->contacts;
+        f->snapshot = true;
+        f->len = tb__compose_snapshot(s, f->msg);
+        f->data = s->tx + LWS_PRE;
+        return;
+    } else {
+        f->msg = s->contacts;
         s->contacts = NULL;
-        if (lws_write(s->wsi, tb_msg_data(msg), msg->len, LWS_WRITE_BINARY) < (int)msg->len) {
-            rc = -1;
-        } else {
-            TB_COUNT_N(m, bytes_sent_total, msg->len);
-            s->wire_bytes += msg->len + (msg->len < 126 ? 2 : msg->len < 65536 ? 4 : 10);
-            tb_link_written(s, msg->len, false);
-        }
     }
-    if (!msg)
-        return 0;
-    if (rc == 0) {
-        TB_COUNT(m, messages_sent_total);
-        s->last_write_ns = tb_clock_now_ns();
-    }
-    tb_msg_unref(msg);
-    return rc;
+    f->data = tb_msg_data(f->msg);
+    f->len = f->msg->len;
 }
 
-/* Every queued frame, ctl first, one lws_write each, until lws keeps part
- * of one (kernel buffer full) or TB__WRITES_PER_CALLBACK were written. */
+/* A frame written, alone or in a batch: the accounting, and its reference
+ * dropped. */
+static void tb__frame_written(tb_session *s, tb__frame *f, bool direct)
+{
+    tb_metrics *m = s->server->metrics;
+    TB_COUNT_N(m, bytes_sent_total, f->len);
+    s->wire_bytes += tb_ws_frame_size(f->len);
+    tb_link_written(s, f->len, f->snapshot);
+    if (f->snapshot) {
+        TB_COUNT(m, snapshots_sent_total);
+        s->sent_tick = (uint32_t)f->msg->tick;
+    }
+    TB_COUNT(m, messages_sent_total);
+    if (direct)
+        TB_COUNT(m, messages_sent_direct_total);
+    s->last_write_ns = tb_clock_now_ns();
+    tb_msg_unref(f->msg);
+}
+
+/* The next frame alone: one lws_write, lws framing it. 1, or -1 (the
+ * connection is gone). */
+static int tb__write_one(tb_session *s, bool direct)
+{
+    tb__frame f;
+    tb__take_frame(s, &f);
+    if (f.len == 0 || lws_write(s->wsi, (unsigned char *)f.data, f.len, LWS_WRITE_BINARY) < (int)f.len) {
+        tb_msg_unref(f.msg);
+        return -1;
+    }
+    tb__frame_written(s, &f, direct);
+    return 1;
+}
+
+/* Up to `max` waiting frames framed one after the other (tb_ws_frame_header)
+ * in the server's batch buffer and handed to lws as raw bytes: lws_write
+ * with LWS_WRITE_RAW goes to lws_issue_raw, which keeps what the kernel did
+ * not take and writes it first once the socket drains, as for one frame.
+ * (No WebSocket extension is ever negotiated here, so the frames are what
+ * lws would have written.) A frame that does not fit ends the batch; one
+ * too big for any batch goes alone. Returns the frames written, or -1. */
+static int tb__write_batch(tb_session *s, int max, bool direct)
+{
+    tb__frame batch[TB__WRITES_PER_CALLBACK];
+    unsigned char *out = s->server->batch + LWS_PRE;
+    size_t len = 0;
+    int count = 0;
+    while (count < max && tb__frames_waiting(s)) {
+        size_t bound = tb__next_frame_bound(s);
+        if (len + tb_ws_frame_size(bound) > TB_BATCH_BYTES) {
+            if (count == 0)
+                return tb__write_one(s, direct);
+            break;
+        }
+        tb__frame *f = &batch[count];
+        tb__take_frame(s, f);
+        if (f->len == 0) {
+            tb_msg_unref(f->msg);
+            for (int i = 0; i < count; i++)
+                tb_msg_unref(batch[i].msg);
+            return -1;
+        }
+        len += tb_ws_frame_header(out + len, f->len);
+        memcpy(out + len, f->data, f->len);
+        len += f->len;
+        count++;
+    }
+    int rc = lws_write(s->wsi, out, len, LWS_WRITE_RAW) < (int)len ? -1 : 0;
+    for (int i = 0; i < count; i++) {
+        if (rc == 0)
+            tb__frame_written(s, &batch[i], direct);
+        else
+            tb_msg_unref(batch[i].msg);
+    }
+    if (rc == 0 && count > 1)
+        TB_COUNT_N(s->server->metrics, frames_batched_total, (uint64_t)count);
+    return rc < 0 ? -1 : count;
+}
+
+/* Every queued frame, ctl first: one frame in one lws_write, several in a
+ * batch (tb__write_batch), until lws keeps part of a write (kernel buffer
+ * full) or TB__WRITES_PER_CALLBACK frames were written. */
 static int tb__write_queued(tb_session *s, bool direct)
 {
     int n = 0;
-    while ((s->ctl_count || ((s->slot_count || s->contacts) && !s->closing)) && n++ < TB__WRITES_PER_CALLBACK) {
-        if (tb__write_one(s) < 0)
+    while (tb__frames_waiting(s) && n < TB__WRITES_PER_CALLBACK) {
+        int wrote = tb__frames_queued(s) > 1 ? tb__write_batch(s, TB__WRITES_PER_CALLBACK - n, direct)
+                                             : tb__write_one(s, direct);
+        if (wrote < 0)
             return -1;
-        if (direct)
-            TB_COUNT(s->server->metrics, messages_sent_direct_total);
+        n += wrote;
         if (lws_partial_buffered(s->wsi))
             break;
     }

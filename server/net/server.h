@@ -27,6 +27,11 @@
 #include "sim/registry.h"
 #include "sim/sched.h"
 
+/* outbox.c, tb__write_batch: up to this many bytes of frames in one write,
+ * behind room for lws's LWS_PRE */
+#define TB_BATCH_BYTES 32768
+#define TB_BATCH_PRE 64
+
 struct lws_context;
 struct lws_vhost;
 struct tb_session;
@@ -62,6 +67,9 @@ struct tb_server {
     /* in on_wake or the housekeeping timer, outside any lws callback: a due
      * ping may be written at once there (outbox.c, tb_outbox_ping) */
     bool writing_direct;
+    /* several queued frames of one session framed for one write (outbox.c,
+     * tb__write_batch); network thread only */
+    unsigned char batch[TB_BATCH_PRE + TB_BATCH_BYTES];
 
     char root_real[PATH_MAX]; /* realpath of --client-dir, "" when missing */
 

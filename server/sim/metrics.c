@@ -161,6 +161,10 @@ size_t tb_metrics_write(const tb_metrics *cm, char *buf, size_t cap)
     tb__counter(&o, "tumble_messages_sent_direct_total",
                 "WebSocket messages written as soon as delivered, without waiting for a WRITEABLE round.",
                 LOAD(m->messages_sent_direct_total));
+    tb__counter(&o, "tumble_frames_batched_total",
+                "WebSocket messages written together with others in one write (one system call and one TCP "
+                "segment for the lot: frames that waited together, as after a late wake-up).",
+                LOAD(m->frames_batched_total));
     tb__counter(&o, "tumble_bytes_sent_total", "WebSocket payload bytes written.", LOAD(m->bytes_sent_total));
     tb__counter(&o, "tumble_messages_received_total", "WebSocket messages received.",
                 LOAD(m->messages_received_total));

@@ -73,6 +73,7 @@ typedef struct tb_metrics {
     atomic_uint_fast64_t snapshots_dropped_total; /* worker -> network ring full */
     atomic_uint_fast64_t messages_sent_total;     /* all frames written */
     atomic_uint_fast64_t messages_sent_direct_total; /* ... of them from the delivery path, not WRITEABLE */
+    atomic_uint_fast64_t frames_batched_total;    /* ... of them written with others in one write */
     atomic_uint_fast64_t bytes_sent_total;
     atomic_uint_fast64_t messages_received_total;
     atomic_uint_fast64_t bytes_received_total;

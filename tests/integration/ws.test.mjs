@@ -210,6 +210,32 @@ test('a per-address connection limit refuses the excess', async () => {
   await limited.stop();
 });
 
+test('replies that wait together go out in one write, whole and in order, between the snapshots', async () => {
+  const c = await connect(srv.port);
+  await join(c, 'batch-replies', 'tower');
+  await c.snapshot();
+  const before = await metrics(srv.url);
+  // sixteen pings in one TCP segment: the server reads them at once and has
+  // sixteen pongs waiting when it writes, which go out framed in one write
+  c.ws._socket.cork();
+  for (let i = 1; i <= 16; i++) c.send({ type: 'ping', client_time: i });
+  c.ws._socket.uncork();
+  const pongs = [];
+  for (let i = 1; i <= 16; i++) pongs.push((await c.type('pong')).client_time);
+  assert.deepEqual(pongs, Array.from({ length: 16 }, (_, i) => i + 1));
+  const after = await metrics(srv.url);
+  assert.ok(after.tumble_frames_batched_total - before.tumble_frames_batched_total >= 16,
+    `frames written in batches: ${before.tumble_frames_batched_total} -> ${after.tumble_frames_batched_total}`);
+  // the snapshots around and inside the batches still chain
+  c.dropSnapshots();
+  const a = await c.snapshot();
+  const b = await c.snapshot();
+  assert.equal(b.state.tick - a.state.tick, 2);
+  assert.equal(c.snapErrors.length, 0, String(c.snapErrors[0]));
+  assert.equal(c.undecodable, 0);
+  c.close();
+});
+
 test('pings are answered with pongs; the lobby lists rooms', async () => {
   const c = await connect(srv.port);
   c.send({ type: 'ping', client_time: 1234.5 });

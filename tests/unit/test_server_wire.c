@@ -12,6 +12,7 @@
 
 #include "sim/error.h"
 #include "sim/wire.h"
+#include "net/ws_frame.h"
 
 static uint8_t *read_vector(const char *name, size_t *len)
 {
@@ -35,6 +36,43 @@ static int decode_vector(const char *name, tb_client_msg *m, tb_proto_err *err)
     int rc = tb_wire_decode(buf, len, m, err);
     free(buf);
     return rc;
+}
+
+/* RFC 6455 5.2 read back: FIN and opcode, then the payload length in 7,
+ * 7+16 or 7+64 bits, no mask (a server's frame). */
+static size_t parse_len(const unsigned char *p, size_t *header)
+{
+    assert_int_equal(p[0], 0x82);
+    size_t n = p[1] & 0x7f;
+    assert_int_equal(p[1] & 0x80, 0);
+    if (n < 126) {
+        *header = 2;
+        return n;
+    }
+    if (n == 126) {
+        *header = 4;
+        return (size_t)p[2] << 8 | p[3];
+    }
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | p[2 + i];
+    *header = 10;
+    return (size_t)v;
+}
+
+static void a_batched_frames_header_reads_back_as_its_length(void **state)
+{
+    (void)state;
+    const size_t lengths[] = {0, 1, 125, 126, 127, 300, 65535, 65536, 70000, (size_t)1 << 33};
+    for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++) {
+        unsigned char p[16];
+        memset(p, 0xee, sizeof p);
+        size_t written = tb_ws_frame_header(p, lengths[i]), header = 0;
+        assert_int_equal(parse_len(p, &header), lengths[i]);
+        assert_int_equal(written, header);
+        assert_int_equal(tb_ws_frame_size(lengths[i]), header + lengths[i]);
+        assert_int_equal(p[written], 0xee); /* nothing past the header */
+    }
 }
 
 static void hello_becomes_a_join_with_name_and_scene(void **state)
@@ -181,6 +219,7 @@ static void server_errors_map_to_protocol_codes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_batched_frames_header_reads_back_as_its_length),
         cmocka_unit_test(hello_becomes_a_join_with_name_and_scene),
         cmocka_unit_test(inputs_map_onto_room_records),
         cmocka_unit_test(ping_link_report_reaches_the_server),
