@@ -450,12 +450,8 @@ typedef struct tb__frame {
     bool snapshot;
 } tb__frame;
 
-static bool tb__frames_waiting(const tb_session *s)
-{
-    return s->ctl_count || ((s->slot_count || s->contacts) && !s->closing);
-}
-
-/* How many frames wait (the ctl FIFO alone while closing, as above). */
+/* How many frames wait: the ctl FIFO, and while not closing the snapshots
+ * and the contacts view. */
 static int tb__frames_queued(const tb_session *s)
 {
     return s->ctl_count + (s->closing ? 0 : s->slot_count + (s->contacts != NULL));
@@ -472,7 +468,7 @@ static size_t tb__next_frame_bound(const tb_session *s)
     return s->contacts ? s->contacts->len : 0;
 }
 
-/* The next frame (tb__frames_waiting must hold). */
+/* The next frame (one must be queued). */
 static void tb__take_frame(tb_session *s, tb__frame *f)
 {
     memset(f, 0, sizeof *f);
@@ -542,7 +538,7 @@ static int tb__write_batch(tb_session *s, int max, bool direct)
     unsigned char *out = s->server->batch + LWS_PRE;
     size_t len = 0;
     int count = 0;
-    while (count < max && tb__frames_waiting(s)) {
+    while (count < max && tb__frames_queued(s) > 0) {
         size_t bound = tb__next_frame_bound(s);
         if (len + tb_ws_frame_size(bound) > TB_BATCH_BYTES) {
             if (count == 0)
@@ -580,7 +576,7 @@ static int tb__write_batch(tb_session *s, int max, bool direct)
 static int tb__write_queued(tb_session *s, bool direct)
 {
     int n = 0;
-    while (tb__frames_waiting(s) && n < TB__WRITES_PER_CALLBACK) {
+    while (tb__frames_queued(s) > 0 && n < TB__WRITES_PER_CALLBACK) {
         int wrote = tb__frames_queued(s) > 1 ? tb__write_batch(s, TB__WRITES_PER_CALLBACK - n, direct)
                                              : tb__write_one(s, direct);
         if (wrote < 0)
@@ -686,7 +682,7 @@ int tb_outbox_writeable(tb_session *s)
     s->write_asked = false;
     if (s->ping_wanted && !s->closing)
         return tb__write_ping(s);
-    if (s->ctl_count || ((s->slot_count || s->contacts) && !s->closing)) {
+    if (tb__frames_queued(s) > 0) {
         if (tb__write_queued(s, false) < 0)
             return -1;
         if (tb_outbox_has_output(s) || s->closing)
