@@ -44,11 +44,6 @@
  * down: the queue it leaves drains by itself, faster than any keyframe of
  * another tier could arrive, and the client keeps its full rate.
  *
- * On a LAN path the client, not the link, was the limit: it gets fewer
- * snapshots (never a budget: smaller ones do not spare a reader short of
- * CPU), what it read is not taken for a capacity, and once it keeps up it
- * climbs back as after a stall, unless a step up failed (below).
- *
  * The rule, evaluated at most every 50 ms (on snapshots, pongs, reports and
  * the housekeeping timer):
  *   - the link is slow and the queueing delay is above TB__Q_HIGH_NS, once
@@ -56,14 +51,12 @@
  *     the queue is already draining: down, to the tier whose expected rate
  *     fits 80% of what the slow samples delivered (rate ~ stride^-0.55: a
  *     delta over k snapshots is a bit bigger than one over one), at least
- *     one tier; what they delivered is then the link's known capacity (30 s;
- *     not on a LAN path);
+ *     one tier; what they delivered is then the link's known capacity (30 s);
  *   - with a known capacity, the tier written now exceeds it: down one
  *     before the queue shows (the scene got busier);
  *   - below TB__Q_LOW_NS: up one tier every TB__UP_CALM_NS of calm while
- *     no capacity is known (after a stall, 30 s on, once a sample shows
- *     the link carrying half as much again as the known capacity, and on a
- *     LAN path, there after probe_hold once a step up has failed); with one, after 1 s
+ *     no capacity is known (after a stall, 30 s on, or once a sample shows
+ *     the link carrying half as much again as the known capacity); with one, after 1 s
  *     of calm if the next tier fits 80% of it, otherwise after probe_hold
  *     (4 s), which doubles (to 64 s) each time a step up is followed by a
  *     slow link within 4 s: a link that cannot take the faster rate is
@@ -120,21 +113,15 @@ static double tb__capacity(const tb_link *l, int64_t now)
     return l->delivered_bps;
 }
 
-/* A path of under 2 ms (loopback, a LAN) is not what limits a stream of at
- * most a few hundred kbit/s: a client there that reads slowly is starved of
- * CPU, which passes. */
-static bool tb__lan_path(const tb_link *l)
-{
-    int64_t rtt_min = tb__rtt_min(l);
-    return rtt_min > 0 && rtt_min < 2 * TB_NS_PER_MS;
-}
-
 /* Is the link the limit: a run of slow delivery samples (the file comment),
  * long enough and recent? */
 static bool tb__link_slow(const tb_link *l, int64_t now)
 {
-    /* on a LAN path only a long run says the client cannot take the rate */
-    int64_t span = tb__lan_path(l) ? TB__SLOW_FOR_LAN_NS : TB__SLOW_FOR_NS;
+    /* a path of under 2 ms (loopback, a LAN) is not what limits a stream of
+     * at most a few hundred kbit/s: a client there that reads slowly is
+     * starved of CPU, which passes; only a long run says otherwise */
+    int64_t rtt_min = tb__rtt_min(l);
+    int64_t span = rtt_min > 0 && rtt_min < 2 * TB_NS_PER_MS ? TB__SLOW_FOR_LAN_NS : TB__SLOW_FOR_NS;
     /* the first seconds of a remote client: the welcome's keyframe and the
      * full stream arrive at once; every 100 ms it waits there is a second of
      * queue to drain on a link a third of the stream (a stall this early,
@@ -537,13 +524,6 @@ void tb_link_check(tb_session *s, int64_t now)
     /* known capacity, and what is written now does not fit it: step down
      * before the queue shows (the scene got busier) */
     bool known = l->capacity_at_ns && now - l->capacity_at_ns < TB__CAPACITY_KEEP_NS;
-    /* A LAN path knows no capacity (a starved reader's rate is not its
-     * link's: below): a step up a tier waits TB__UP_CALM_NS of calm, as
-     * after a stall; the probe hold once a step up was followed by a slow
-     * link within 4 s (a slow device, not a passing load: each such failure
-     * doubles it) */
-    bool lan = !known && tb__lan_path(l);
-    int64_t lan_calm = l->probe_hold_ns > TB__PROBE_MIN_NS ? l->probe_hold_ns : TB__UP_CALM_NS;
     bool budget_fresh = l->auto_kbps && now - l->budget_ns < 3 * TB_NS_PER_SEC;
     if (known && !budget_fresh && l->tier < TB_ROOM_TIERS - 1 && l->sent_bps > l->capacity_bps && now - l->changed_ns >= settle) {
         l->queue_at_change_ns = q;
@@ -588,14 +568,8 @@ void tb_link_check(tb_session *s, int64_t now)
         for (int64_t over = q - 2 * (TB__Q_HIGH_NS + frame_ns); over > 0 && tier < TB_ROOM_TIERS - 1;
              over -= TB__Q_HIGH_NS + frame_ns)
             tier++;
-        /* the link is the limit: remember what it carries. Not on a LAN
-         * path, where the reader was: what a client starved of CPU read says
-         * nothing of its link, and once it reads again it climbs back as
-         * after a stall (a tier per TB__UP_CALM_NS of calm) */
-        if (!tb__lan_path(l)) {
-            l->capacity_bps = l->slow_bps;
-            l->capacity_at_ns = now;
-        }
+        l->capacity_bps = l->slow_bps; /* the link is the limit: remember what it carries */
+        l->capacity_at_ns = now;
         if (l->last_up_ns && now - l->last_up_ns < 4 * TB_NS_PER_SEC) /* a step up that failed */
             l->probe_hold_ns = l->probe_hold_ns * 2 < TB__PROBE_MAX_NS ? l->probe_hold_ns * 2 : TB__PROBE_MAX_NS;
         l->queue_at_change_ns = q;
@@ -612,9 +586,7 @@ void tb_link_check(tb_session *s, int64_t now)
             fit = tb__ladder[0]; /* a long queue on a link that carries the smallest budget twice */
         uint32_t now_budget = tb__budget(l);
         l->ramping = false;
-        /* (on a LAN path, fewer snapshots: a reader short of CPU is not helped
-         * by smaller ones) */
-        if (l->tier == 0 && fit && (!now_budget || fit < now_budget) && !tb__lan_path(l)) {
+        if (l->tier == 0 && fit && (!now_budget || fit < now_budget)) {
             l->auto_kbps = fit;
             tb__relane(s, now);
             return;
@@ -671,9 +643,8 @@ void tb_link_check(tb_session *s, int64_t now)
      * tier's rate fits it, else after the probe hold */
     double expected = l->sent_bps * pow((double)stride / tb_room_strides[l->tier - 1], TB__RATE_EXPONENT);
     bool fits = !known || expected <= 0.8 * capacity;
-    int64_t need = known ? TB__UP_KNOWN_NS : lan ? lan_calm : TB__UP_CALM_NS;
-    if ((fits && calm >= need) || calm >= l->probe_hold_ns) {
-        if ((!fits || lan) && l->last_up_ns && now - l->last_up_ns > 30 * TB_NS_PER_SEC)
+    if ((fits && calm >= (known ? TB__UP_KNOWN_NS : TB__UP_CALM_NS)) || calm >= l->probe_hold_ns) {
+        if (!fits && l->last_up_ns && now - l->last_up_ns > 30 * TB_NS_PER_SEC)
             l->probe_hold_ns = TB__PROBE_MIN_NS; /* long calm: the link may have changed */
         l->queue_at_change_ns = 0;
         tb__switch(s, l->tier - 1, now, q, frame_ns);
