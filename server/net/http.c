@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "net/fleet.h"
 #include "net/log.h"
@@ -159,6 +160,25 @@ static int tb__metrics(tb_server *server, struct lws *wsi, tb_http_session *h)
     for (int w = 0; w < server->sched->worker_count; w++)
         tb_strbuf_printf(&b, "tumble_worker_steps_total{worker=\"%d\"} %llu\n", w,
                       (unsigned long long)tb_sched_worker_steps(server->sched, w));
+    /* where the CPU goes, by thread: this runs on the network thread */
+    tb_strbuf_printf(&b, "# HELP tumble_worker_cpu_seconds_total CPU time (user + system) used by each worker thread.\n"
+                      "# TYPE tumble_worker_cpu_seconds_total counter\n");
+    for (int w = 0; w < server->sched->worker_count; w++) {
+        double cpu = tb_sched_worker_cpu_seconds(server->sched, w);
+        if (cpu >= 0)
+            tb_strbuf_printf(&b, "tumble_worker_cpu_seconds_total{worker=\"%d\"} %.6f\n", w, cpu);
+    }
+    struct timespec net, proc;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &net) == 0)
+        tb_strbuf_printf(&b, "# HELP tumble_network_thread_cpu_seconds_total CPU time (user + system) used by the "
+                          "network thread (WebSocket, HTTP, Redis).\n"
+                          "# TYPE tumble_network_thread_cpu_seconds_total counter\n"
+                          "tumble_network_thread_cpu_seconds_total %.6f\n",
+                      (double)net.tv_sec + (double)net.tv_nsec / 1e9);
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &proc) == 0)
+        tb_strbuf_printf(&b, "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
+                          "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %.6f\n",
+                      (double)proc.tv_sec + (double)proc.tv_nsec / 1e9);
     if (server->fleet) {
         char *fleet = tb_fleet_metrics_text(server->fleet);
         tb_strbuf_printf(&b, "%s", fleet ? fleet : "");

@@ -114,6 +114,11 @@ test('20 rooms x 3 clients of every kind hold the snapshot rate with no errors',
   }
   // the server's own view (its /metrics) when it is reachable
   assert.notEqual(r.steps_per_room_per_s, null, `/metrics was read${why}`);
+  // its CPU by thread: the workers and the network thread both busy, together no more than
+  // the process (the same scrapes; 0.02 cores of slack for the clocks' rounding)
+  assert.ok(r.server_workers_cpu_cores > 0 && r.server_network_cpu_cores > 0, `CPU by thread${why}`);
+  assert.ok(r.server_workers_cpu_cores + r.server_network_cpu_cores <= r.server_cpu_cores + 0.02,
+    `workers ${r.server_workers_cpu_cores} + network ${r.server_network_cpu_cores} <= server ${r.server_cpu_cores}${why}`);
   if (judgeRates) {
     assert.ok(r.steps_per_room_per_s >= minRatio * r.tick_rate, `steps/s per room ${r.steps_per_room_per_s}${why}`);
     assert.ok(r.overruns <= maxOverrunShare * r.tick_rate * r.window_s * (r.server_rooms ?? rooms), `overruns ${r.overruns}${why}`);
@@ -180,7 +185,8 @@ test('a tiny ramp names its machine and draws every step with the held limit (--
     // one point per step and series, at the step's room count, with the value the JSON reports
     const points = (series) => [...page.matchAll(new RegExp(`class="pt ${series}(?: missed)?" data-rooms="(\\d+)" data-value="([^"]+)"`, 'g'))]
       .map((m) => ({ rooms: Number(m[1]), value: Number(m[2]) }));
-    const fields = { lateness: 'tick_lateness_p99_ms', ratio: 'snapshot_rate_ratio', 'server-cpu': 'server_cpu_cores', 'generator-cpu': 'generator_cpu_cores' };
+    const fields = { lateness: 'tick_lateness_p99_ms', ratio: 'snapshot_rate_ratio', 'server-cpu': 'server_cpu_cores', 'generator-cpu': 'generator_cpu_cores',
+      'workers-cpu': 'server_workers_cpu_cores', 'network-cpu': 'server_network_cpu_cores' };
     for (const [series, field] of Object.entries(fields)) {
       const got = points(series);
       assert.deepEqual(got.map((p) => p.rooms), [1, 2, 3], `${series} points${why}`);

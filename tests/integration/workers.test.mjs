@@ -30,3 +30,34 @@ test('--workers 2 spreads rooms over both workers, each room at 120 steps/s', as
   assert.match(m, /^tumble_worker_steps_total\{worker="1"\} [1-9]/m);
   c.close();
 });
+
+// The server's CPU by thread: each worker's own clock, the network thread's, the process's.
+const cpuOf = (text) => {
+  const v = (re) => { const m = re.exec(text); return m ? Number(m[1]) : NaN; };
+  return {
+    w0: v(/^tumble_worker_cpu_seconds_total\{worker="0"\} ([0-9.]+)$/m),
+    w1: v(/^tumble_worker_cpu_seconds_total\{worker="1"\} ([0-9.]+)$/m),
+    net: v(/^tumble_network_thread_cpu_seconds_total ([0-9.]+)$/m),
+    proc: v(/^process_cpu_seconds_total ([0-9.]+)$/m),
+  };
+};
+
+test('/metrics says how much CPU each worker, the network thread and the process used', async () => {
+  const srv = await startServer({ args: ['--workers', '2'] });
+  const url = `${srv.url}/metrics`;
+  const a = cpuOf(await (await fetch(url)).text());
+  for (const [k, v] of Object.entries(a)) assert.ok(Number.isFinite(v) && v >= 0, `${k} = ${v}`);
+  // read in this order (workers, network thread, process): the process clock counts every
+  // thread, so it is at least their sum (1 ms of slack for the clocks' rounding)
+  assert.ok(a.proc + 1e-3 >= a.w0 + a.w1 + a.net, JSON.stringify(a));
+  // the workers step the five default rooms (120 steps/s each): their clocks run; a thread
+  // that does nothing does not gain a second of CPU in 2 s
+  await sleep(2000);
+  const b = cpuOf(await (await fetch(url)).text());
+  assert.ok(b.w0 > a.w0 && b.w1 > a.w1, `workers ran: ${JSON.stringify(a)} -> ${JSON.stringify(b)}`);
+  assert.ok(b.net >= a.net && b.proc > a.proc, JSON.stringify(b));
+  assert.ok(b.proc - a.proc < 2 * 2.5, `at most the cores' worth in 2 s: ${b.proc - a.proc}`);
+  assert.ok(b.proc + 1e-3 >= b.w0 + b.w1 + b.net, JSON.stringify(b));
+  // a worker busy-looping would show near 2 s; five idle-ish rooms cost far less
+  assert.ok(b.w0 - a.w0 < 1.5 && b.w1 - a.w1 < 1.5, `workers sleep between steps: ${JSON.stringify(a)} -> ${JSON.stringify(b)}`);
+});

@@ -266,7 +266,11 @@ typedef struct tl_report {
     double overruns, overruns_total, server_rooms, server_clients, server_snapshots_skipped;
     double server_worker_nice; /* tumble_worker_nice at the end (NaN: not exported) */
     double server_workers_pinned; /* tumble_workers_pinned at the end (NaN: not exported) */
-    /* from /proc */
+    /* the server's CPU by thread (tumble_worker_cpu_seconds_total summed over the
+     * workers, tumble_network_thread_cpu_seconds_total), cores over the window (NaN:
+     * not exported) */
+    double server_workers_cpu_cores, server_network_cpu_cores;
+    /* process_cpu_seconds_total from /metrics, else /proc; memory from /proc */
     double server_cpu_cores, server_cpu_ms_per_room_s, server_rss_mb, server_rss_before_mb, server_kb_per_room, generator_cpu_cores;
     uint64_t inputs_refused, reconnects;
     uint64_t inputs_sent_by_scene[TL_SCENE_COUNT], inputs_refused_by_scene[TL_SCENE_COUNT];

@@ -473,6 +473,13 @@ static void tl__fill_report(tl_run *run, tl_report *r, uint64_t errors_before)
     r->server_snapshots_skipped = both ? tl_prom_get(b, "tumble_snapshots_skipped_total") -
                                              tl_prom_get(a, "tumble_snapshots_skipped_total")
                                        : NAN;
+    r->server_workers_cpu_cores =
+        both && dt > 0
+            ? (tl_prom_sum(b, "tumble_worker_cpu_seconds_total") - tl_prom_sum(a, "tumble_worker_cpu_seconds_total")) / dt
+            : NAN;
+    r->server_network_cpu_cores = both && dt > 0 ? (tl_prom_get(b, "tumble_network_thread_cpu_seconds_total") -
+                                                     tl_prom_get(a, "tumble_network_thread_cpu_seconds_total")) / dt
+                                               : NAN;
     double cpu = tl_prom_get(b, "process_cpu_seconds_total");
     if (both && !isnan(cpu) && dt > 0)
         r->server_cpu_cores = (cpu - tl_prom_get(a, "process_cpu_seconds_total")) / dt;
@@ -811,6 +818,8 @@ static void tl__json_report(const tl_report *r)
     tl__jnum("server_workers_pinned", r->server_workers_pinned, true);
     tl__jnum("server_cpu_cores", r->server_cpu_cores, true);
     tl__jnum("server_cpu_ms_per_room_s", r->server_cpu_ms_per_room_s, true);
+    tl__jnum("server_workers_cpu_cores", r->server_workers_cpu_cores, true);
+    tl__jnum("server_network_cpu_cores", r->server_network_cpu_cores, true);
     tl__jnum("server_rss_mb", r->server_rss_mb, true);
     tl__jnum("server_rss_before_mb", r->server_rss_before_mb, true);
     tl__jnum("server_kb_per_room", r->server_kb_per_room, true);
@@ -882,6 +891,8 @@ static void tl__print_json(const tl_run *run, const tl_report *top)
             tl__jnum("overruns", r->overruns, true);
             tl__jnum("server_cpu_cores", r->server_cpu_cores, true);
             tl__jnum("server_cpu_ms_per_room_s", r->server_cpu_ms_per_room_s, true);
+            tl__jnum("server_workers_cpu_cores", r->server_workers_cpu_cores, true);
+            tl__jnum("server_network_cpu_cores", r->server_network_cpu_cores, true);
             tl__jnum("server_rss_mb", r->server_rss_mb, true);
             tl__jnum("generator_cpu_cores", r->generator_cpu_cores, true);
             printf("\"errors\":%llu,\"held\":%s,\"why\":\"%s\"}", (unsigned long long)r->errors,
@@ -935,6 +946,8 @@ static void tl__print_table(const tl_run *run, const tl_report *r)
            "server cpu (cores)", "", "", r->server_cpu_cores, r->server_rss_mb, r->server_rss_before_mb,
            r->server_kb_per_room);
     printf("  %-34s %10s %10s %10.2f\n", "server cpu ms per room per s", "", "", r->server_cpu_ms_per_room_s);
+    printf("  %-34s %10s %10s %10.2f  (network thread %.2f)\n", "server workers cpu (cores)", "", "",
+           r->server_workers_cpu_cores, r->server_network_cpu_cores);
     printf("  %-34s %10s %10s %10.2f\n", "generator cpu (cores)", "", "", r->generator_cpu_cores);
     printf("  inputs refused by the world (unknown_body, not_allowed; not errors): %llu\n",
            (unsigned long long)r->inputs_refused);

@@ -3,9 +3,10 @@
  * GET /metrics on the server's own host:port over a plain uv_tcp (HTTP/1.0,
  * Connection: close: the reply is the whole body, no chunking), parse the
  * Prometheus text into (key, value) pairs, and read histograms as quantiles of
- * the bucket deltas between two scrapes. The server's CPU time and memory come
- * from /proc/<pid> (the server does not export process_cpu_seconds_total; if it
- * ever does, tl_prom_get() finds it). */
+ * the bucket deltas between two scrapes. The server's CPU time comes from its
+ * process_cpu_seconds_total (and by thread from tumble_worker_cpu_seconds_total
+ * and tumble_network_thread_cpu_seconds_total), else from /proc/<pid>, as its
+ * memory does. */
 #define _GNU_SOURCE
 #include "load/load.h"
 

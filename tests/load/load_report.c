@@ -313,6 +313,9 @@ static void tl__svg(FILE *f, const tl_report *steps, int count, const tl_report_
         tl__target(f, &fr, &cpu, meta->machine->cores, "cores", "all cores");
     tl__series(f, &fr, &cpu, "server-cpu", "#d62728", steps, count, offsetof(tl_report, server_cpu_cores), 0);
     tl__series(f, &fr, &cpu, "generator-cpu", "#9467bd", steps, count, offsetof(tl_report, generator_cpu_cores), 1);
+    /* the server's split by thread (missing from a server that does not export it) */
+    tl__series(f, &fr, &cpu, "workers-cpu", "#ff7f0e", steps, count, offsetof(tl_report, server_workers_cpu_cores), 2);
+    tl__series(f, &fr, &cpu, "network-cpu", "#8c564b", steps, count, offsetof(tl_report, server_network_cpu_cores), 3);
 
     /* the shared x axis, under the last panel */
     int xb = cpu.top + TL_PANEL_H;
@@ -359,14 +362,16 @@ int tl_report_write(const char *path, const tl_report *steps, int count, const t
                    "at 120 steps/s, the server's p99 tick lateness stays under %.2f ms and nothing failed. Hollow "
                    "points fell behind.</p>\n<table class=\"steps\">\n<tr><th>rooms</th><th>players</th>"
                    "<th>snapshot ratio</th><th>steps/s per room</th><th>p99 tick lateness ms</th>"
-                   "<th>server CPU cores</th><th>generator CPU cores</th><th>errors</th><th>verdict</th></tr>\n",
+                   "<th>server CPU cores</th><th>workers</th><th>network thread</th><th>generator CPU cores</th>"
+                   "<th>errors</th><th>verdict</th></tr>\n",
                 meta->target_ratio, meta->target_lateness_ms);
         for (int i = 0; i < count; i++) {
             const tl_report *r = &steps[i];
             fprintf(f, "<tr class=\"step\"><td>%d</td><td>%d</td><td>%.4f</td><td>%.2f</td><td>%.2f</td><td>%.2f</td>"
-                       "<td>%.2f</td><td>%llu</td><td class=\"why\">%s",
+                       "<td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%llu</td><td class=\"why\">%s",
                     r->rooms, r->clients, r->snapshot_rate_ratio, r->steps_per_room_s, r->lateness_p99_ms,
-                    r->server_cpu_cores, r->generator_cpu_cores, (unsigned long long)r->errors,
+                    r->server_cpu_cores, r->server_workers_cpu_cores, r->server_network_cpu_cores,
+                    r->generator_cpu_cores, (unsigned long long)r->errors,
                     r->held ? "held" : "fell behind");
             if (r->why[0]) {
                 fprintf(f, ": ");
