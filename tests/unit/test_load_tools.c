@@ -197,6 +197,9 @@ static void the_ramp_picture_has_every_step_and_the_held_mark(void **state)
         r->steps_per_room_s = 120;
         r->server_cpu_cores = 0.006 * r->rooms;
         r->generator_cpu_cores = 0.001 * r->rooms;
+        r->server_workers_cpu_cores = 0.004 * r->rooms;
+        /* the first two steps from a server that does not say (NaN: no point drawn) */
+        r->server_network_cpu_cores = i < 2 ? NAN : 0.002 * r->rooms;
         r->held = i < 10;
         snprintf(r->why, sizeof r->why, "%s", r->held ? "" : "p99 tick lateness <high>");
     }
@@ -228,7 +231,9 @@ static void the_ramp_picture_has_every_step_and_the_held_mark(void **state)
     assert_int_equal(count_of(t, "class=\"pt ratio"), 12);
     assert_int_equal(count_of(t, "class=\"pt server-cpu"), 12);
     assert_int_equal(count_of(t, "class=\"pt generator-cpu"), 12);
-    assert_int_equal(count_of(t, " missed\""), 2 * 4);
+    assert_int_equal(count_of(t, "class=\"pt workers-cpu"), 12);
+    assert_int_equal(count_of(t, "class=\"pt network-cpu"), 10);
+    assert_int_equal(count_of(t, " missed\""), 2 * 6);
     assert_int_equal(count_of(t, "class=\"held-mark\" data-rooms=\"250\""), 1);
     assert_int_equal(count_of(t, "<script"), 0);
     assert_non_null(strstr(t, "Test CPU &lt;5 GHz&gt; &amp; &quot;friends&quot; (family 26 model 2, 2096 MHz, L2 1024 KiB) "
@@ -238,12 +243,17 @@ static void the_ramp_picture_has_every_step_and_the_held_mark(void **state)
     for (int rooms = 50; rooms <= 300; rooms += 25)
         assert_true(point_y(t, "lateness", rooms) < point_y(t, "lateness", rooms - 25));
     assert_true(point_y(t, "server-cpu", 300) < point_y(t, "server-cpu", 25));
+    /* the split under its total: workers below the server, the network thread below the workers */
+    assert_true(point_y(t, "server-cpu", 300) < point_y(t, "workers-cpu", 300));
+    assert_true(point_y(t, "workers-cpu", 300) < point_y(t, "network-cpu", 300));
 
     assert_int_equal(tl_report_write(html, steps, 12, &meta), 0);
     t = slurp(html);
     assert_true(strncmp(t, "<!doctype html>", 15) == 0);
     assert_int_equal(count_of(t, "<svg class=\"tumble-ramp\""), 1);
     assert_int_equal(count_of(t, "<tr class=\"step\">"), 12);
+    assert_non_null(strstr(t, "<th>workers</th><th>network thread</th>"));
+    assert_non_null(strstr(t, "<td>1.80</td><td>1.20</td><td>0.60</td><td>0.30</td>")); /* 300 rooms: server, workers, network, generator */
     assert_int_equal(count_of(t, "fell behind: p99 tick lateness &lt;high&gt;"), 2);
     assert_int_equal(count_of(t, "<script"), 0);
     assert_int_equal(count_of(t, "src=\""), 0);
