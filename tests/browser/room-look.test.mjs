@@ -117,17 +117,34 @@ test('grabbing the cape while the knight walks: aimed at the cloth as drawn, sen
     assert.ok(results.every((x) => x.picked), 'every press on the drawn cape starts a grab');
     assert.ok(mean((x) => x.sentErr) < 0.6 * mean((x) => x.drawnErr), `the grab is sent nearer where the cloth is now: ${report}`);
     assert.ok(results.every((x) => x.said <= 1), `a refused grab is said once, not once per move: ${report}`);
-    // A near miss: a pointer 0.2 m below the hem as drawn still takes the hem.
-    const near = await page.evaluate(() => {
-      const t = window.__tumble, cl = t.desc.cloths[0], v = t.verts(cl.key), s = t.stage, el = document.querySelector('.stage-canvas'), rect = el.getBoundingClientRect();
-      const k = (cl.h - 1) * cl.w + (cl.w >> 1);
-      const q = s.toScreen(s.camera.position.clone().set(v[k * 3], v[k * 3 + 1] - 0.2, v[k * 3 + 2]));
-      const exact = t.pickAt(q.x + rect.left, q.y + rect.top);
-      const hit = t.pickAt(q.x + rect.left, q.y + rect.top, { tolerance: 0.35 });
-      return { exact, hit, row: hit && Math.floor(hit.vertex / cl.w), h: cl.h };
-    });
-    assert.equal(near.exact, null, 'the pointer is off the cloth as drawn');
-    assert.ok(near.hit && near.row >= near.h - 2, `the near miss takes the hem (row ${near.row})`);
+    // A near miss: a pointer 0.2 m below the hem as drawn still takes the cloth: the hem, or
+    // whatever part of the walking cape is drawn nearer that pointer (a swinging cape can fold
+    // a higher row below its hem; measured on a fresh machine: row 14). Taken at a moment when
+    // the pointer is off the cloth as drawn (a fold can also cover it).
+    let near = null;
+    for (let attempt = 0; attempt < 10 && !(near && near.exact === null); attempt++) {
+      if (attempt) await page.waitForTimeout(200);
+      near = await page.evaluate(() => {
+        const t = window.__tumble, cl = t.desc.cloths[0], v = t.verts(cl.key), s = t.stage, el = document.querySelector('.stage-canvas'), rect = el.getBoundingClientRect();
+        const k = (cl.h - 1) * cl.w + (cl.w >> 1);
+        const V = (i) => s.camera.position.clone().set(v[i * 3], v[i * 3 + 1], v[i * 3 + 2]);
+        const aim = V(k).setY(v[k * 3 + 1] - 0.2);
+        const q = s.toScreen(aim.clone());
+        const exact = t.pickAt(q.x + rect.left, q.y + rect.top);
+        const hit = t.pickAt(q.x + rect.left, q.y + rect.top, { tolerance: 0.35 });
+        // distance of a drawn vertex from the pointer's ray (the camera through the aim point)
+        const o = s.camera.position.clone(), d = aim.clone().sub(o).normalize();
+        const off = (i) => { const x = V(i).sub(o); return x.sub(d.clone().multiplyScalar(x.dot(d))).length(); };
+        let nearest = Infinity;
+        for (let i = 0; i < v.length / 3; i++) nearest = Math.min(nearest, off(i));
+        return { exact, hit, row: hit && Math.floor(hit.vertex / cl.w), h: cl.h, hemOff: off(k), hitOff: hit ? off(hit.vertex) : NaN, nearest };
+      });
+    }
+    const nearWhy = `row ${near.row} of ${near.h}, ${near.hitOff.toFixed(3)} m off the ray, the hem ${near.hemOff.toFixed(3)} m, the nearest vertex ${near.nearest.toFixed(3)} m`;
+    assert.equal(near.exact, null, 'the pointer is off the cloth as drawn (in one of 10 tries)');
+    assert.ok(near.hit && near.hit.near, `a near miss still takes the cloth: ${nearWhy}`);
+    assert.ok(near.hitOff <= near.nearest + 0.01, `it takes the vertex drawn nearest the pointer: ${nearWhy}`);
+    assert.ok(near.row >= near.h - 2 || near.hitOff < near.hemOff, `the hem, unless a fold is drawn nearer: ${nearWhy}`);
     await shot(page, 'look-cape-grab');
   } finally { watcher.close(); }
 });
