@@ -96,15 +96,6 @@ int64_t tb_fleet_unix_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* CPU time of this thread: what a checkpoint costs the network thread,
- * whatever else the machine runs meanwhile. */
-static int64_t tb__thread_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (int64_t)ts.tv_sec * TB_NS_PER_SEC + ts.tv_nsec;
-}
-
 void tb_fleet_key(char *out, size_t cap, const char *what, const char *id)
 {
     snprintf(out, cap, "tumble:%s:%s", what, id);
@@ -339,7 +330,7 @@ void tb_fleet_on_checkpoint(tb_fleet *fleet, tb_room *room, tb_msg *image, bool 
             tb__finish_final(fleet, e);
         return;
     }
-    int64_t t0 = tb__thread_cpu_ns();
+    int64_t t0 = tb_clock_cpu_ns(CLOCK_THREAD_CPUTIME_ID);
     tb__write *w = calloc(1, sizeof *w);
     char lease[96], ckpt[96], ttl[16], tick[24], ms[24];
     tb_fleet_key(lease, sizeof lease, "lease", e->id);
@@ -363,7 +354,7 @@ void tb_fleet_on_checkpoint(tb_fleet *fleet, tb_room *room, tb_msg *image, bool 
     w->bytes = image->len;
     w->final = final;
     e->writes++;
-    fleet->checkpoint_net_ns_total += (uint64_t)(tb__thread_cpu_ns() - t0);
+    fleet->checkpoint_net_ns_total += (uint64_t)(tb_clock_cpu_ns(CLOCK_THREAD_CPUTIME_ID) - t0);
 }
 
 /* ---- leases ------------------------------------------------------------- */

@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
+#include <time.h> /* CLOCK_THREAD_CPUTIME_ID, CLOCK_PROCESS_CPUTIME_ID */
 
 #include "net/fleet.h"
 #include "net/log.h"
@@ -164,21 +164,21 @@ static int tb__metrics(tb_server *server, struct lws *wsi, tb_http_session *h)
     tb_strbuf_printf(&b, "# HELP tumble_worker_cpu_seconds_total CPU time (user + system) used by each worker thread.\n"
                       "# TYPE tumble_worker_cpu_seconds_total counter\n");
     for (int w = 0; w < server->sched->worker_count; w++) {
-        double cpu = tb_sched_worker_cpu_seconds(server->sched, w);
-        if (cpu >= 0)
-            tb_strbuf_printf(&b, "tumble_worker_cpu_seconds_total{worker=\"%d\"} %.6f\n", w, cpu);
+        int64_t ns = tb_sched_worker_cpu_ns(server->sched, w);
+        if (ns >= 0)
+            tb_strbuf_printf(&b, "tumble_worker_cpu_seconds_total{worker=\"%d\"} %.6f\n", w, (double)ns / 1e9);
     }
-    struct timespec net, proc;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &net) == 0)
+    int64_t net = tb_clock_cpu_ns(CLOCK_THREAD_CPUTIME_ID), proc = tb_clock_cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
+    if (net >= 0)
         tb_strbuf_printf(&b, "# HELP tumble_network_thread_cpu_seconds_total CPU time (user + system) used by the "
                           "network thread (WebSocket, HTTP, Redis).\n"
                           "# TYPE tumble_network_thread_cpu_seconds_total counter\n"
                           "tumble_network_thread_cpu_seconds_total %.6f\n",
-                      (double)net.tv_sec + (double)net.tv_nsec / 1e9);
-    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &proc) == 0)
+                      (double)net / 1e9);
+    if (proc >= 0)
         tb_strbuf_printf(&b, "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
                           "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %.6f\n",
-                      (double)proc.tv_sec + (double)proc.tv_nsec / 1e9);
+                      (double)proc / 1e9);
     if (server->fleet) {
         char *fleet = tb_fleet_metrics_text(server->fleet);
         tb_strbuf_printf(&b, "%s", fleet ? fleet : "");

@@ -55,17 +55,10 @@ typedef struct tb__uv_events {
     int events;
 } tb__uv_events;
 
-static int64_t tb__cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (int64_t)ts.tv_sec * TB_NS_PER_SEC + ts.tv_nsec;
-}
-
 static void tb__uv_poll(uv_poll_t *handle, int status, int events)
 {
     tb__uv_events *p = handle->data;
-    int64_t t0 = tb__cpu_ns();
+    int64_t t0 = tb_clock_cpu_ns(CLOCK_THREAD_CPUTIME_ID);
     tb_redis *redis = p->redis;
     if (status != 0)
         events = UV_READABLE | UV_WRITABLE; /* let hiredis find the error */
@@ -73,7 +66,7 @@ static void tb__uv_poll(uv_poll_t *handle, int status, int events)
         redisAsyncHandleRead(p->ac);
     if (p->ac && (events & UV_WRITABLE))
         redisAsyncHandleWrite(p->ac);
-    redis->loop_ns_total += (uint64_t)(tb__cpu_ns() - t0);
+    redis->loop_ns_total += (uint64_t)(tb_clock_cpu_ns(CLOCK_THREAD_CPUTIME_ID) - t0);
 }
 
 static void tb__uv_update(tb__uv_events *p, int events)

@@ -12,6 +12,14 @@ int64_t tb_clock_now_ns(void)
     return (int64_t)ts.tv_sec * TB_NS_PER_SEC + ts.tv_nsec;
 }
 
+int64_t tb_clock_cpu_ns(clockid_t clock)
+{
+    struct timespec ts;
+    if (clock_gettime(clock, &ts) != 0)
+        return -1;
+    return (int64_t)ts.tv_sec * TB_NS_PER_SEC + ts.tv_nsec;
+}
+
 void tb_clock_sleep_until(int64_t deadline_ns)
 {
     struct timespec ts;

@@ -9,6 +9,7 @@
 #define TB_CLOCK_H
 
 #include <stdint.h>
+#include <sys/types.h> /* clockid_t, whatever the feature macros */
 
 #define TB_NS_PER_SEC 1000000000LL
 #define TB_NS_PER_MS 1000000LL
@@ -16,6 +17,11 @@
 
 /* Monotonic now, in ns. */
 int64_t tb_clock_now_ns(void);
+
+/* CPU time (user + system) on `clock` in ns: CLOCK_THREAD_CPUTIME_ID (the
+ * calling thread), CLOCK_PROCESS_CPUTIME_ID, or another thread's
+ * (pthread_getcpuclockid). -1 if the clock cannot be read. */
+int64_t tb_clock_cpu_ns(clockid_t clock);
 
 /* Sleep until the absolute monotonic time `deadline_ns` (returns early only
  * on a signal; callers loop anyway). */

@@ -554,14 +554,13 @@ uint64_t tb_sched_worker_steps(const tb_sched *sched, int worker)
     return atomic_load(&((tb_sched *)sched)->workers[worker].steps);
 }
 
-double tb_sched_worker_cpu_seconds(const tb_sched *sched, int worker)
+int64_t tb_sched_worker_cpu_ns(const tb_sched *sched, int worker)
 {
     const tb_worker *w = &sched->workers[worker];
     clockid_t clock;
-    struct timespec ts;
-    if (!w->started || pthread_getcpuclockid(w->thread, &clock) != 0 || clock_gettime(clock, &ts) != 0)
+    if (!w->started || pthread_getcpuclockid(w->thread, &clock) != 0)
         return -1;
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    return tb_clock_cpu_ns(clock);
 }
 
 int tb_sched_worker_load(const tb_sched *sched, int worker)

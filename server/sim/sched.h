@@ -179,10 +179,10 @@ void tb_sched_stop(tb_sched *sched);
 void tb_sched_close(tb_sched *sched);
 
 uint64_t tb_sched_worker_steps(const tb_sched *sched, int worker);
-/* CPU time (user + system) worker `worker` has used, in seconds; -1 when
- * it is not running (before tb_sched_start, after tb_sched_stop). Read from
- * any thread while the workers run (its pthread CPU clock). */
-double tb_sched_worker_cpu_seconds(const tb_sched *sched, int worker);
+/* CPU time (user + system) worker `worker` has used, in ns; -1 when it is
+ * not running (before tb_sched_start, after tb_sched_stop). Read from any
+ * thread while the workers run (its pthread CPU clock). */
+int64_t tb_sched_worker_cpu_ns(const tb_sched *sched, int worker);
 int tb_sched_worker_load(const tb_sched *sched, int worker);
 /* Times the worker woke the network thread: at most one per phase pass for
  * the stepping, plus one per input pass whose inputs produced replies. */

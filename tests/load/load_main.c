@@ -387,6 +387,13 @@ static double tl__ms(const tl_hist *h, double q) { return tl_hist_quantile(h, q)
 
 /* Everything the window measured, from the client counters, the histograms and
  * the two scrapes. */
+/* How fast counter `name` (all its labels summed) grew between two scrapes
+ * `dt` seconds apart, per second; NaN when the server does not export it. */
+static double tl__per_s(const tl_prom *a, const tl_prom *b, const char *name, double dt)
+{
+    return dt > 0 ? (tl_prom_sum(b, name) - tl_prom_sum(a, name)) / dt : NAN;
+}
+
 static void tl__fill_report(tl_run *run, tl_report *r, uint64_t errors_before)
 {
     memset(r, 0, sizeof *r);
@@ -473,16 +480,11 @@ static void tl__fill_report(tl_run *run, tl_report *r, uint64_t errors_before)
     r->server_snapshots_skipped = both ? tl_prom_get(b, "tumble_snapshots_skipped_total") -
                                              tl_prom_get(a, "tumble_snapshots_skipped_total")
                                        : NAN;
-    r->server_workers_cpu_cores =
-        both && dt > 0
-            ? (tl_prom_sum(b, "tumble_worker_cpu_seconds_total") - tl_prom_sum(a, "tumble_worker_cpu_seconds_total")) / dt
-            : NAN;
-    r->server_network_cpu_cores = both && dt > 0 ? (tl_prom_get(b, "tumble_network_thread_cpu_seconds_total") -
-                                                     tl_prom_get(a, "tumble_network_thread_cpu_seconds_total")) / dt
-                                               : NAN;
-    double cpu = tl_prom_get(b, "process_cpu_seconds_total");
-    if (both && !isnan(cpu) && dt > 0)
-        r->server_cpu_cores = (cpu - tl_prom_get(a, "process_cpu_seconds_total")) / dt;
+    r->server_workers_cpu_cores = both ? tl__per_s(a, b, "tumble_worker_cpu_seconds_total", dt) : NAN;
+    r->server_network_cpu_cores = both ? tl__per_s(a, b, "tumble_network_thread_cpu_seconds_total", dt) : NAN;
+    double cpu = both ? tl__per_s(a, b, "process_cpu_seconds_total", dt) : NAN;
+    if (!isnan(cpu))
+        r->server_cpu_cores = cpu;
     else if (run->cpu_start >= 0 && run->cpu_end >= 0 && win > 0)
         r->server_cpu_cores = (run->cpu_end - run->cpu_start) / win;
     else
