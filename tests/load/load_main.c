@@ -385,8 +385,6 @@ static void tl__open_window(tl_run *run, double now)
 
 static double tl__ms(const tl_hist *h, double q) { return tl_hist_quantile(h, q) / 1e3; }
 
-/* Everything the window measured, from the client counters, the histograms and
- * the two scrapes. */
 /* How fast counter `name` (all its labels summed) grew between two scrapes
  * `dt` seconds apart, per second; NaN when the server does not export it. */
 static double tl__per_s(const tl_prom *a, const tl_prom *b, const char *name, double dt)
@@ -394,6 +392,8 @@ static double tl__per_s(const tl_prom *a, const tl_prom *b, const char *name, do
     return dt > 0 ? (tl_prom_sum(b, name) - tl_prom_sum(a, name)) / dt : NAN;
 }
 
+/* Everything the window measured, from the client counters, the histograms and
+ * the two scrapes. */
 static void tl__fill_report(tl_run *run, tl_report *r, uint64_t errors_before)
 {
     memset(r, 0, sizeof *r);
