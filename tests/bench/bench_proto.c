@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "bench/bench.h"
+#include "sim/clock.h"
 #include "tb_proto.h"
 
 #if __has_include("physics/rigid.h") && __has_include("physics/cloth.h") && __has_include("physics/soft.h")
@@ -95,12 +96,7 @@ static void cap_free(capture *c)
 
 /* Thread CPU time: the machine is shared (other engineers' builds), and CPU time
  * does not count the time this thread sat preempted, unlike CLOCK_MONOTONIC. */
-static double cpu_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
+static double cpu_now_us(void) { return (double)tb_clock_cpu_ns(CLOCK_THREAD_CPUTIME_ID) / 1e3; }
 
 static double quat_angle_deg(const float a[4], const float b[4])
 {

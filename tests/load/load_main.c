@@ -32,6 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sim/clock.h"
+
 enum { P_CONNECT, P_WARMUP, P_MEASURE, P_SCRAPE_END, P_CLOSE, P_DONE };
 
 static void tl__usage(FILE *f)
@@ -274,13 +276,7 @@ static int tl__parse(tl_options *o, int argc, char **argv)
 
 static tl_run tl__run;
 
-static double tl__self_cpu(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
-           ru.ru_stime.tv_usec * 1e-6;
-}
+static double tl__self_cpu(void) { return (double)tb_clock_cpu_ns(CLOCK_PROCESS_CPUTIME_ID) / 1e9; }
 
 static uint64_t tl__errors(const tl_run *run)
 {
